@@ -1,0 +1,129 @@
+"""The fixed vocabulary of basic color names, naming an object's color, and recoloring it.
+
+Vocabulary: the eleven basic color terms of Berlin and Kay (black, white, gray, red, orange,
+yellow, green, blue, purple, pink, brown), each with one sRGB prototype. Naming (project rule,
+docs/spd_faith_build.md): take the median CIELAB color of the object's pixels; if its chroma
+sqrt(a^2 + b^2) is below 12 the object is achromatic and is black (L* < 30), white (L* > 78)
+or gray; otherwise it gets the nearest chromatic prototype by CIE76 delta E.
+
+Recoloring keeps the object's shading: every pixel keeps its lightness offset from the object's
+mean lightness (compressed only as far as needed to stay in [0, 100]), the mean lightness moves to
+the target's, and the chroma becomes the target's plus a quarter of the pixel's own chroma offset
+(so texture survives). Because lightness moves too, white, black and gray objects change visibly,
+which a hue shift alone cannot do.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+COLOR_PROTOTYPES_RGB: dict[str, tuple[int, int, int]] = {
+    "black": (25, 25, 25),
+    "white": (245, 245, 245),
+    "gray": (128, 128, 128),
+    "red": (200, 25, 30),
+    "orange": (245, 130, 20),
+    "yellow": (245, 215, 35),
+    "green": (40, 155, 60),
+    "blue": (30, 80, 210),
+    "purple": (125, 50, 165),
+    "pink": (245, 140, 185),
+    "brown": (125, 80, 40),
+}
+COLOR_NAMES: tuple[str, ...] = tuple(COLOR_PROTOTYPES_RGB)
+ACHROMATIC = ("black", "white", "gray")
+ACHROMATIC_CHROMA = 12.0
+BLACK_MAX_L = 30.0
+WHITE_MIN_L = 78.0
+TEXTURE_CHROMA_KEPT = 0.25
+
+# Words people and models use for the same basic colors (used to normalise claims).
+COLOR_SYNONYMS: dict[str, str] = {
+    "grey": "gray", "silver": "gray", "crimson": "red", "scarlet": "red", "maroon": "red",
+    "navy": "blue", "cyan": "blue", "turquoise": "blue", "teal": "green", "olive": "green",
+    "lime": "green", "violet": "purple", "magenta": "purple", "lavender": "purple",
+    "gold": "yellow", "golden": "yellow", "beige": "brown", "tan": "brown", "ivory": "white",
+    "cream": "white", "charcoal": "black", "rose": "pink",
+}
+
+
+def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
+    """uint8 RGB (any leading shape, last axis 3) to float32 CIELAB (D65): L in [0, 100]."""
+    flat = rgb.reshape(-1, 1, 3).astype(np.float32) / 255.0
+    return cv2.cvtColor(flat, cv2.COLOR_RGB2Lab).reshape(rgb.shape).astype(np.float32)
+
+
+def lab_to_rgb(lab: np.ndarray) -> np.ndarray:
+    """float CIELAB to uint8 RGB, rounded and clipped."""
+    flat = lab.reshape(-1, 1, 3).astype(np.float32)
+    rgb = cv2.cvtColor(flat, cv2.COLOR_Lab2RGB).reshape(lab.shape)
+    return np.clip(np.rint(rgb * 255.0), 0, 255).astype(np.uint8)
+
+
+PROTOTYPES_LAB: dict[str, np.ndarray] = {
+    name: rgb_to_lab(np.array(rgb, dtype=np.uint8)) for name, rgb in COLOR_PROTOTYPES_RGB.items()
+}
+
+
+def normalize_color(word: str) -> str | None:
+    """A color word to its vocabulary name, or None when it is not a color we know."""
+    key = word.strip().lower()
+    if key in COLOR_PROTOTYPES_RGB:
+        return key
+    return COLOR_SYNONYMS.get(key)
+
+
+def name_lab(lab: np.ndarray) -> str:
+    """The vocabulary name of one CIELAB color (module docstring gives the rule)."""
+    lightness, a, b = (float(v) for v in lab)
+    if np.hypot(a, b) < ACHROMATIC_CHROMA:
+        if lightness < BLACK_MAX_L:
+            return "black"
+        return "white" if lightness > WHITE_MIN_L else "gray"
+    chromatic = [n for n in COLOR_NAMES if n not in ACHROMATIC]
+    return min(chromatic, key=lambda n: float(np.linalg.norm(PROTOTYPES_LAB[n] - lab)))
+
+
+def object_lab(rgb: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Median CIELAB color of the masked pixels."""
+    return np.median(rgb_to_lab(rgb[mask]), axis=0)
+
+
+def name_object_color(rgb: np.ndarray, mask: np.ndarray) -> str:
+    return name_lab(object_lab(rgb, mask))
+
+
+def distinct_targets(current_lab: np.ndarray, min_delta_e: float) -> list[str]:
+    """Target colors whose prototype lies at least min_delta_e (CIE76) from the object's color."""
+    current_name = name_lab(current_lab)
+    return [
+        name
+        for name in COLOR_NAMES
+        if name != current_name and float(np.linalg.norm(PROTOTYPES_LAB[name] - current_lab)) >= min_delta_e
+    ]
+
+
+def inner_feather(mask: np.ndarray, width: float) -> np.ndarray:
+    """Blend weights that ramp from 0 at the mask's edge to 1 at `width` pixels inside; 0 outside."""
+    inside = cv2.distanceTransform(mask.astype(np.uint8), cv2.DIST_L2, 3)
+    return np.clip(inside / width, 0.0, 1.0).astype(np.float32)
+
+
+def recolor(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0) -> np.ndarray:
+    """The image with the masked object recolored to `target`; pixels outside the mask are untouched."""
+    lab = rgb_to_lab(rgb[mask])
+    mean = lab.mean(axis=0)
+    goal = PROTOTYPES_LAB[target]
+    offsets = lab[:, 0] - mean[0]
+    spread = float(np.abs(offsets).max()) if offsets.size else 0.0
+    headroom = min(float(goal[0]), 100.0 - float(goal[0]))
+    shading_scale = 1.0 if spread <= headroom or spread == 0.0 else headroom / spread
+    new_lab = np.empty_like(lab)
+    new_lab[:, 0] = np.clip(goal[0] + offsets * shading_scale, 0.0, 100.0)
+    new_lab[:, 1:] = goal[1:] + (lab[:, 1:] - mean[1:]) * TEXTURE_CHROMA_KEPT
+    recolored = rgb.copy()
+    recolored[mask] = lab_to_rgb(new_lab)
+    alpha = inner_feather(mask, feather)[..., None]
+    blended = rgb.astype(np.float32) * (1.0 - alpha) + recolored.astype(np.float32) * alpha
+    out = np.where(mask[..., None], np.clip(np.rint(blended), 0, 255).astype(np.uint8), rgb)
+    return out

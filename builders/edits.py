@@ -1,0 +1,80 @@
+"""Atomic image edits on an instance mask: recolor, remove, move.
+
+Each edit returns the new image and two regions: `allowed`, the pixels it may change (the quality
+gate checks that nothing outside the union of allowed regions changed), and `evidence`, the pixels
+where the change must be visible. Regions are bool HxW arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from mmfaith.builders.colors import recolor
+from mmfaith.builders.inpainters import Inpainter
+
+
+@dataclass
+class EditOutcome:
+    image: np.ndarray
+    allowed: np.ndarray
+    evidence: np.ndarray
+    bbox_after: list[float] | None
+
+
+def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
+    """Grow a bool mask by `radius` pixels with an elliptical kernel."""
+    if radius <= 0:
+        return mask.copy()
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+    return cv2.dilate(mask.astype(np.uint8), kernel).astype(bool)
+
+
+def mask_bbox(mask: np.ndarray) -> list[float]:
+    """COCO xywh box of a bool mask (pixel extents)."""
+    ys, xs = np.nonzero(mask)
+    x0, y0 = int(xs.min()), int(ys.min())
+    return [float(x0), float(y0), float(xs.max() - x0 + 1), float(ys.max() - y0 + 1)]
+
+
+def shift(array: np.ndarray, dx: int, dy: int) -> np.ndarray:
+    """Translate an image or mask by whole pixels; uncovered pixels become zero."""
+    out = np.zeros_like(array)
+    height, width = array.shape[:2]
+    src_y = slice(max(0, -dy), min(height, height - dy))
+    src_x = slice(max(0, -dx), min(width, width - dx))
+    dst_y = slice(max(0, dy), min(height, height + dy))
+    dst_x = slice(max(0, dx), min(width, width + dx))
+    out[dst_y, dst_x] = array[src_y, src_x]
+    return out
+
+
+def edit_color(rgb: np.ndarray, mask: np.ndarray, target: str) -> EditOutcome:
+    return EditOutcome(recolor(rgb, mask, target), allowed=mask, evidence=mask, bbox_after=mask_bbox(mask))
+
+
+def edit_remove(rgb: np.ndarray, mask: np.ndarray, inpainter: Inpainter, dilation: int) -> EditOutcome:
+    hole = dilate(mask, dilation)
+    return EditOutcome(inpainter.fill(rgb, hole), allowed=hole, evidence=mask, bbox_after=None)
+
+
+def edit_move(
+    rgb: np.ndarray, mask: np.ndarray, offset: tuple[int, int], inpainter: Inpainter, dilation: int, blend_radius: int
+) -> EditOutcome:
+    """Cut the object, inpaint where it was, paste it `offset` (dx, dy) away with a feathered seam."""
+    dx, dy = offset
+    hole = dilate(mask, dilation)
+    background = inpainter.fill(rgb, hole)
+    moved_mask = shift(mask, dx, dy)
+    moved_pixels = shift(rgb, dx, dy)
+    # Signed distance to the pasted mask's edge sets the blend: 1 inside, 0 beyond blend_radius outside.
+    inside = cv2.distanceTransform(moved_mask.astype(np.uint8), cv2.DIST_L2, 3)
+    outside = cv2.distanceTransform((~moved_mask).astype(np.uint8), cv2.DIST_L2, 3)
+    signed = np.where(moved_mask, inside, -outside)
+    alpha = np.clip(0.5 + signed / (2.0 * blend_radius), 0.0, 1.0).astype(np.float32)[..., None]
+    seam = dilate(moved_mask, blend_radius)
+    alpha = np.where(seam[..., None], alpha, 0.0)
+    blended = background.astype(np.float32) * (1.0 - alpha) + moved_pixels.astype(np.float32) * alpha
+    image = np.where(seam[..., None], np.clip(np.rint(blended), 0, 255).astype(np.uint8), background)
+    return EditOutcome(image, allowed=hole | seam, evidence=mask | moved_mask, bbox_after=mask_bbox(moved_mask))

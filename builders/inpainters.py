@@ -1,0 +1,145 @@
+"""Inpainters fill a masked hole in an RGB image; only the hole's pixels may change.
+
+- `telea` / `ns`: OpenCV's classical inpainting (Telea 2004; Navier-Stokes), no weights, deterministic.
+- `lama`: LaMa (Suvorov et al. 2022) through its TorchScript checkpoint `big-lama.pt`, called as
+  `model(image, mask)` on float tensors in [0, 1] with sides padded to a multiple of 8; on the GPU
+  when one is available. The path comes from `--lama-model` or the LAMA_MODEL environment variable.
+- `auto`: `lama` when a checkpoint is given and torch imports, else `telea`.
+
+An inpainter is built from an `InpainterSpec` inside each worker process (TorchScript modules do
+not pickle), and it reports its own provenance for the records.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import cv2
+import numpy as np
+
+from mmfaith.errors import MmfaithError
+from mmfaith.images import sha256_file
+
+INPAINTER_CHOICES = ("auto", "lama", "telea", "ns")
+CLASSICAL_RADIUS = 5
+LAMA_PAD = 8
+
+
+class Inpainter(Protocol):
+    name: str
+    deterministic: bool
+
+    def fill(self, rgb: np.ndarray, hole: np.ndarray) -> np.ndarray:
+        """The image with the pixels under `hole` (bool HxW) replaced; all others unchanged."""
+
+    def provenance(self) -> dict[str, Any]:
+        """What made the pixels: name, weights hash, device."""
+
+
+@dataclass(frozen=True)
+class InpainterSpec:
+    """A picklable description of the chosen inpainter, resolved once in the main process."""
+
+    name: str
+    lama_model: Path | None = None
+
+    def build(self) -> Inpainter:
+        if self.name == "lama":
+            assert self.lama_model is not None
+            return LamaInpainter(self.lama_model)
+        return ClassicalInpainter(self.name)
+
+
+def resolve_inpainter(choice: str, lama_model: str | None) -> InpainterSpec:
+    """Turn the user's --inpainter / --lama-model (or LAMA_MODEL) into a concrete spec."""
+    if choice not in INPAINTER_CHOICES:
+        raise MmfaithError(f"--inpainter {choice!r} is not one of {', '.join(INPAINTER_CHOICES)}.")
+    path_text = lama_model or os.environ.get("LAMA_MODEL")
+    path = Path(path_text) if path_text else None
+    if choice in ("telea", "ns"):
+        return InpainterSpec(choice)
+    if choice == "lama":
+        if path is None:
+            raise MmfaithError("--inpainter lama needs the big-lama.pt TorchScript file: pass --lama-model FILE or set LAMA_MODEL.")
+        if not path.is_file():
+            raise MmfaithError(f"{path}: LaMa checkpoint not found (from --lama-model or LAMA_MODEL).")
+        _require_torch()
+        return InpainterSpec("lama", path)
+    if path is not None and path.is_file() and _torch_available():
+        return InpainterSpec("lama", path)
+    return InpainterSpec("telea")
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _require_torch() -> None:
+    if not _torch_available():
+        raise MmfaithError("LaMa inpainting needs PyTorch: pip install 'mmfaith[lama]' (torch==2.13.0 on these machines).")
+
+
+class ClassicalInpainter:
+    """OpenCV Telea or Navier-Stokes inpainting."""
+
+    deterministic = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._flag = cv2.INPAINT_TELEA if name == "telea" else cv2.INPAINT_NS
+
+    def fill(self, rgb: np.ndarray, hole: np.ndarray) -> np.ndarray:
+        filled = cv2.inpaint(rgb, hole.astype(np.uint8) * 255, CLASSICAL_RADIUS, self._flag)
+        return np.where(hole[..., None], filled, rgb)
+
+    def provenance(self) -> dict[str, Any]:
+        return {"name": self.name, "library": f"opencv {cv2.__version__}", "radius": CLASSICAL_RADIUS, "device": "cpu"}
+
+
+class LamaInpainter:
+    """LaMa through its TorchScript checkpoint; GPU when available."""
+
+    name = "lama"
+
+    def __init__(self, checkpoint: Path) -> None:
+        import torch
+
+        self._torch = torch
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.deterministic = self.device == "cpu"
+        self.checkpoint = checkpoint
+        self.weights_sha256 = sha256_file(checkpoint)
+        try:
+            self.model = torch.jit.load(str(checkpoint), map_location=self.device)
+        except (RuntimeError, ValueError) as exc:
+            raise MmfaithError(f"{checkpoint}: not a TorchScript LaMa checkpoint ({exc}).") from exc
+        self.model.eval()
+
+    def fill(self, rgb: np.ndarray, hole: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        height, width = hole.shape
+        pad_h, pad_w = (-height) % LAMA_PAD, (-width) % LAMA_PAD
+        image = np.pad(rgb, ((0, pad_h), (0, pad_w), (0, 0)), mode="symmetric")
+        mask = np.pad(hole, ((0, pad_h), (0, pad_w)), mode="symmetric")
+        image_t = torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))).float().div(255.0)[None]
+        mask_t = torch.from_numpy(mask.astype(np.float32))[None, None]
+        with torch.inference_mode():
+            out = self.model(image_t.to(self.device), mask_t.to(self.device))
+        result = out[0].permute(1, 2, 0).float().cpu().numpy()[:height, :width]
+        filled = np.clip(np.rint(result * 255.0), 0, 255).astype(np.uint8)
+        return np.where(hole[..., None], filled, rgb)
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "name": "lama",
+            "weights_sha256": self.weights_sha256,
+            "weights_file": self.checkpoint.name,
+            "device": self.device,
+            "torch": self._torch.__version__,
+        }

@@ -1,0 +1,233 @@
+"""One SPD-Faith slot to one pair: plan, edit, gate, and assemble the record (runs in a worker).
+
+Everything here depends only on its arguments (the slot, the scene, the settings), so a pair made in
+a worker process is byte-identical to one made in the main process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mmfaith.builders.coco_source import Scene
+from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox
+from mmfaith.builders.gates import mean_delta_e, outside_changes
+from mmfaith.builders.inpainters import Inpainter, InpainterSpec
+from mmfaith.builders.planners import PlannerSpec, SlotPlanner
+from mmfaith.builders.planning import PlannedEdit, SceneView, Slot
+from mmfaith.errors import MmfaithError
+from mmfaith.images import png_bytes, read_rgb, sha256_bytes
+from mmfaith.jsonl import canonical_json
+
+ID_PREFIX = "spdf-"
+GATE_MEASURE = "mean CIE76 delta E*ab over the edit's evidence region"
+
+
+@dataclass(frozen=True)
+class PairSettings:
+    """What every worker needs to make pairs, fixed for the whole build."""
+
+    seed: int
+    dilation: int
+    blend_radius: int
+    min_delta_e: float
+    max_pixels: int
+    inpainter: InpainterSpec
+    planner: PlannerSpec
+    dataset: str
+    split: str
+    version: str
+
+
+@dataclass
+class SlotOutcome:
+    """A made pair (record and PNG bytes) or a rejection, for the main process to journal."""
+
+    slot_key: str
+    record: dict[str, Any] | None = None
+    rejection: dict[str, Any] | None = None
+    original_png: bytes | None = None
+    edited_png: bytes | None = None
+    planner_calls: int = 0
+
+
+_TOOLS: dict[PairSettings, tuple[Inpainter, SlotPlanner]] = {}
+
+
+def _tools(settings: PairSettings) -> tuple[Inpainter, SlotPlanner]:
+    """The inpainter and planner of this process, built once (weights load once per worker)."""
+    if settings not in _TOOLS:
+        _TOOLS[settings] = (settings.inpainter.build(), settings.planner.build())
+    return _TOOLS[settings]
+
+
+def original_path(scene: Scene) -> str:
+    return f"images/original/{scene.image_id:012d}.png"
+
+
+def pair_id(dataset: str, scene: Scene, subset: str, edits: list[PlannedEdit]) -> str:
+    """Stable id from the source image and the edit plan (same plan, same id, in every build)."""
+    key = {"dataset": dataset, "file_name": scene.file_name, "subset": subset, "edits": [e.as_json() for e in edits]}
+    return ID_PREFIX + sha256_bytes(canonical_json(key).encode("utf-8"))[:16]
+
+
+def _region_name(bbox: list[float], width: int, height: int) -> str:
+    """Where a box's centre sits on a 3x3 grid of the image, in words."""
+    cx, cy = (bbox[0] + bbox[2] / 2) / width, (bbox[1] + bbox[3] / 2) / height
+    row = ("top", "middle", "bottom")[min(2, int(cy * 3))]
+    col = ("left", "center", "right")[min(2, int(cx * 3))]
+    if row == "middle" and col == "center":
+        return "center"
+    return col if row == "middle" else (row if col == "center" else f"{row} {col}")
+
+
+def describe(edit: PlannedEdit, category: str, color_before: str, bbox_before: list[float],
+             bbox_after: list[float] | None, width: int, height: int) -> str:
+    """The standardized sentence for one difference."""
+    if edit.type == "color":
+        return f"The {category} changed color from {color_before} to {edit.color_after}."
+    if edit.type == "remove":
+        return f"The {category} was removed."
+    assert bbox_after is not None and edit.offset is not None
+    before, after = _region_name(bbox_before, width, height), _region_name(bbox_after, width, height)
+    if before != after:
+        return f"The {category} moved from the {before} to the {after} of the image."
+    dx, dy = edit.offset
+    way = ("left" if dx < 0 else "right") if abs(dx) >= abs(dy) else ("up" if dy < 0 else "down")
+    return f"The {category} moved {way}, staying in the {after} of the image."
+
+
+def _source(scene: Scene, settings: PairSettings) -> dict[str, Any]:
+    return {
+        "dataset": settings.dataset,
+        "split": settings.split,
+        "image_id": scene.image_id,
+        "file_name": scene.file_name,
+        "license": {"id": scene.license.id, "name": scene.license.name, "url": scene.license.url},
+        "flickr_url": scene.flickr_url,
+        "coco_url": scene.coco_url,
+        "attribution": f"COCO 2017 image {scene.image_id} ({scene.flickr_url or scene.coco_url}), "
+                       f"licensed {scene.license.name}; annotations COCO Consortium, CC BY 4.0.",
+    }
+
+
+def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter,
+           settings: PairSettings) -> tuple[np.ndarray, list[EditOutcome]]:
+    image = view.rgb
+    outcomes = []
+    for edit in edits:
+        mask = view.masks[edit.ann_id]
+        if edit.type == "color":
+            outcome = edit_color(image, mask, edit.color_after or "")
+        elif edit.type == "remove":
+            outcome = edit_remove(image, mask, inpainter, settings.dilation)
+        else:
+            outcome = edit_move(image, mask, edit.offset or (0, 0), inpainter, settings.dilation, settings.blend_radius)
+        image = outcome.image
+        outcomes.append(outcome)
+    return image, outcomes
+
+
+def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: bool) -> SlotOutcome:
+    """Plan, edit and gate one slot; never raises for a bad plan or a failed gate (those are rejections)."""
+    rgb = read_rgb(scene.path, settings.max_pixels)
+    if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
+        raise MmfaithError(f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations say "
+                           f"{scene.width}x{scene.height}; the masks would not fit it.")
+    result = SlotOutcome(slot.key)
+    original = png_bytes(rgb)
+    if want_original:
+        result.original_png = original
+    common = {"slot": slot.key, "image_id": scene.image_id, "file_name": scene.file_name}
+    if slot.subset == "control":
+        record_id = pair_id(settings.dataset, scene, "control", [])
+        result.edited_png = original
+        result.record = _record(record_id, slot, scene, settings, original, original, [], {"name": "none"},
+                                {"delta_e": [], "outside_changed_pixels": 0})
+        return result
+
+    inpainter, planner = _tools(settings)
+    view = SceneView(scene, rgb, settings.dilation, settings.blend_radius)
+    plan = planner.plan(view, slot, settings.seed)
+    result.planner_calls = plan.calls
+    if plan.edits is None:
+        result.rejection = {**common, "stage": "plan", "reason": plan.failure or "no feasible plan",
+                            "planner": plan.provenance}
+        return result
+    edited, outcomes = _apply(view, plan.edits, inpainter, settings)
+    record_id = pair_id(settings.dataset, scene, slot.subset, plan.edits)
+    delta_es = [round(mean_delta_e(rgb, edited, o.evidence), 3) for o in outcomes]
+    allowed = np.zeros(rgb.shape[:2], dtype=bool)
+    for outcome in outcomes:
+        allowed |= outcome.allowed
+    outside_pixels, outside_max = outside_changes(rgb, edited, allowed)
+    gates = {"delta_e": delta_es, "outside_changed_pixels": outside_pixels}
+    plan_json = [e.as_json() for e in plan.edits]
+    faint = [i for i, value in enumerate(delta_es) if value < settings.min_delta_e]
+    if faint or outside_pixels:
+        reasons = [f"edit {i} ({plan.edits[i].type} of annotation {plan.edits[i].ann_id}) is invisible: "
+                   f"mean delta E {delta_es[i]} < {settings.min_delta_e}" for i in faint]
+        if outside_pixels:
+            reasons.append(f"{outside_pixels} pixels changed outside the edited regions (largest change {outside_max})")
+        result.rejection = {**common, "id": record_id, "stage": "gate", "reason": "; ".join(reasons),
+                            "plan": plan_json, "gates": gates, "planner": plan.provenance}
+        return result
+    differences = []
+    for edit, outcome in zip(plan.edits, outcomes):
+        inst = view.instances[edit.ann_id]
+        before = view.color_name(edit.ann_id)
+        bbox_before = mask_bbox(view.masks[edit.ann_id])
+        differences.append({
+            "type": edit.type,
+            "category": inst.category,
+            "category_id": inst.category_id,
+            "source_ann_id": inst.ann_id,
+            "color_before": before,
+            "color_after": None if edit.type == "remove" else (edit.color_after or before),
+            "bbox_before": bbox_before,
+            "bbox_after": outcome.bbox_after,
+            "area_ratio": round(view.area_ratio(edit.ann_id), 6),
+            "description": describe(edit, inst.category, before, bbox_before, outcome.bbox_after,
+                                    rgb.shape[1], rgb.shape[0]),
+        })
+    edited_png = png_bytes(edited)
+    result.edited_png = edited_png
+    result.record = _record(record_id, slot, scene, settings, original, edited_png, differences,
+                            plan.provenance, gates, inpainter.provenance(), plan_json)
+    if slot.subset == "single":
+        result.record["difficulty"] = view.tier_of(plan.edits[0].ann_id)
+    return result
+
+
+def _record(record_id: str, slot: Slot, scene: Scene, settings: PairSettings, original_png: bytes,
+            edited_png: bytes, differences: list[dict[str, Any]], planner: dict[str, Any],
+            gates: dict[str, Any], inpainter: dict[str, Any] | None = None,
+            plan: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    folder = "control" if slot.subset == "control" else "edited"
+    return {
+        "id": record_id,
+        "image_a": original_path(scene),
+        "image_b": f"images/{folder}/{record_id}.png",
+        "image_a_sha256": sha256_bytes(original_png),
+        "image_b_sha256": sha256_bytes(edited_png),
+        "subset": slot.subset,
+        "difficulty": None,
+        "num_differences": len(differences),
+        "differences": differences,
+        "instance_count": scene.instance_count,
+        "caption": None,
+        "source": _source(scene, settings),
+        "verification": {"status": "pending", "annotators": [], "reasons": [], "notes": None,
+                         "task_id": None, "time": None, "history": []},
+        "build": {
+            "mmfaith_version": settings.version,
+            "seed": settings.seed,
+            "slot": slot.key,
+            "planner": planner,
+            "inpainter": inpainter,
+            "plan": plan or [],
+            "gates": {"measure": GATE_MEASURE, "min_delta_e": settings.min_delta_e,
+                      "dilation": settings.dilation, "blend_radius": settings.blend_radius, **gates},
+        },
+    }

@@ -1,0 +1,5 @@
+import sys
+
+from mmfaith.cli import main
+
+sys.exit(main())

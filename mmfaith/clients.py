@@ -1,0 +1,69 @@
+"""Blocking one-shot calls to a chat model with images: OpenAI-compatible servers or Gemini.
+
+Used where a build step asks a model once per item (the LLM planner). Keys come from the
+environment variable the user names and are never printed or stored.
+"""
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass
+
+from mmfaith.errors import MmfaithError
+
+PROVIDERS = ("openai", "gemini")
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """Which model to ask and where; `api_key_env` names the variable that holds the key."""
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 3
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env or DEFAULT_KEY_ENV[self.provider])
+
+
+def png_data_url(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def ask_with_images(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int = 1024) -> str:
+    """The model's text answer to one user turn of images then text (temperature 0)."""
+    if endpoint.provider == "gemini":
+        return _ask_gemini(endpoint, text, images_png, max_tokens)
+    import openai
+
+    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key() or "EMPTY",
+                           timeout=endpoint.timeout_s, max_retries=endpoint.max_retries)
+    content: list[dict[str, object]] = [{"type": "image_url", "image_url": {"url": png_data_url(png)}}
+                                        for png in images_png]
+    content.append({"type": "text", "text": text})
+    response = client.chat.completions.create(model=endpoint.model, temperature=0.0, max_tokens=max_tokens,
+                                              messages=[{"role": "user", "content": content}])
+    return response.choices[0].message.content or ""
+
+
+def _ask_gemini(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+    try:
+        from google import genai
+        from google.genai import types
+    except ImportError as exc:
+        raise MmfaithError("Gemini needs the google-genai package: pip install 'mmfaith[gemini]'.") from exc
+    key = endpoint.api_key()
+    if not key:
+        raise MmfaithError(f"Gemini needs an API key in ${endpoint.api_key_env or DEFAULT_KEY_ENV['gemini']}.")
+    options = types.HttpOptions(base_url=endpoint.base_url, timeout=int(endpoint.timeout_s * 1000)) \
+        if endpoint.base_url else types.HttpOptions(timeout=int(endpoint.timeout_s * 1000))
+    client = genai.Client(api_key=key, http_options=options)
+    parts = [types.Part.from_bytes(data=png, mime_type="image/png") for png in images_png]
+    response = client.models.generate_content(
+        model=endpoint.model, contents=[*parts, text],
+        config=types.GenerateContentConfig(temperature=0.0, max_output_tokens=max_tokens))
+    return response.text or ""

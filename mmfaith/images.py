@@ -1,0 +1,55 @@
+"""Image bytes in and out: bounded decoding, lossless deterministic PNG, content hashes."""
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from mmfaith.errors import MmfaithError
+
+DEFAULT_MAX_PIXELS = 50_000_000
+"""Images larger than this are refused before decoding (decompression-bomb guard)."""
+
+
+def read_rgb(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+    """Decode an image file to an HxWx3 uint8 RGB array, refusing missing, unreadable or huge files."""
+    if not path.is_file():
+        raise MmfaithError(f"{path}: image file not found; check --images or the annotations' file_name.")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                width, height = image.size
+                if width * height > max_pixels:
+                    raise MmfaithError(
+                        f"{path}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels}; "
+                        "raise --max-pixels if the image is trusted."
+                    )
+                return np.asarray(image.convert("RGB"))
+    except MmfaithError:
+        raise
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
+        raise MmfaithError(f"{path}: cannot decode image ({exc}).") from exc
+
+
+def png_bytes(rgb: np.ndarray) -> bytes:
+    """Encode an RGB array as PNG with fixed settings, so equal pixels give equal bytes."""
+    buffer = io.BytesIO()
+    Image.fromarray(rgb, mode="RGB").save(buffer, format="PNG", compress_level=6, optimize=False)
+    return buffer.getvalue()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,84 @@
+"""Append-only JSON Lines files: the journal every stage writes and resumes from.
+
+Writers append one complete line per record and flush it to disk, so a crash loses at most the
+line being written. Readers drop a torn last line (no trailing newline) and report any other bad
+line with the file name and line number.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from mmfaith.errors import MmfaithError
+
+
+def canonical_json(value: Any) -> str:
+    """The one serialisation used for hashing and for files: sorted keys, no spaces, UTF-8 kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each complete line; a torn last line is ignored.
+
+    Raises MmfaithError naming the file and line for a line that is not a JSON object.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read()
+    lines = data.split(b"\n")
+    complete = lines[:-1]  # the part after the last newline is empty or a torn write
+    for number, raw in enumerate(complete, start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise MmfaithError(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}).") from exc
+        if not isinstance(value, dict):
+            raise MmfaithError(f"{path}:{number}: expected a JSON object, found {type(value).__name__}.")
+        yield number, value
+
+
+def repair_torn_tail(path: Path) -> None:
+    """Cut a torn last line left by a crash, so appends start on a fresh line."""
+    if not path.exists():
+        return
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+class JsonlAppender:
+    """Appends canonical JSON lines to a file and makes each one durable before returning."""
+
+    def __init__(self, path: Path) -> None:
+        repair_torn_tail(path)
+        self.path = path
+        self._handle = open(path, "ab")
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._handle.write((canonical_json(record) + "\n").encode("utf-8"))
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "JsonlAppender":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a whole file so that readers see either the old or the new content, never a mix."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

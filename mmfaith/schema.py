@@ -1,0 +1,34 @@
+"""JSON Schema validation of the records that pass between stages (schemas/*.schema.json)."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any
+
+import jsonschema
+
+from mmfaith.errors import MmfaithError
+
+
+@lru_cache(maxsize=None)
+def validator(schema_name: str) -> jsonschema.protocols.Validator:
+    """The validator for schemas/<schema_name>.schema.json."""
+    text = files("mmfaith.schemas").joinpath(f"{schema_name}.schema.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def schema_errors(schema_name: str, record: Any) -> list[str]:
+    """Every violation of the schema, each as 'field.path: message', sorted for stable output."""
+    found = validator(schema_name).iter_errors(record)
+    return sorted(f"{'.'.join(str(p) for p in e.absolute_path) or '<record>'}: {e.message}" for e in found)
+
+
+def check_record(schema_name: str, record: Any, where: str) -> None:
+    """Raise MmfaithError naming `where` (file:line or record id) if the record breaks its schema."""
+    errors = schema_errors(schema_name, record)
+    if errors:
+        raise MmfaithError(f"{where}: does not match schema {schema_name}: " + "; ".join(errors[:5]))
