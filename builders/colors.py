@@ -7,10 +7,12 @@ sqrt(a^2 + b^2) is below 12 the object is achromatic and is black (L* < 30), whi
 or gray; otherwise it gets the nearest chromatic prototype by CIE76 delta E.
 
 Recoloring keeps the object's shading: every pixel keeps its lightness offset from the object's
-mean lightness (compressed only as far as needed to stay in [0, 100]), the mean lightness moves to
-the target's, and the chroma becomes the target's plus a quarter of the pixel's own chroma offset
+mean lightness (compressed only as far as needed for 95% of the pixels to stay in [0, 100]), the mean lightness moves to
+the target's (or up to 15 L* from it, to make room for the shading), and the chroma becomes the target's plus a quarter of the pixel's own chroma offset
 (so texture survives). Because lightness moves too, white, black and gray objects change visibly,
-which a hue shift alone cannot do.
+which a hue shift alone cannot do. A recolor moves the color only as far as the target's name
+needs: to a color the object already has, it changes nothing but the lightness band of an
+achromatic name, so such an edit is (and is gated as) invisible.
 """
 from __future__ import annotations
 
@@ -36,6 +38,9 @@ ACHROMATIC_CHROMA = 12.0
 BLACK_MAX_L = 30.0
 WHITE_MIN_L = 78.0
 TEXTURE_CHROMA_KEPT = 0.25
+SHADING_PERCENTILE = 95.0
+LIGHTNESS_SLACK = 15.0
+ACHROMATIC_LIGHTNESS = {"black": (0.0, BLACK_MAX_L), "gray": (BLACK_MAX_L, WHITE_MIN_L), "white": (WHITE_MIN_L, 100.0)}
 
 # Words people and models use for the same basic colors (used to normalise claims).
 COLOR_SYNONYMS: dict[str, str] = {
@@ -113,14 +118,29 @@ def recolor(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0
     """The image with the masked object recolored to `target`; pixels outside the mask are untouched."""
     lab = rgb_to_lab(rgb[mask])
     mean = lab.mean(axis=0)
-    goal = PROTOTYPES_LAB[target]
+    if name_lab(np.median(lab, axis=0)) == target:
+        low, high = ACHROMATIC_LIGHTNESS.get(target, (0.0, 100.0))
+        goal = np.array([np.clip(mean[0], low, high), mean[1], mean[2]], dtype=np.float32)
+        texture = 1.0
+    else:
+        goal = PROTOTYPES_LAB[target]
+        texture = TEXTURE_CHROMA_KEPT
     offsets = lab[:, 0] - mean[0]
-    spread = float(np.abs(offsets).max()) if offsets.size else 0.0
-    headroom = min(float(goal[0]), 100.0 - float(goal[0]))
-    shading_scale = 1.0 if spread <= headroom or spread == 0.0 else headroom / spread
+    # Robust extents of the shading above and below the mean: one specular highlight must not
+    # flatten the whole object. The target lightness may slide up to LIGHTNESS_SLACK from the
+    # prototype to make room; only what still does not fit is compressed.
+    above = float(np.percentile(np.maximum(offsets, 0.0), SHADING_PERCENTILE)) if offsets.size else 0.0
+    below = float(np.percentile(np.maximum(-offsets, 0.0), SHADING_PERCENTILE)) if offsets.size else 0.0
+    goal_lightness = float(goal[0])
+    if above + below < 100.0:
+        goal_lightness = float(np.clip(np.clip(goal_lightness, below, 100.0 - above),
+                                       goal[0] - LIGHTNESS_SLACK, goal[0] + LIGHTNESS_SLACK))
+    goal_lightness = float(np.clip(goal_lightness, 0.0, 100.0))
+    shading_scale = min(1.0, (100.0 - goal_lightness) / above if above else 1.0,
+                        goal_lightness / below if below else 1.0)
     new_lab = np.empty_like(lab)
-    new_lab[:, 0] = np.clip(goal[0] + offsets * shading_scale, 0.0, 100.0)
-    new_lab[:, 1:] = goal[1:] + (lab[:, 1:] - mean[1:]) * TEXTURE_CHROMA_KEPT
+    new_lab[:, 0] = np.clip(goal_lightness + offsets * shading_scale, 0.0, 100.0)
+    new_lab[:, 1:] = goal[1:] + (lab[:, 1:] - mean[1:]) * texture
     recolored = rgb.copy()
     recolored[mask] = lab_to_rgb(new_lab)
     alpha = inner_feather(mask, feather)[..., None]

@@ -136,12 +136,11 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: b
         raise MmfaithError(f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations say "
                            f"{scene.width}x{scene.height}; the masks would not fit it.")
     result = SlotOutcome(slot.key)
-    original = png_bytes(rgb)
-    if want_original:
-        result.original_png = original
     common = {"slot": slot.key, "image_id": scene.image_id, "file_name": scene.file_name}
     if slot.subset == "control":
         record_id = pair_id(settings.dataset, scene, "control", [])
+        original = png_bytes(rgb)
+        result.original_png = original if want_original else None
         result.edited_png = original
         result.record = _record(record_id, slot, scene, settings, original, original, [], {"name": "none"},
                                 {"delta_e": [], "outside_changed_pixels": 0})
@@ -191,6 +190,8 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: b
             "description": describe(edit, inst.category, before, bbox_before, outcome.bbox_after,
                                     rgb.shape[1], rgb.shape[0]),
         })
+    original = png_bytes(rgb)  # encoded only for pairs that passed: rejected slots never need it
+    result.original_png = original if want_original else None
     edited_png = png_bytes(edited)
     result.edited_png = edited_png
     result.record = _record(record_id, slot, scene, settings, original, edited_png, differences,

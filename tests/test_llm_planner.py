@@ -1,0 +1,277 @@
+"""The LLM planner end to end: `mmfaith build spd-faith --planner llm` against a real local HTTP server.
+
+The server (tests/chat_server.py) speaks OpenAI's chat-completions and Gemini's generateContent wire
+protocols; the openai and google-genai clients talk to it over 127.0.0.1 exactly as they would to a
+hosted model. Builds run through `mmfaith.cli.main`, the code path users run, on the embedded COCO
+sample, and the tests read the build's records.jsonl / rejected.jsonl.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from mmfaith.builders.planners import PROMPT_SHA256
+from mmfaith.cli import main
+from mmfaith.clients import ModelEndpoint
+from tests.chat_server import ChatServer, request_images, request_text
+
+OPENAI_KEY = "sk-test-not-a-real-key"
+GEMINI_KEY = "gemini-test-not-a-real-key"
+# One object line of the planner's prompt, e.g. "1: person, gray, color, remove (targets: red, blue)".
+OBJECT_LINE = re.compile(r"^(?P<number>\d+): (?P<category>[^,]+), (?P<color>[a-z]+), (?P<allowed>[a-z, ]+?)"
+                         r"(?: \(targets: (?P<targets>[a-z, ]+)\))?$")
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+def prompt_objects(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The numbered object list of a planner request, parsed from its prompt text."""
+    text = request_text(body)
+    header = "Objects (number: category, current color, allowed edits):\n"
+    assert header in text, text
+    block = text.split(header, 1)[1].split("\nAnswer with JSON only", 1)[0]
+    objects = []
+    for line in block.splitlines():
+        match = OBJECT_LINE.match(line)
+        assert match, f"unparsable object line {line!r}"
+        objects.append({"number": int(match["number"]), "category": match["category"], "color": match["color"],
+                        "allowed": match["allowed"].split(", "),
+                        "targets": match["targets"].split(", ") if match["targets"] else []})
+    assert [o["number"] for o in objects] == list(range(1, len(objects) + 1))
+    return objects
+
+
+class ChooseObjectOne:
+    """A scripted model: always edits object 1, recoloring it to its last listed target when color is
+    allowed, else removing it, else moving it. Remembers what it was shown and what it answered."""
+
+    def __init__(self) -> None:
+        self.decisions: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        first = prompt_objects(body)[0]
+        if "color" in first["allowed"]:
+            edit = {"object": 1, "type": "color", "color": first["targets"][-1]}
+        elif "remove" in first["allowed"]:
+            edit = {"object": 1, "type": "remove"}
+        else:
+            edit = {"object": 1, "type": "position"}
+        self.decisions.append({"object": first, "edit": edit})
+        return "Here is my plan:\n```json\n" + json.dumps({"edits": [edit]}) + "\n```"
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def build(out: Path, *planner_args: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run the CLI build (one pair per tier, Telea inpainting); return (records, rejections)."""
+    argv = ["build", "spd-faith", "--out", str(out), "--per-tier", "1", "--no-progress", "--inpainter", "telea",
+            *planner_args]
+    assert main(argv) == 0
+    return read_jsonl(out / "records.jsonl"), read_jsonl(out / "rejected.jsonl")
+
+
+def llm_args(base_url: str, *extra: str) -> list[str]:
+    return ["--planner", "llm", "--planner-model", "test-model", "--planner-base-url", base_url, *extra]
+
+
+def assert_png(mime: str, data: bytes) -> None:
+    assert mime == "image/png"
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "PNG" and image.mode == "RGB" and min(image.size) > 0
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dummy keys, and nothing from the outer environment that would redirect or reconfigure the clients."""
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
+    for name in ("OPENAI_BASE_URL", "GOOGLE_API_KEY", "GOOGLE_GENAI_API_VERSION", "GOOGLE_GENAI_USE_VERTEXAI",
+                 "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                 "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture(scope="module")
+def rule_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The same build with the rule planner: what every fallback build must reproduce."""
+    return build(tmp_path_factory.mktemp("rule"), "--planner", "rule")
+
+
+def assert_same_as_rule_build(records: list[dict[str, Any]], rejected: list[dict[str, Any]],
+                              rule_build: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
+    """A build whose every plan fell back makes exactly the rule planner's pairs (same slots, same ids)."""
+    rule_records, rule_rejected = rule_build
+    assert [(r["build"]["slot"], r["id"], r["build"]["plan"]) for r in records] == \
+           [(r["build"]["slot"], r["id"], r["build"]["plan"]) for r in rule_records]
+    assert [(r["slot"], r["stage"]) for r in rejected] == [(r["slot"], r["stage"]) for r in rule_rejected]
+
+
+# -- a. a valid answer is used ---------------------------------------------------------------------
+
+def test_valid_openai_plan_is_used(tmp_path: Path) -> None:
+    model = ChooseObjectOne()
+    with ChatServer(default=model) as server:
+        records, rejected = build(tmp_path / "out", *llm_args(server.openai_base_url))
+        sent = server.completion_requests()
+
+    assert len(records) == 3 and {r["difficulty"] for r in records} == {"easy", "medium", "hard"}
+    for record in records:
+        assert record["build"]["planner"] == {"name": "llm", "provider": "openai", "model": "test-model",
+                                              "prompt_sha256": PROMPT_SHA256, "fallback": None}
+        assert re.fullmatch(r"[0-9a-f]{64}", record["build"]["planner"]["prompt_sha256"])
+    for rejection in rejected:  # a plan the gate refused was still the model's plan
+        if "planner" in rejection:
+            assert rejection["planner"]["fallback"] is None
+
+    # What went over the wire: one user turn of exactly one PNG data URL, then the prompt text.
+    assert len(sent) == len(model.decisions) >= 3
+    for request in sent:
+        assert request.path == "/v1/chat/completions"
+        assert request.headers["authorization"] == f"Bearer {OPENAI_KEY}"
+        body = request.body
+        assert body["model"] == "test-model" and body["temperature"] == 0.0
+        [message] = body["messages"]
+        assert message["role"] == "user"
+        assert [part["type"] for part in message["content"]] == ["image_url", "text"]
+        assert message["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+        [(mime, png)] = request_images(body)
+        assert_png(mime, png)
+        text = request_text(body)
+        assert "Choose exactly 1 different object(s)" in text
+        assert prompt_objects(body)  # the object list is there and every line parses
+
+    # Each record is the edit the model asked for. Hand-check of the rule, from first principles:
+    # the prompt's line 1 reads "<n>: <category>, <color>, <allowed edits> (targets: ...)"; the model
+    # answered {"object": 1, "type": "color", "color": <last target>} when color was allowed (else
+    # remove, else position). So differences[0] must name that category, start from that color, have
+    # that type, and (for color) read "The <category> changed color from <color> to <target>.".
+    # E.g. a line "1: bus, black, color, remove (targets: ..., yellow)" asks to paint the bus yellow.
+    for record in records:
+        difference = record["differences"][0]
+        matches = [d for d in model.decisions
+                   if d["object"]["category"] == difference["category"]
+                   and d["object"]["color"] == difference["color_before"]
+                   and d["edit"]["type"] == difference["type"]]
+        assert matches, f"no request asked for {difference['type']} of the {difference['category']}"
+        edit = matches[0]["edit"]
+        assert record["num_differences"] == 1 and record["build"]["plan"][0]["type"] == edit["type"]
+        if edit["type"] == "color":
+            assert difference["color_after"] == edit["color"] == record["build"]["plan"][0]["color_after"]
+            assert difference["description"] == \
+                f"The {difference['category']} changed color from {difference['color_before']} to {edit['color']}."
+        elif edit["type"] == "remove":
+            assert difference["color_after"] is None and difference["bbox_after"] is None
+
+
+# -- b. unusable answers fall back to the rule planner -----------------------------------------------
+
+def _out_of_range(body: dict[str, Any]) -> str:
+    return json.dumps({"edits": [{"object": len(prompt_objects(body)) + 1, "type": "remove"}]})
+
+
+GARBAGE = {
+    "refusal": ("I cannot help with that.", r"ValueError: no JSON object in the answer"),
+    "breaks-schema": ('{"edits": [{"object": 1, "type": "explode"}]}',
+                      r"ValueError: answer breaks the plan schema: edits\.0\.type: 'explode' is not one of "
+                      r"\['color', 'remove', 'position'\]"),
+    "object-out-of-range": (_out_of_range, r"ValueError: object (\d+) is not in the list"),
+    "color-without-color": ('{"edits": [{"object": 1, "type": "color"}]}',
+                            r"ValueError: answer breaks the plan schema: edits\.0: 'color' is a required property"),
+    "too-many-edits": ('{"edits": [{"object": 1, "type": "remove"}, {"object": 2, "type": "remove"}]}',
+                       r"ValueError: asked for 1 edits, got 2"),
+}
+
+
+@pytest.mark.parametrize("case", list(GARBAGE))
+def test_unusable_answer_falls_back_to_rule_planner(tmp_path: Path, case: str, rule_build) -> None:
+    answer, reason = GARBAGE[case]
+    with ChatServer(default=answer) as server:
+        records, rejected = build(tmp_path / "out", *llm_args(server.openai_base_url))
+        sent = server.completion_requests()
+
+    assert sent, "the planner never asked the model"
+    assert len(records) == 3  # the pairs are still made
+    for entry in [r["build"]["planner"] for r in records] + [r["planner"] for r in rejected if "planner" in r]:
+        assert entry["name"] == "llm" and entry["model"] == "test-model" and entry["prompt_sha256"] == PROMPT_SHA256
+        assert re.fullmatch(reason, entry["fallback"]), entry["fallback"]
+    assert_same_as_rule_build(records, rejected, rule_build)
+    if case == "object-out-of-range":  # the number it named is one past the listed objects
+        named = {int(re.fullmatch(reason, r["build"]["planner"]["fallback"])[1]) for r in records}
+        listed = {len(prompt_objects(r.body)) + 1 for r in sent}
+        assert named <= listed
+
+
+# -- c. a server that fails every request ----------------------------------------------------------
+
+@pytest.mark.parametrize("status, error", [(500, "InternalServerError"), (429, "RateLimitError")])
+def test_openai_server_errors_fall_back(tmp_path: Path, status: int, error: str, rule_build) -> None:
+    # The CLI cannot bound the openai client's retries (ModelEndpoint.max_retries is fixed at 3), so
+    # each planner call makes 1 + 3 requests. The server sends `retry-after-ms: 1`, which the client
+    # honours, so those retries cost milliseconds instead of ~3.5 s of exponential backoff per call.
+    with ChatServer(default=status, retry_after_ms=1) as server:
+        records, rejected = build(tmp_path / "out", *llm_args(server.openai_base_url))
+        sent = server.completion_requests()
+
+    assert len(records) == 3
+    for record in records:
+        fallback = record["build"]["planner"]["fallback"]
+        assert fallback.startswith(f"{error}: Error code: {status}"), fallback
+        assert f"chat-server: {status}" in fallback  # the server's own error message is kept
+    assert_same_as_rule_build(records, rejected, rule_build)
+    attempts = 1 + ModelEndpoint("openai", "m").max_retries
+    assert len(sent) % attempts == 0
+    for start in range(0, len(sent), attempts):  # each call: the same request, retried
+        group = sent[start:start + attempts]
+        assert all(r.body == group[0].body for r in group)
+        assert [r.headers["x-stainless-retry-count"] for r in group] == [str(i) for i in range(attempts)]
+
+
+def test_gemini_server_error_falls_back(tmp_path: Path, rule_build) -> None:
+    with ChatServer(default=500) as server:
+        records, rejected = build(tmp_path / "out", *llm_args(server.url, "--planner-provider", "gemini"))
+    assert len(records) == 3
+    for record in records:
+        assert record["build"]["planner"]["provider"] == "gemini"
+        assert record["build"]["planner"]["fallback"].startswith("ServerError: 500 INTERNAL"), record["build"]
+    assert_same_as_rule_build(records, rejected, rule_build)
+
+
+# -- d. the Gemini protocol ------------------------------------------------------------------------
+
+def test_valid_gemini_plan_is_used(tmp_path: Path) -> None:
+    model = ChooseObjectOne()
+    with ChatServer(default=model) as server:
+        records, _ = build(tmp_path / "out", *llm_args(server.url, "--planner-provider", "gemini"))
+        sent = server.completion_requests()
+
+    assert len(sent) == len(model.decisions) >= 3
+    for request in sent:
+        # google-genai 3.x puts the API version ("v1" by default) between base_url and the model path.
+        assert re.fullmatch(r"/v1[a-z0-9]*/models/test-model:generateContent", request.path), request.path
+        assert request.protocol == "gemini"
+        assert request.headers["x-goog-api-key"] == GEMINI_KEY
+        [content] = request.body["contents"]
+        assert content["role"] == "user"
+        assert "inlineData" in content["parts"][0] and "text" in content["parts"][1]
+        [(mime, png)] = request_images(request.body)
+        assert_png(mime, png)
+        assert prompt_objects(request.body)
+        assert request.body["generationConfig"]["temperature"] == 0.0
+
+    assert len(records) == 3
+    for record in records:
+        assert record["build"]["planner"] == {"name": "llm", "provider": "gemini", "model": "test-model",
+                                              "prompt_sha256": PROMPT_SHA256, "fallback": None}
+        difference = record["differences"][0]
+        assert any(d["object"]["category"] == difference["category"] and d["edit"]["type"] == difference["type"]
+                   for d in model.decisions)
