@@ -89,12 +89,15 @@ def _source(request: BuildRequest) -> CocoSource:
 
 
 def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
-    """The settings that decide the output; resuming with other settings is refused."""
+    """The settings that decide what each slot makes; resuming with another recipe is refused.
+
+    The counts are not part of it: re-running with larger counts extends a build (the slot streams
+    continue where they stopped), and build.json records the counts of the last run.
+    """
     return {
         "family": "spd-faith",
         "source": {"dataset": source.dataset_name, "annotations_sha256": sha256_file(source.annotations_path)},
-        "seed": request.seed, "per_tier": request.per_tier, "multi": request.multi,
-        "paper_mix": request.paper_mix, "controls": request.controls,
+        "seed": request.seed,
         "planner": request.planner.provenance(), "inpainter": {"name": request.inpainter.name},
         "allow_noderivs": request.allow_noderivs, "dilation": request.dilation,
         "blend_radius": request.blend_radius, "min_delta_e": request.min_delta_e,
@@ -198,9 +201,13 @@ class _Executor:
             return [_make_pair_task(task) for task in tasks]
         return self.pool.map(_make_pair_task, tasks, chunksize=1)
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers: let them finish, or (after an error or Ctrl-C) end them at once."""
         if self.pool is not None:
-            self.pool.close()
+            if abort:
+                self.pool.terminate()
+            else:
+                self.pool.close()
             self.pool.join()
 
 
@@ -261,6 +268,7 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
     executor = _Executor(request.workers)
     total = sum(q.count for q in quotas)
     bar = tqdm(total=total, unit="pair", desc="spd-faith", disable=not request.progress, dynamic_ncols=True)
+    finished = False
     try:
         for quota in quotas:
             scenes = [scene for scene in usable if _serves(scene, source, quota)]
@@ -268,10 +276,12 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
             if accepted[quota.key] < quota.count:
                 shortfall[quota.key] = quota.count - accepted[quota.key]
                 tqdm.write(f"warning: {quota.key}: made {accepted[quota.key]} of {quota.count} pairs; "
-                           "the source has too few suitable objects (add images or lower the count).")
+                           "the source has too few suitable objects (add images or lower the count).",
+                           file=sys.stderr)
+        finished = True
     finally:
         bar.close()
-        executor.close()
+        executor.close(abort=not finished)
         journal.close()
     write_preview(out, request.preview_pairs)
     summary = BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), out)
@@ -333,6 +343,8 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
                    "images": str(source.images_dir), "split": source.split},
         "inpainter": asdict(request.inpainter) | {"lama_model": str(request.inpainter.lama_model)
                                                    if request.inpainter.lama_model else None},
+        "requested": {"per_tier": request.per_tier, "multi": request.multi, "paper_mix": request.paper_mix,
+                      "controls": request.controls},
         "workers": request.workers,
         "environment": {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),

@@ -78,6 +78,19 @@ def test_resuming_with_other_settings_is_refused(mixed_build: Path, tmp_path: Pa
         build_spd_faith(BuildRequest(out=copy, per_tier=2, multi=4, controls=2, seed=1, progress=False))
 
 
+def test_larger_counts_extend_a_build(mixed_build: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(mixed_build, copy)
+    before = read_records(copy)
+    build_spd_faith(BuildRequest(out=copy, per_tier=3, multi=4, controls=2, seed=0, progress=False))
+    after = read_records(copy)
+    assert after[:len(before)] == before, "extending appends; nothing made before changes"
+    fresh = tmp_path / "fresh"
+    build_spd_faith(BuildRequest(out=fresh, per_tier=3, multi=4, controls=2, seed=0, progress=False))
+    # The same pairs as a fresh build with the larger counts, in another order.
+    assert sorted(r["id"] for r in after) == sorted(r["id"] for r in read_records(fresh))
+
+
 def test_other_seeds_give_other_pairs(mixed_build: Path, tmp_path: Path) -> None:
     build_spd_faith(BuildRequest(out=tmp_path, per_tier=2, multi=4, controls=2, seed=1, progress=False))
     assert {r["id"] for r in read_records(tmp_path)} != {r["id"] for r in read_records(mixed_build)}

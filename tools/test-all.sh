@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install everything the test suite uses into .venv and run the whole suite.
+# torch==2.13.0 first: on these machines it is a CPU build from local disk; an unpinned torch
+# would pull a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip setuptools wheel
+python -m pip install -q torch==2.13.0
+python -m pip install -q -e '.[test]'
+python -m pytest -p no:cacheprovider "$@"
