@@ -46,7 +46,9 @@ class PlanResult:
 
 
 class SlotPlanner(Protocol):
-    def plan(self, view: SceneView, slot: Slot, seed: int) -> PlanResult: ...
+    def plan(self, view: SceneView, slot: Slot, seed: int, used: frozenset[str] = frozenset()) -> PlanResult:
+        """Edits for the slot. `used` holds "ann_id:type" options earlier pairs of this image and
+        subset already took; a planner that cannot vary by itself leaves them out."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,9 @@ class RulePlanner:
     def __init__(self, edit_types: tuple[str, ...] = EDIT_TYPES) -> None:
         self.edit_types = edit_types
 
-    def plan(self, view: SceneView, slot: Slot, seed: int) -> PlanResult:
+    def plan(self, view: SceneView, slot: Slot, seed: int, used: frozenset[str] = frozenset()) -> PlanResult:
+        # `used` is ignored: the seeded rotation already varies the objects, and ignoring it keeps
+        # the output independent of how many workers ran ahead.
         edits = rule_plan(view, slot, seed, self.edit_types)
         provenance = PlannerSpec("rule", None, self.edit_types).provenance()
         return PlanResult(edits, provenance, None if edits else "no object satisfies the constraints")
@@ -97,12 +101,13 @@ def boxed_image_png(view: SceneView, numbered: list[int]) -> bytes:
 
 
 def parse_json_answer(text: str) -> Any:
-    """The first JSON object in a model's answer (code fences allowed); raises ValueError if none."""
-    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.DOTALL)
-    candidate = fenced.group(1) if fenced else text[text.find("{"): text.rfind("}") + 1]
-    if not candidate:
+    """The first JSON object in a model's answer (inside a code fence if there is one); ValueError if none."""
+    fenced = re.search(r"```(?:json)?\s*(\{.*?)```", text, flags=re.DOTALL)
+    body = fenced.group(1) if fenced else text
+    start = body.find("{")
+    if start < 0:
         raise ValueError("no JSON object in the answer")
-    return json.loads(candidate)
+    return json.JSONDecoder().raw_decode(body, start)[0]
 
 
 class LlmPlanner:
@@ -113,11 +118,14 @@ class LlmPlanner:
         self.edit_types = edit_types
         self.rule = RulePlanner(edit_types)
 
-    def plan(self, view: SceneView, slot: Slot, seed: int) -> PlanResult:
+    def plan(self, view: SceneView, slot: Slot, seed: int, used: frozenset[str] = frozenset()) -> PlanResult:
         rng = seeded_rng(seed, "llm-plan", slot.key)
         provenance = PlannerSpec("llm", self.endpoint, self.edit_types).provenance()
         candidates = view.editable_for(slot.tier if slot.subset == "single" else None)
-        options = {inst.ann_id: [k for k in view.feasible_types(inst.ann_id) if k in self.edit_types]
+        # A deterministic model would answer every visit of an image alike: offer only the options
+        # earlier pairs of this image did not take.
+        options = {inst.ann_id: [k for k in view.feasible_types(inst.ann_id)
+                                 if k in self.edit_types and f"{inst.ann_id}:{k}" not in used]
                    for inst in candidates}
         numbered = [ann_id for ann_id, kinds in options.items() if kinds]
         if len(numbered) < slot.num_edits:
@@ -132,7 +140,7 @@ class LlmPlanner:
             answer = ask_with_images(self.endpoint, prompt, [boxed_image_png(view, numbered)])
             edits = self._validate(answer, view, slot, numbered, options, rng)
         except Exception as exc:  # any failure of the model or its answer means: fall back, and say why
-            fallback = self.rule.plan(view, slot, seed)
+            fallback = self.rule.plan(view, slot, seed, used)
             reason = f"{type(exc).__name__}: {exc}"[:300]
             return PlanResult(fallback.edits, {**provenance, "fallback": reason}, fallback.failure, calls=1)
         return PlanResult(edits, {**provenance, "fallback": None}, calls=1)

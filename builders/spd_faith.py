@@ -147,6 +147,7 @@ class _Journal:
         self.rejected_path = out / "rejected.jsonl"
         self.done: dict[str, bool] = {}
         self.signatures: set[str] = set()
+        self.used: dict[tuple[str, str], set[str]] = {}
         self.rejected_reasons: Counter[str] = Counter()
         for path, accepted in ((self.records_path, True), (self.rejected_path, False)):
             if path.exists():
@@ -154,11 +155,20 @@ class _Journal:
                     key = line["build"]["slot"] if accepted else line["slot"]
                     self.done[key] = accepted
                     if accepted:
-                        self.signatures.add(_signature(line))
+                        self.remember(line)
                     else:
                         self.rejected_reasons[line["stage"]] += 1
         self.records = JsonlAppender(self.records_path)
         self.rejected = JsonlAppender(self.rejected_path)
+
+    def remember(self, record: dict[str, Any]) -> None:
+        """Note a made pair: its signature (duplicates) and its (object, type) options (LLM planner)."""
+        self.signatures.add(_signature(record))
+        options = self.used.setdefault((record["source"]["file_name"], record["subset"]), set())
+        options.update(f"{edit['ann_id']}:{edit['type']}" for edit in record["build"]["plan"])
+
+    def used_options(self, file_name: str, subset: str) -> frozenset[str]:
+        return frozenset(self.used.get((file_name, subset), ()))
 
     def close(self) -> None:
         self.records.close()
@@ -175,7 +185,10 @@ def _pin_worker_threads() -> None:
         sys.modules["torch"].set_num_threads(1)
 
 
-def _make_pair_task(task: tuple[Slot, Scene, PairSettings, bool]) -> SlotOutcome:
+PairTask = tuple[Slot, Scene, PairSettings, bool, frozenset[str]]
+
+
+def _make_pair_task(task: PairTask) -> SlotOutcome:
     return make_pair(*task)
 
 
@@ -196,7 +209,7 @@ class _Executor:
                     else:
                         os.environ[name] = value
 
-    def map(self, tasks: list[tuple[Slot, Scene, PairSettings, bool]]) -> list[SlotOutcome]:
+    def map(self, tasks: list[PairTask]) -> list[SlotOutcome]:
         if self.pool is None:
             return [_make_pair_task(task) for task in tasks]
         return self.pool.map(_make_pair_task, tasks, chunksize=1)
@@ -232,7 +245,7 @@ def _write_outcome(out: Path, outcome: SlotOutcome, journal: _Journal) -> bool:
     assert outcome.edited_png is not None
     write_atomic(out / record["image_b"], outcome.edited_png)
     journal.records.append(record)
-    journal.signatures.add(_signature(record))
+    journal.remember(record)
     journal.done[outcome.slot_key] = True
     return True
 
@@ -295,8 +308,9 @@ def _fill_quota(quota: Quota, scenes: list[Scene], settings: PairSettings, reque
     stream = _slots(quota, scenes, request.seed)
     exhausted = False
     while made < quota.count and not exhausted:
-        batch: list[tuple[Slot, Scene, PairSettings, bool]] = []
-        wanted = max(quota.count - made, 2 * request.workers)
+        batch: list[PairTask] = []
+        # Enough slots to keep every worker busy, and no more: a result past the quota is discarded.
+        wanted = max(quota.count - made, request.workers)
         while len(batch) < min(wanted, 16 * request.workers):
             slot_scene = next(stream, None)
             if slot_scene is None:
@@ -311,7 +325,7 @@ def _fill_quota(quota: Quota, scenes: list[Scene], settings: PairSettings, reque
                         return made
                 continue
             want_original = not (request.out / f"images/original/{scene.image_id:012d}.png").exists()
-            batch.append((slot, scene, settings, want_original))
+            batch.append((slot, scene, settings, want_original, journal.used_options(scene.file_name, slot.subset)))
         for outcome in executor.map(batch):
             if made >= quota.count:
                 break

@@ -129,8 +129,12 @@ def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter,
     return image, outcomes
 
 
-def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: bool) -> SlotOutcome:
-    """Plan, edit and gate one slot; never raises for a bad plan or a failed gate (those are rejections)."""
+def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: bool,
+              used: frozenset[str] = frozenset()) -> SlotOutcome:
+    """Plan, edit and gate one slot; never raises for a bad plan or a failed gate (those are rejections).
+
+    `used`: the "ann_id:type" options that earlier pairs of this image and subset took (planners.SlotPlanner).
+    """
     rgb = read_rgb(scene.path, settings.max_pixels)
     if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
         raise MmfaithError(f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations say "
@@ -148,7 +152,7 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: b
 
     inpainter, planner = _tools(settings)
     view = SceneView(scene, rgb, settings.dilation, settings.blend_radius)
-    plan = planner.plan(view, slot, settings.seed)
+    plan = planner.plan(view, slot, settings.seed, used)
     result.planner_calls = plan.calls
     if plan.edits is None:
         result.rejection = {**common, "stage": "plan", "reason": plan.failure or "no feasible plan",

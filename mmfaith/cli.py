@@ -43,7 +43,11 @@ def _add_build(subparsers: argparse._SubParsersAction) -> None:
     how.add_argument("--seed", type=int, default=0)
     how.add_argument("--planner", choices=("rule", "llm"), default="rule")
     how.add_argument("--planner-model", help="model name for --planner llm")
-    how.add_argument("--planner-base-url", help="OpenAI-compatible base URL (e.g. a vLLM server's http://HOST:PORT/v1)")
+    how.add_argument("--planner-base-url",
+                     help="server of the planner model: an OpenAI-compatible base URL such as a vLLM server's "
+                          "http://HOST:PORT/v1, or for Gemini the API root (the client adds /v1/models/...)")
+    how.add_argument("--planner-timeout", type=float, default=120.0, metavar="SECONDS", help="per planner request")
+    how.add_argument("--planner-max-retries", type=int, default=3, help="retries of a failed planner request")
     how.add_argument("--planner-provider", choices=("openai", "gemini"), default="openai")
     how.add_argument("--planner-api-key-env", metavar="NAME",
                      help="environment variable holding the planner's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
@@ -76,8 +80,9 @@ def _run_build_spd(args: argparse.Namespace) -> int:
     if args.planner == "llm":
         if not args.planner_model:
             raise MmfaithError("--planner llm needs --planner-model NAME (and --planner-base-url for a local server).")
-        planner = PlannerSpec("llm", ModelEndpoint(args.planner_provider, args.planner_model,
-                                                   args.planner_base_url, args.planner_api_key_env), edit_types)
+        endpoint = ModelEndpoint(args.planner_provider, args.planner_model, args.planner_base_url,
+                                 args.planner_api_key_env, args.planner_timeout, args.planner_max_retries)
+        planner = PlannerSpec("llm", endpoint, edit_types)
     for name in ("per_tier", "multi", "controls", "paper_mix"):
         value = getattr(args, name)
         if value is not None and value < 0:

@@ -59,8 +59,10 @@ def _ask_gemini(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max
     key = endpoint.api_key()
     if not key:
         raise MmfaithError(f"Gemini needs an API key in ${endpoint.api_key_env or DEFAULT_KEY_ENV['gemini']}.")
-    options = types.HttpOptions(base_url=endpoint.base_url, timeout=int(endpoint.timeout_s * 1000)) \
-        if endpoint.base_url else types.HttpOptions(timeout=int(endpoint.timeout_s * 1000))
+    options = types.HttpOptions(timeout=int(endpoint.timeout_s * 1000),
+                                retry_options=types.HttpRetryOptions(attempts=endpoint.max_retries + 1))
+    if endpoint.base_url:
+        options.base_url = endpoint.base_url
     client = genai.Client(api_key=key, http_options=options)
     parts = [types.Part.from_bytes(data=png, mime_type="image/png") for png in images_png]
     response = client.models.generate_content(

@@ -239,7 +239,8 @@ class ChatServer:
                 gemini = GEMINI_GENERATE.match(path)
                 protocol = ("openai" if path in (OPENAI_CHAT, OPENAI_MODELS) else
                             "gemini" if gemini else "other")
-                server._record(RecordedRequest(method, self.path, {k.lower(): v for k, v in self.headers.items()}, body, protocol))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                server._record(RecordedRequest(method, self.path, headers, body, protocol))
                 if method == "GET" and path == OPENAI_MODELS:
                     self._send(200, {"object": "list", "data": [
                         {"id": m, "object": "model", "created": 0, "owned_by": "chat-server"}

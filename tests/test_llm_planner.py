@@ -18,7 +18,6 @@ from PIL import Image
 
 from mmfaith.builders.planners import PROMPT_SHA256
 from mmfaith.cli import main
-from mmfaith.clients import ModelEndpoint
 from tests.chat_server import ChatServer, request_images, request_text
 
 OPENAI_KEY = "sk-test-not-a-real-key"
@@ -229,11 +228,10 @@ def test_unusable_answer_falls_back_to_rule_planner(tmp_path: Path, case: str, r
 
 @pytest.mark.parametrize("status, error", [(500, "InternalServerError"), (429, "RateLimitError")])
 def test_openai_server_errors_fall_back(tmp_path: Path, status: int, error: str, rule_build) -> None:
-    # The CLI cannot bound the openai client's retries (ModelEndpoint.max_retries is fixed at 3), so
-    # each planner call makes 1 + 3 requests. The server sends `retry-after-ms: 1`, which the client
-    # honours, so those retries cost milliseconds instead of ~3.5 s of exponential backoff per call.
+    # --planner-max-retries 1: each planner call makes 1 + 1 requests. The server sends
+    # `retry-after-ms: 1`, which the client honours, so the retry costs milliseconds, not seconds of backoff.
     with ChatServer(default=status, retry_after_ms=1) as server:
-        records, rejected = build(tmp_path / "out", *llm_args(server.openai_base_url))
+        records, rejected = build(tmp_path / "out", *llm_args(server.openai_base_url, "--planner-max-retries", "1"))
         sent = server.completion_requests()
 
     assert len(records) == 3
@@ -242,7 +240,7 @@ def test_openai_server_errors_fall_back(tmp_path: Path, status: int, error: str,
         assert fallback.startswith(f"{error}: Error code: {status}"), fallback
         assert f"chat-server: {status}" in fallback  # the server's own error message is kept
     assert_same_as_rule_build(records, rejected, rule_build)
-    attempts = 1 + ModelEndpoint("openai", "m").max_retries
+    attempts = 2
     assert len(sent) % attempts == 0
     for start in range(0, len(sent), attempts):  # each call: the same request, retried
         group = sent[start:start + attempts]
@@ -250,10 +248,19 @@ def test_openai_server_errors_fall_back(tmp_path: Path, status: int, error: str,
         assert [r.headers["x-stainless-retry-count"] for r in group] == [str(i) for i in range(attempts)]
 
 
+def needs_google_genai() -> None:
+    pytest.importorskip("google.genai", reason="the Gemini path needs google-genai (pip install 'mmfaith[gemini]')")
+
+
 def test_gemini_server_error_falls_back(tmp_path: Path, rule_build) -> None:
+    needs_google_genai()
     with ChatServer(default=500) as server:
-        records, rejected = build(tmp_path / "out", *llm_args(server.url, "--planner-provider", "gemini"))
+        records, rejected = build(tmp_path / "out", *llm_args(server.url, "--planner-provider", "gemini",
+                                                              "--planner-max-retries", "0"))
+        sent = server.completion_requests()
     assert len(records) == 3
+    planner_calls = len(records) + sum(1 for r in rejected if "planner" in r)
+    assert len(sent) == planner_calls  # --planner-max-retries 0: one request per call
     for record in records:
         assert record["build"]["planner"]["provider"] == "gemini"
         assert record["build"]["planner"]["fallback"].startswith("ServerError: 500 INTERNAL"), record["build"]
@@ -263,6 +270,7 @@ def test_gemini_server_error_falls_back(tmp_path: Path, rule_build) -> None:
 # -- d. the Gemini protocol ------------------------------------------------------------------------
 
 def test_valid_gemini_plan_is_used(tmp_path: Path) -> None:
+    needs_google_genai()
     model = ScriptedPlanner(last=True)  # the last listed object: the number must map to the right object
     with ChatServer(default=model) as server:
         records, _ = build(tmp_path / "out", *llm_args(server.url, "--planner-provider", "gemini"))
@@ -287,3 +295,23 @@ def test_valid_gemini_plan_is_used(tmp_path: Path) -> None:
         assert record["build"]["planner"] == {"name": "llm", "provider": "gemini", "model": "test-model",
                                               "prompt_sha256": PROMPT_SHA256, "fallback": None}
     assert_records_follow_decisions(records, model.decisions)
+
+
+def test_revisits_offer_the_model_only_options_not_yet_taken(tmp_path: Path) -> None:
+    # A deterministic model: always object 1 and its first allowed type. Were the same options
+    # offered on every visit of an image, it would repeat itself and every revisit would end as a
+    # duplicate; with taken options left out, each answer is new.
+    def first_option(body: dict[str, Any]) -> str:
+        chosen = prompt_objects(body)[0]
+        kind = chosen["allowed"][0]
+        edit = {"object": chosen["number"], "type": kind, **({"color": chosen["targets"][0]} if kind == "color" else {})}
+        return json.dumps({"edits": [edit]})
+
+    out = tmp_path / "out"
+    with ChatServer(default=first_option) as server:
+        assert main(["build", "spd-faith", "--out", str(out), "--per-tier", "6", "--no-progress",
+                     *llm_args(server.openai_base_url)]) == 0
+    records, rejected = read_jsonl(out / "records.jsonl"), read_jsonl(out / "rejected.jsonl")
+    assert len(records) == 18
+    assert [r for r in rejected if r["stage"] == "duplicate"] == []
+    assert all(r["build"]["planner"]["fallback"] is None for r in records)
