@@ -11,6 +11,7 @@ from pathlib import Path
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators import score_cli
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
   mmfaith build spd-faith --out out/spd --per-tier 2 --multi 2 --controls 2 --seed 0
@@ -110,6 +111,7 @@ def parser() -> argparse.ArgumentParser:
     root.add_argument("--version", action="version", version=f"mmfaith {__version__}")
     subparsers = root.add_subparsers(dest="verb", required=True, metavar="VERB")
     _add_build(subparsers)
+    score_cli.register(subparsers)
     return root
 
 

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mmfaith.builders.coco_source import embedded_sample
 from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
+from mmfaith.evaluators.spd_prompts import LAYOUTS, PROBES, prompt_text
+from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm
 
 
 def write_subset_annotations(sample: tuple[Path, Path], out: Path, image_ids: list[int]) -> Path:
@@ -53,3 +58,67 @@ def builds_by_type(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                      planner=PlannerSpec("rule", None, (kind,))))
         outs[kind] = out
     return outs
+
+
+# -- a real vLLM server (CPU), shared by the vLLM and run-loop tests -----------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_VLM_SCRIPT = Path(__file__).resolve().parent / "tiny_vlm.py"
+TINY_MAX_MODEL_LEN = 8192  # the tiny model's max_position_embeddings (tests/tiny_vlm.py)
+
+
+def find_vllm_python() -> Path | None:
+    """$MMFAITH_VLLM_PYTHON, else <repo>/.venv-vllm/bin/python; None when there is none."""
+    named = os.environ.get("MMFAITH_VLLM_PYTHON")
+    if named:
+        if not Path(named).exists():
+            pytest.fail(f"MMFAITH_VLLM_PYTHON={named} does not exist: run tools/install-vllm.sh or unset it")
+        return Path(named)
+    default = REPO / ".venv-vllm" / "bin" / "python"
+    return default if default.exists() else None
+
+
+def build_tiny_model(python: Path, out: Path) -> Path:
+    """The tiny Idefics3 in `out`, its tokenizer trained on every SPD-Faith probe text too."""
+    corpus = out.parent / f"{out.name}-corpus.txt"
+    corpus.write_text("\n".join(prompt_text(probe, layout, count) for layout in LAYOUTS for probe in PROBES
+                                for count in ((None, 1, 2, 3) if probe == "describe" else (None,))),
+                      encoding="utf-8")
+    subprocess.run([str(python), str(TINY_VLM_SCRIPT), str(out), "--corpus", str(corpus),
+                    "--max-position-embeddings", str(TINY_MAX_MODEL_LEN)],
+                   check=True, capture_output=True, text=True, timeout=600)
+    return out
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The python of the vLLM environment; skips when vLLM is not installed."""
+    python = find_vllm_python()
+    if python is None:
+        pytest.skip("vLLM not installed: run tools/install-vllm.sh (or set MMFAITH_VLLM_PYTHON)")
+    return python
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm_dir(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Idefics3 model folder (tests/tiny_vlm.py), built once per session."""
+    return build_tiny_model(vllm_python, tmp_path_factory.mktemp("tiny-vlm") / "tiny-idefics3")
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_python: Path, tiny_vlm_dir: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmEndpoint]:
+    """One real vLLM server for the session, serving the tiny Idefics3 as model "tiny-idefics3".
+
+    Two images per request at most; --max-model-len 8192. Stopped, whole process group, at the
+    end of the session; the teardown fails if any process of the group is left.
+    """
+    log_path = tmp_path_factory.mktemp("vllm-server") / "server.log"
+    with serve_vllm(tiny_vlm_dir, python=vllm_python, served_model_name="tiny-idefics3",
+                    max_model_len=TINY_MAX_MODEL_LEN, limit_images=2, dtype="bfloat16",
+                    startup_timeout_s=600, log_path=log_path) as endpoint:
+        yield endpoint
+    with pytest.raises(ProcessLookupError):
+        os.killpg(endpoint.pgid, 0)
+
+

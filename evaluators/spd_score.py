@@ -1,0 +1,172 @@
+"""`mmfaith score spd-faith`: validate predictions, judge every item, write the scores.
+
+Inputs: an SPD-Faith dataset (loaders.spd_faith) and predictions.jsonl (schemas/
+prediction.schema.json: one line per model call; also the submission format).
+
+Submission (the default) is validated as a whole, and every problem is reported at once, each
+with its line number: bad JSON, schema violations, unknown ids, unknown probes, a second answered
+line (response not null) for one (id, probe), and lines of a second model. With `from_run`
+(`--from-run`, for predictions that `mmfaith run` wrote, where retries append lines), the last
+answered line of an (id, probe) wins, and a torn last line (a crash mid-write) is ignored. In both
+modes a line whose response is null is a failed call (counted in `n_errors`), not an answer; a
+probe with no answer is `missing` (counted per probe and scored as unanswered).
+
+Outputs in the score dir: metrics.json (schemas/spd_faith_metrics.schema.json), items.jsonl
+(schemas/spd_faith_item_scores.schema.json, one line per pair in dataset order), report.md and
+PNG plots (spd_report), and judge_cache.jsonl with an LLM judge. The same inputs give the same
+bytes (the bootstrap is seeded; LLM judge answers are cached).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfaith import __version__
+from mmfaith.clients import ModelEndpoint
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.llm_judge import LlmJudge, claim_agreement
+from mmfaith.evaluators.spd_claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
+from mmfaith.evaluators.spd_metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
+from mmfaith.evaluators.spd_prompts import PROBES, TEMPLATES_SHA256
+from mmfaith.evaluators.spd_report import write_score_report
+from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.loaders.spd_faith import SpdDataset, open_spd_dataset
+from mmfaith.schema import schema_errors
+
+JUDGE_CACHE = "judge_cache.jsonl"
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """What to score and how; `judge` None is the rule judge."""
+
+    dataset: Path
+    predictions: Path
+    out: Path
+    judge: ModelEndpoint | None = None
+    judge_workers: int = 4
+    judge_agreement: bool = False
+    from_run: bool = False
+    n_bootstrap: int = 1000
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """The answers of one model: (id, probe) -> Answer, and what the file held besides."""
+
+    answers: dict[tuple[str, str], Answer]
+    model: str
+    n_errors: int
+    sha256: str
+
+
+def _lines(data: bytes) -> Iterable[tuple[int, bytes, bool]]:
+    """(line number, raw line, whether it is a last line without newline) for each non-blank line."""
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if raw.strip():
+            yield number, raw, number == len(lines)
+
+
+def load_predictions(path: Path, known_ids: set[str], from_run: bool) -> Predictions:
+    """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
+    problems: list[str] = []
+    answered: dict[tuple[str, str], tuple[int, Answer]] = {}
+    model: tuple[str, int] | None = None
+    n_errors = 0
+    for number, raw, torn in _lines(data):
+        try:
+            line = json.loads(raw)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            if not (torn and from_run):
+                problems.append(f"line {number}: not valid JSON ({exc})")
+            continue
+        errors = schema_errors("prediction", line)
+        if errors:
+            problems.append(f"line {number}: " + "; ".join(errors))
+            continue
+        bad = [f"unknown id {line['id']!r} (not in the dataset)"] if line["id"] not in known_ids else []
+        bad += [f"unknown probe {line['probe']!r} (use {', '.join(PROBES)})"] if line["probe"] not in PROBES else []
+        if model is not None and line["model"] != model[0]:
+            bad.append(f"model {line['model']!r} differs from {model[0]!r} of line {model[1]} (one model per file)")
+        model = model or (line["model"], number)
+        key = (line["id"], line["probe"])
+        if line["response"] is not None and key in answered and not from_run:
+            bad.append(f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
+                       "predictions of `mmfaith run` are scored with --from-run)")
+        if bad:
+            problems.append(f"line {number}: " + "; ".join(bad))
+        elif line["response"] is None:
+            n_errors += 1
+        else:
+            meta = line.get("meta") or {}
+            answered[key] = (number, Answer(line["response"], meta.get("finish_reason") == "length", meta.get("order")))
+    if problems:
+        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again: " + "; ".join(problems))
+    if model is None:
+        raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
+                           "schemas/prediction.schema.json.")
+    return Predictions({key: answer for key, (_, answer) in answered.items()}, model[0], n_errors,
+                       hashlib.sha256(data).hexdigest())
+
+
+def _judge(request: ScoreRequest) -> Judge:
+    if request.judge is None:
+        if request.judge_agreement:
+            raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
+        return RuleJudge()
+    if request.judge_workers < 1:
+        raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
+    return LlmJudge(request.judge, request.out / JUDGE_CACHE, request.judge_workers)
+
+
+def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions, judge: Judge) -> dict[str, Any]:
+    return {
+        "mmfaith_version": __version__,
+        "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
+        "model": predictions.model,
+        "predictions_sha256": predictions.sha256,
+        "predictions_mode": "run" if request.from_run else "submission",
+        "prompt_templates_sha256": TEMPLATES_SHA256,
+        "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
+                  "prompt_sha256": judge.prompt_sha256, "rules_version": RULES_VERSION, "fallbacks": judge.fallbacks},
+        "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
+                      "method": "percentile", "confidence": 0.95},
+    }
+
+
+def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
+    """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
+    if request.n_bootstrap < 0:
+        raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
+    dataset = open_spd_dataset(request.dataset)
+    predictions = load_predictions(request.predictions, {pair.id for pair in dataset.pairs}, request.from_run)
+    request.out.mkdir(parents=True, exist_ok=True)
+    judge = _judge(request)
+    answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
+               for pair in dataset.pairs]
+    cases = [judge_case(pair.record, by_probe) for pair, by_probe in zip(dataset.pairs, answers)]
+    judgements = judge.judge_all(cases)
+    items = [score_item(pair.record, pair.source_key, by_probe, judgement)
+             for pair, by_probe, judgement in zip(dataset.pairs, answers, judgements)]
+    metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
+                               "provenance": _provenance(request, dataset, predictions, judge),
+                               **summarize(items, request.n_bootstrap, request.seed)}
+    metrics["counts"]["n_errors"] = predictions.n_errors
+    if request.judge_agreement:
+        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
+        metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
+    write_atomic(request.out / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
+    write_atomic(request.out / "metrics.json",
+                 (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_score_report(metrics, request.out)
+    return metrics

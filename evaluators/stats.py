@@ -1,0 +1,98 @@
+"""Uncertainty for benchmark metrics: cluster bootstrap, paired bootstrap and exact McNemar.
+
+Every metric here is a function of sums of per-item components (numerators and denominators), so
+a bootstrap replicate is a weighted sum of per-cluster sums: resampling clusters with replacement
+is drawing how many times each cluster is taken. Clusters are the unit of resampling because items
+made from one source image are not independent (SPD-Faith pairs share their COCO image).
+
+- `bootstrap_ci`: percentile-method 95% interval of each metric, `n` replicates, seeded
+  (numpy's default_rng), so the output is deterministic.
+- `paired_bootstrap`: the difference of a metric between two models scored on the same items,
+  both resampled with the same clusters in each replicate.
+- `mcnemar_exact`: two-sided exact McNemar p-value: the binomial test of the discordant pairs
+  b and c against p = 1/2, p = min(1, 2 * P(X <= min(b, c))) with X ~ Binomial(b + c, 1/2)
+  (what scipy.stats.binomtest(b, b + c).pvalue gives; exact integer arithmetic here).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
+from math import comb
+
+import numpy as np
+
+Sums = dict[str, np.ndarray]
+Statistic = Callable[[Sums], Mapping[str, np.ndarray]]
+CONFIDENCE = 0.95
+
+
+def _cluster_sums(components: Sequence[Mapping[str, float]], clusters: Sequence[str],
+                  keys: Sequence[str], order: Sequence[str]) -> np.ndarray:
+    """Matrix (cluster, key) of the components summed within each cluster, clusters in `order`."""
+    row = {cluster: i for i, cluster in enumerate(order)}
+    matrix = np.zeros((len(order), len(keys)))
+    for item, cluster in zip(components, clusters, strict=True):
+        matrix[row[cluster]] += [item.get(key, 0.0) for key in keys]
+    return matrix
+
+
+def _weights(n_clusters: int, n: int, seed: int) -> np.ndarray:
+    """(n, n_clusters) counts: how often each cluster is drawn in each replicate."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_clusters, size=(n, n_clusters))
+    weights = np.zeros((n, n_clusters))
+    np.add.at(weights, (np.arange(n)[:, None], draws), 1.0)
+    return weights
+
+
+def _interval(values: np.ndarray) -> tuple[float, float] | None:
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return None
+    tail = (1.0 - CONFIDENCE) / 2 * 100.0
+    low, high = np.percentile(finite, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def _replicates(components: Sequence[Mapping[str, float]], clusters: Sequence[str], statistic: Statistic,
+                weights: np.ndarray, order: Sequence[str]) -> tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]:
+    """(point estimate, replicates) of every metric the statistic computes."""
+    keys = sorted({key for item in components for key in item})
+    matrix = _cluster_sums(components, clusters, keys, order)
+    point = statistic({key: matrix[:, i].sum(keepdims=True) for i, key in enumerate(keys)})
+    totals = weights @ matrix
+    return point, statistic({key: totals[:, i] for i, key in enumerate(keys)})
+
+
+def bootstrap_ci(components: Sequence[Mapping[str, float]], clusters: Sequence[str], statistic: Statistic,
+                 n: int, seed: int) -> dict[str, tuple[float, float] | None]:
+    """Percentile 95% interval of each metric of `statistic`, resampling clusters; None where undefined."""
+    if n < 1 or not components:
+        return {}
+    order = sorted(set(clusters))
+    _, replicates = _replicates(components, clusters, statistic, _weights(len(order), n, seed), order)
+    return {name: _interval(values) for name, values in replicates.items()}
+
+
+def paired_bootstrap(components_a: Sequence[Mapping[str, float]], components_b: Sequence[Mapping[str, float]],
+                     clusters: Sequence[str], statistic: Statistic, n: int,
+                     seed: int) -> dict[str, tuple[float | None, tuple[float, float] | None]]:
+    """(a - b, its 95% interval) per metric, for two models' components on the same items in the same order."""
+    order = sorted(set(clusters))
+    weights = _weights(len(order), max(n, 1), seed)
+    point_a, reps_a = _replicates(components_a, clusters, statistic, weights, order)
+    point_b, reps_b = _replicates(components_b, clusters, statistic, weights, order)
+    result: dict[str, tuple[float | None, tuple[float, float] | None]] = {}
+    for name in point_a:
+        diff = float(point_a[name][0] - point_b[name][0])
+        result[name] = (diff if np.isfinite(diff) else None, _interval(reps_a[name] - reps_b[name]) if n >= 1 else None)
+    return result
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for b and c discordant pairs (module docstring)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = Fraction(sum(comb(n, k) for k in range(min(b, c) + 1)), 2 ** n)
+    return float(min(Fraction(1), 2 * tail))
