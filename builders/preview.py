@@ -7,7 +7,9 @@ the right (a removal keeps its old box, dashed, on the right), with the descript
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -19,6 +21,10 @@ TEXT_LINES = 6
 LINE_HEIGHT = 12
 PADDING = 6
 TYPE_COLORS = {"color": (255, 140, 0), "remove": (220, 20, 60), "position": (30, 110, 255)}
+
+
+def _serial_map(function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    return [function(item) for item in items]
 
 
 def _box(draw: ImageDraw.ImageDraw, bbox: list[float], scale: float, color: tuple[int, int, int],
@@ -35,7 +41,8 @@ def _box(draw: ImageDraw.ImageDraw, bbox: list[float], scale: float, color: tupl
         draw.line([x + w, y + start, x + w, min(y + start + 4, y + h)], fill=color, width=2)
 
 
-def _cell(build_dir: Path, record: dict) -> Image.Image:
+def _cell(task: tuple[Path, dict]) -> Image.Image:
+    build_dir, record = task
     halves = []
     for key in ("image_a", "image_b"):
         with Image.open(build_dir / record[key]) as image:
@@ -65,8 +72,12 @@ def _cell(build_dir: Path, record: dict) -> Image.Image:
     return cell
 
 
-def write_preview(build_dir: Path, max_pairs: int) -> Path:
-    """Write build_dir/preview.png from the first `max_pairs` records; returns its path."""
+def write_preview(build_dir: Path, max_pairs: int,
+                  map_cells: Callable[[Callable[[Any], Any], list[Any]], list[Any]] = _serial_map) -> Path:
+    """Write build_dir/preview.png from the first `max_pairs` records; returns its path.
+
+    `map_cells` draws the cells (a worker pool's map draws them in parallel).
+    """
     records_path = build_dir / "records.jsonl"
     records = []
     if records_path.exists():
@@ -74,7 +85,7 @@ def write_preview(build_dir: Path, max_pairs: int) -> Path:
             records.append(record)
             if len(records) >= max_pairs:
                 break
-    cells = [_cell(build_dir, record) for record in records]
+    cells = map_cells(_cell, [(build_dir, record) for record in records])
     cell_w = 2 * THUMB_WIDTH + PADDING
     rows = [cells[i:i + CELLS_PER_ROW] for i in range(0, len(cells), CELLS_PER_ROW)] or [[]]
     row_heights = [max((c.height for c in row), default=LINE_HEIGHT * 2) for row in rows]
@@ -88,7 +99,7 @@ def write_preview(build_dir: Path, max_pairs: int) -> Path:
     if not cells:
         ImageDraw.Draw(sheet).text((PADDING, PADDING), "no pairs in this build", fill=(0, 0, 0))
     buffer = io.BytesIO()
-    sheet.save(buffer, format="PNG", compress_level=6)
+    sheet.save(buffer, format="PNG", compress_level=1)  # a picture for people: speed over size
     path = build_dir / "preview.png"
     write_atomic(path, buffer.getvalue())
     return path

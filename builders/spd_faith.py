@@ -12,12 +12,10 @@ so a re-run with the same arguments skips what is done and continues; a torn las
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
 import platform
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,17 +29,17 @@ from mmfaith import __version__
 from mmfaith.builders.coco_source import CocoSource, Scene, embedded_sample
 from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.planners import PlannerSpec
-from mmfaith.builders.planning import MIN_AREA, Slot, difficulty, plan_signature, seeded_rng
+from mmfaith.builders.planning import MAX_AREA, MIN_AREA, Slot, difficulty, plan_signature, seeded_rng
 from mmfaith.builders.preview import write_preview
 from mmfaith.builders.quotas import Quota, make_quotas
-from mmfaith.builders.spd_pairs import PairSettings, SlotOutcome, make_pair
+from mmfaith.builders.spd_pairs import PairSettings, SlotOutcome, make_pair, original_path
+from mmfaith.builders.worker_pool import Pending, WorkerPool
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
 from mmfaith.schema import check_record
 
 MAX_VISITS = 12
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 @dataclass
@@ -118,12 +116,14 @@ def _usable_scenes(source: CocoSource, request: BuildRequest) -> tuple[list[Scen
     return scenes, skipped
 
 
-def _serves(scene: Scene, source: CocoSource, quota: Quota) -> bool:
+def _serves(scene: Scene, source: CocoSource, quota: Quota, request: BuildRequest) -> bool:
     """Whether a scene can serve a quota, judged on the annotations' areas (workers re-check on masks)."""
     if quota.subset == "control":
         return True
     pixels = float(scene.width * scene.height)
-    areas = [a for a in (source.coco.anns[i.ann_id]["area"] / pixels for i in scene.editable) if a >= MIN_AREA]
+    largest = max(MAX_AREA[kind] for kind in request.planner.edit_types)
+    areas = [a for a in (source.coco.anns[i.ann_id]["area"] / pixels for i in scene.editable)
+             if MIN_AREA <= a <= largest]
     if quota.subset == "single":
         return any(difficulty(scene.instance_count, a) == quota.tier for a in areas)
     return len(areas) >= quota.num_edits
@@ -179,49 +179,11 @@ def _signature(record: dict[str, Any]) -> str:
     return plan_signature(record["source"]["file_name"], record["subset"], record["build"]["plan"])
 
 
-def _pin_worker_threads() -> None:
-    cv2.setNumThreads(1)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
-
-
-PairTask = tuple[Slot, Scene, PairSettings, bool, frozenset[str]]
+PairTask = tuple[Slot, Scene, PairSettings, "str | None", frozenset[str]]
 
 
 def _make_pair_task(task: PairTask) -> SlotOutcome:
     return make_pair(*task)
-
-
-class _Executor:
-    """Runs make_pair in-process (workers=1) or in a spawn pool with one library thread per worker."""
-
-    def __init__(self, workers: int) -> None:
-        self.pool = None
-        if workers > 1:
-            saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-            os.environ.update({name: "1" for name in THREAD_VARIABLES})
-            try:
-                self.pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_pin_worker_threads)
-            finally:
-                for name, value in saved.items():
-                    if value is None:
-                        os.environ.pop(name, None)
-                    else:
-                        os.environ[name] = value
-
-    def map(self, tasks: list[PairTask]) -> list[SlotOutcome]:
-        if self.pool is None:
-            return [_make_pair_task(task) for task in tasks]
-        return self.pool.map(_make_pair_task, tasks, chunksize=1)
-
-    def close(self, abort: bool = False) -> None:
-        """Stop the workers: let them finish, or (after an error or Ctrl-C) end them at once."""
-        if self.pool is not None:
-            if abort:
-                self.pool.terminate()
-            else:
-                self.pool.close()
-            self.pool.join()
 
 
 def _write_outcome(out: Path, outcome: SlotOutcome, journal: _Journal) -> bool:
@@ -276,64 +238,111 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
 
     journal = _Journal(out)
     usable, skipped = _usable_scenes(source, request)
-    accepted: dict[str, int] = {}
-    shortfall: dict[str, int] = {}
-    executor = _Executor(request.workers)
-    total = sum(q.count for q in quotas)
-    bar = tqdm(total=total, unit="pair", desc="spd-faith", disable=not request.progress, dynamic_ncols=True)
+    pool = WorkerPool(request.workers)
+    bar = tqdm(total=sum(q.count for q in quotas), unit="pair", desc="spd-faith", disable=not request.progress,
+               dynamic_ncols=True)
+    runs = [_QuotaRun(quota, _slots(quota, [s for s in usable if _serves(s, source, quota, request)], request.seed))
+            for quota in quotas]
     finished = False
     try:
-        for quota in quotas:
-            scenes = [scene for scene in usable if _serves(scene, source, quota)]
-            accepted[quota.key] = _fill_quota(quota, scenes, settings, request, journal, executor, bar)
-            if accepted[quota.key] < quota.count:
-                shortfall[quota.key] = quota.count - accepted[quota.key]
-                tqdm.write(f"warning: {quota.key}: made {accepted[quota.key]} of {quota.count} pairs; "
-                           "the source has too few suitable objects (add images or lower the count).",
-                           file=sys.stderr)
+        _Pipeline(request, settings, journal, pool, bar).run(runs)
+        write_preview(out, request.preview_pairs, pool.map)
         finished = True
     finally:
         bar.close()
-        executor.close(abort=not finished)
+        pool.close(abort=not finished)
         journal.close()
-    write_preview(out, request.preview_pairs)
+    accepted = {run.quota.key: run.made for run in runs}
+    shortfall = {run.quota.key: run.quota.count - run.made for run in runs if run.made < run.quota.count}
+    for key, missing in shortfall.items():
+        print(f"warning: {key}: made {accepted[key]} of {accepted[key] + missing} pairs; the source has too few "
+              "suitable objects (add images, allow more edit types, or lower the count).", file=sys.stderr)
     summary = BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), out)
     _write_build_json(build_json, recipe, request, source, started, summary, status="complete")
     return summary
 
 
-def _fill_quota(quota: Quota, scenes: list[Scene], settings: PairSettings, request: BuildRequest,
-                journal: _Journal, executor: _Executor, bar: tqdm) -> int:
-    made = 0
-    stream = _slots(quota, scenes, request.seed)
-    exhausted = False
-    while made < quota.count and not exhausted:
-        batch: list[PairTask] = []
-        # Enough slots to keep every worker busy, and no more: a result past the quota is discarded.
-        wanted = max(quota.count - made, request.workers)
-        while len(batch) < min(wanted, 16 * request.workers):
-            slot_scene = next(stream, None)
-            if slot_scene is None:
-                exhausted = True
-                break
-            slot, scene = slot_scene
-            if slot.key in journal.done:
-                if journal.done[slot.key]:
-                    made += 1
-                    bar.update(1)
-                    if made >= quota.count:
-                        return made
-                continue
-            want_original = not (request.out / f"images/original/{scene.image_id:012d}.png").exists()
-            batch.append((slot, scene, settings, want_original, journal.used_options(scene.file_name, slot.subset)))
-        for outcome in executor.map(batch):
-            if made >= quota.count:
-                break
-            if _write_outcome(request.out, outcome, journal):
-                made += 1
-                bar.update(1)
-            bar.set_postfix(rejected=sum(journal.rejected_reasons.values()), refresh=False)
-    return made
+@dataclass
+class _QuotaRun:
+    """A quota being filled: its slot stream, pairs made, and submitted slots in stream order."""
+
+    quota: Quota
+    stream: Iterator[tuple[Slot, Scene]]
+    made: int = 0
+    exhausted: bool = False
+    submitted: deque[Pending] = field(default_factory=deque)
+
+    @property
+    def wants_more(self) -> bool:
+        return not self.exhausted and self.made + len(self.submitted) < self.quota.count
+
+
+class _Pipeline:
+    """Fills the quotas in order with a window of tasks in flight across quota boundaries.
+
+    Results are handled per quota in stream order, and a quota stops at the same slot whatever the
+    window: so the files do not depend on --workers. Later quotas are submitted only while the
+    current one has enough slots in flight, and a result past a full quota is discarded unwritten.
+    """
+
+    def __init__(self, request: BuildRequest, settings: PairSettings, journal: _Journal, pool: WorkerPool,
+                 bar: tqdm) -> None:
+        self.request, self.settings, self.journal, self.pool, self.bar = request, settings, journal, pool, bar
+        self.original_sha256: dict[int, str] = {}
+
+    def run(self, runs: list[_QuotaRun]) -> None:
+        for index, current in enumerate(runs):
+            while current.made < current.quota.count:
+                self._submit(runs[index:])
+                if not current.submitted:
+                    break  # the stream is exhausted: a shortfall
+                self._handle(current, current.submitted.popleft().get())
+            current.submitted.clear()
+
+    def _submit(self, runs: list[_QuotaRun]) -> None:
+        room = self.pool.window - sum(len(run.submitted) for run in runs)
+        for position, run in enumerate(runs):
+            # The current quota may always submit one slot, or a full window could starve it.
+            while run.wants_more and (room > 0 or (position == 0 and not run.submitted)):
+                if self._submit_next(run):
+                    room -= 1
+            if run.wants_more or run.exhausted:
+                return  # later quotas wait until this one has all the slots it needs in flight
+
+    def _submit_next(self, run: _QuotaRun) -> bool:
+        """Submit the stream's next new slot; journaled slots are counted instead. True if submitted."""
+        slot_scene = next(run.stream, None)
+        if slot_scene is None:
+            run.exhausted = True
+            return False
+        slot, scene = slot_scene
+        if slot.key in self.journal.done:
+            if self.journal.done[slot.key]:
+                run.made += 1
+                self.bar.update(1)
+            return False
+        task = (slot, scene, self.settings, self._known_original(scene),
+                self.journal.used_options(scene.file_name, slot.subset))
+        run.submitted.append(self.pool.submit(_make_pair_task, task))
+        return True
+
+    def _known_original(self, scene: Scene) -> str | None:
+        """The sha256 of the scene's original PNG once written, so workers need not encode it again."""
+        if scene.image_id not in self.original_sha256:
+            path = self.request.out / original_path(scene)
+            if not path.exists():
+                return None
+            self.original_sha256[scene.image_id] = sha256_file(path)
+        return self.original_sha256[scene.image_id]
+
+    def _handle(self, run: _QuotaRun, outcome: SlotOutcome) -> None:
+        if _write_outcome(self.request.out, outcome, self.journal):
+            run.made += 1
+            self.bar.update(1)
+            record = outcome.record
+            assert record is not None
+            self.original_sha256[record["source"]["image_id"]] = record["image_a_sha256"]
+        self.bar.set_postfix(rejected=sum(self.journal.rejected_reasons.values()), refresh=False)
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -129,11 +129,13 @@ def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter,
     return image, outcomes
 
 
-def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: bool,
+def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256: str | None,
               used: frozenset[str] = frozenset()) -> SlotOutcome:
     """Plan, edit and gate one slot; never raises for a bad plan or a failed gate (those are rejections).
 
-    `used`: the "ann_id:type" options that earlier pairs of this image and subset took (planners.SlotPlanner).
+    `original_sha256`: the hash of the scene's original PNG when the build has it already (then it
+    is not encoded again); None asks for its bytes in the outcome. `used`: the "ann_id:type" options
+    that earlier pairs of this image and subset took (planners.SlotPlanner).
     """
     rgb = read_rgb(scene.path, settings.max_pixels)
     if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
@@ -144,9 +146,10 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: b
     if slot.subset == "control":
         record_id = pair_id(settings.dataset, scene, "control", [])
         original = png_bytes(rgb)
-        result.original_png = original if want_original else None
+        result.original_png = None if original_sha256 else original
         result.edited_png = original
-        result.record = _record(record_id, slot, scene, settings, original, original, [], {"name": "none"},
+        digest = sha256_bytes(original)
+        result.record = _record(record_id, slot, scene, settings, digest, digest, [], {"name": "none"},
                                 {"delta_e": [], "outside_changed_pixels": 0})
         return result
 
@@ -194,19 +197,19 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, want_original: b
             "description": describe(edit, inst.category, before, bbox_before, outcome.bbox_after,
                                     rgb.shape[1], rgb.shape[0]),
         })
-    original = png_bytes(rgb)  # encoded only for pairs that passed: rejected slots never need it
-    result.original_png = original if want_original else None
-    edited_png = png_bytes(edited)
-    result.edited_png = edited_png
-    result.record = _record(record_id, slot, scene, settings, original, edited_png, differences,
-                            plan.provenance, gates, inpainter.provenance(), plan_json)
+    if original_sha256 is None:  # encoded only for pairs that passed, and only once per build
+        result.original_png = png_bytes(rgb)
+        original_sha256 = sha256_bytes(result.original_png)
+    result.edited_png = png_bytes(edited)
+    result.record = _record(record_id, slot, scene, settings, original_sha256, sha256_bytes(result.edited_png),
+                            differences, plan.provenance, gates, inpainter.provenance(), plan_json)
     if slot.subset == "single":
         result.record["difficulty"] = view.tier_of(plan.edits[0].ann_id)
     return result
 
 
-def _record(record_id: str, slot: Slot, scene: Scene, settings: PairSettings, original_png: bytes,
-            edited_png: bytes, differences: list[dict[str, Any]], planner: dict[str, Any],
+def _record(record_id: str, slot: Slot, scene: Scene, settings: PairSettings, original_sha256: str,
+            edited_sha256: str, differences: list[dict[str, Any]], planner: dict[str, Any],
             gates: dict[str, Any], inpainter: dict[str, Any] | None = None,
             plan: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     folder = "control" if slot.subset == "control" else "edited"
@@ -214,8 +217,8 @@ def _record(record_id: str, slot: Slot, scene: Scene, settings: PairSettings, or
         "id": record_id,
         "image_a": original_path(scene),
         "image_b": f"images/{folder}/{record_id}.png",
-        "image_a_sha256": sha256_bytes(original_png),
-        "image_b_sha256": sha256_bytes(edited_png),
+        "image_a_sha256": original_sha256,
+        "image_b_sha256": edited_sha256,
         "subset": slot.subset,
         "difficulty": None,
         "num_differences": len(differences),

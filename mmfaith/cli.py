@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import score_cli
+from mmfaith.evaluators import run_cli, score_cli
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
   mmfaith build spd-faith --out out/spd --per-tier 2 --multi 2 --controls 2 --seed 0
@@ -105,12 +105,40 @@ def _run_build_spd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_quickstart(subparsers: argparse._SubParsersAction) -> None:
+    quick = subparsers.add_parser(
+        "quickstart", help="the whole flow offline: build, run three reference models over HTTP, score, report",
+        description="Build a small SPD-Faith set from the embedded COCO sample, serve the oracle, blind and "
+                    "pixel-diff reference models on 127.0.0.1, run each through the real client, score them, "
+                    "and write one report comparing the three.")
+    quick.add_argument("--out", type=Path, required=True, metavar="DIR")
+    quick.add_argument("--per-tier", type=int, default=2, metavar="N")
+    quick.add_argument("--multi", type=int, default=4, metavar="N")
+    quick.add_argument("--controls", type=int, default=2, metavar="N")
+    quick.add_argument("--seed", type=int, default=0)
+    quick.add_argument("--workers", type=int, default=1)
+    quick.add_argument("--no-progress", action="store_true")
+    quick.set_defaults(handler=_run_quickstart)
+
+
+def _run_quickstart(args: argparse.Namespace) -> int:
+    from mmfaith.evaluators.quickstart import QuickstartRequest, quickstart
+
+    report = quickstart(QuickstartRequest(out=args.out, per_tier=args.per_tier, multi=args.multi,
+                                          controls=args.controls, seed=args.seed, workers=args.workers,
+                                          progress=not args.no_progress))
+    print(f"report: {report / 'report.md'} (plots beside it); the pairs: {args.out / 'build' / 'preview.png'}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="mmfaith", description="Build, verify, release, load and score benchmarks of faithful multimodal reasoning.")
     root.add_argument("--version", action="version", version=f"mmfaith {__version__}")
     subparsers = root.add_subparsers(dest="verb", required=True, metavar="VERB")
+    _add_quickstart(subparsers)
     _add_build(subparsers)
+    run_cli.register(subparsers)
     score_cli.register(subparsers)
     return root
 

@@ -114,6 +114,7 @@ class InvisibleRecolorSpec:
 
     image_id: int
     ann_id: int
+    edit_types: tuple[str, ...] = ("color",)
 
     def build(self) -> "InvisibleRecolorSpec":
         return self

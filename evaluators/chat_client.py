@@ -1,0 +1,267 @@
+"""Many concurrent chat completions over the OpenAI protocol, to one server or several replicas.
+
+Contract
+--------
+`ChatClient(base_urls, api_key, ...)` holds one `openai.AsyncOpenAI` per base URL (its own
+retries off, a connection pool as large as the concurrency) and is used as an async context
+manager. `await client.complete(body)` POSTs a request body made by `chat_body` to
+/chat/completions:
+
+- never has more than `concurrency` requests on the wire; attempts go round-robin over the URLs
+  (and over several connection pools per URL at high concurrency, see POOL_CONNECTIONS);
+- retries 408, 409, 429, 5xx, timeouts (an attempt times out when connecting, sending or waiting
+  for the answer's next bytes takes longer than `timeout_s`: httpx's timeouts), connection
+  errors and bodies that are not a chat completion, with exponential backoff and full jitter
+  (`backoff_s` doubling per attempt, capped at MAX_BACKOFF_S), or the server's Retry-After
+  (`retry-after-ms` or `Retry-After` seconds, capped at MAX_RETRY_AFTER_S); other 4xx fail at once;
+- sends the body's bytes as they are: images are serialized once (`image_part`) and spliced into
+  every body that shows them, not re-serialized by the client per request;
+- never raises for a server or transport failure: the returned `ChatResult` carries the answer,
+  or `error` after `max_attempts`, and always `attempts` and the last attempt's latency.
+
+The API key is passed to the clients and nowhere else: it is never part of a result or an error.
+"""
+from __future__ import annotations
+
+import asyncio
+import heapq
+import importlib
+import itertools
+import json
+import math
+import random
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import openai
+
+from mmfaith.jsonl import canonical_json
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+MAX_BACKOFF_S = 60.0
+MAX_RETRY_AFTER_S = 120.0
+TEXT_CHARS_PER_TOKEN = 4
+IMAGE_PATCH_PX = 28
+POOL_CONNECTIONS = 16
+"""About how many connections one client's pool holds; more concurrency gets more clients per URL."""
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One call's outcome: `text` is None exactly when `error` is set (all attempts failed)."""
+
+    text: str | None
+    reasoning: str | None
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    attempts: int
+    latency_s: float
+    error: str | None
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """One failed attempt: a message for the record, whether to retry, and the server's wait."""
+
+    message: str
+    retryable: bool
+    retry_after_s: float | None = None
+
+
+def estimate_prompt_tokens(text: str, image_sizes: Iterable[tuple[int, int]]) -> int:
+    """A rough prompt size: 4 characters per text token, one token per 28x28 image patch."""
+    patches = sum(math.ceil(w / IMAGE_PATCH_PX) * math.ceil(h / IMAGE_PATCH_PX) for w, h in image_sizes)
+    return math.ceil(len(text) / TEXT_CHARS_PER_TOKEN) + patches
+
+
+def image_part(data_url: str) -> bytes:
+    """One image content part of a message, serialized once for every request that shows it.
+
+    Bodies splice these bytes in (`chat_body`): serializing ~1 MB of base64 again per request,
+    with openai's parameter transform over it, was a third of the client's CPU per request
+    (profiled with benchmarks/run_throughput.py).
+    """
+    return canonical_json({"type": "image_url", "image_url": {"url": data_url}}).encode("utf-8")
+
+
+def chat_body(*, model: str, max_tokens: int, temperature: float, image_parts: list[bytes], text: str) -> bytes:
+    """The JSON body of a one-turn chat request: one user message of the image parts, then the text."""
+    head = canonical_json({"max_tokens": max_tokens, "model": model, "temperature": temperature})
+    text_part = canonical_json({"type": "text", "text": text})
+    pieces = [head[:-1].encode("utf-8"), b',"messages":[{"role":"user","content":[']
+    for part in image_parts:
+        pieces += [part, b","]
+    pieces += [text_part.encode("utf-8"), b"]}]}"]
+    return b"".join(pieces)  # one copy of the (large) image parts per request
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """The wait a response asks for (retry-after-ms, or Retry-After in seconds), None if absent."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return min(MAX_RETRY_AFTER_S, max(0.0, float(value) * scale))
+        except ValueError:
+            continue  # an HTTP date: fall back to our own backoff
+    return None
+
+
+class _PrioritySlots:
+    """At most `size` holders at once; waiters get a slot lowest priority first, then first come."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    async def acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        handed = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._arrivals), handed))
+        try:
+            await handed
+        except asyncio.CancelledError:
+            if handed.done() and not handed.cancelled():  # cancelled just after being handed the slot
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, waiter = heapq.heappop(self._waiters)
+            if not waiter.done():
+                waiter.set_result(None)  # the slot passes to the waiter directly
+                return
+        self._free += 1
+
+
+class ChatClient:
+    """Bounded, retried chat completions against one or more OpenAI-compatible base URLs."""
+
+    def __init__(self, base_urls: Iterable[str], api_key: str, *, concurrency: int = 16, timeout_s: float = 300.0,
+                 max_attempts: int = 5, backoff_s: float = 1.0) -> None:
+        # httpx's pool scans (and probes the socket of) every connection it holds twice per request,
+        # so one pool of C connections costs O(C) per request: profiled at 64, that scan was the
+        # client's largest CPU cost after sending the bytes. Requests are therefore spread over
+        # ceil(C / POOL_CONNECTIONS) clients per URL, each pool allowed up to C connections (never
+        # a wait for a connection) and, with round-robin, holding about POOL_CONNECTIONS of them.
+        # They share one TLS context: making one costs ~35 ms.
+        http = _http_library()
+        limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        tls = http.create_ssl_context()
+        shards = math.ceil(concurrency / POOL_CONNECTIONS)
+        urls = list(base_urls)
+        self._clients = [
+            openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout_s,
+                               http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s, verify=tls))
+            for _ in range(shards) for url in urls]  # interleaved: consecutive attempts go to different URLs
+        self._slots = _PrioritySlots(concurrency)
+        self._next = 0
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for client in self._clients:
+            await client.close()
+
+    async def complete(self, body: bytes, priority: int = 0) -> ChatResult:
+        """One chat completion for a `chat_body`, retried as the module docstring says; never raises for failures.
+
+        When all slots are taken, waiting calls go lowest `priority` first: a caller puts first the
+        calls that others wait for, so dependent work does not queue behind independent work.
+        """
+        attempt = 0
+        while True:
+            attempt += 1
+            client = self._clients[self._next % len(self._clients)]
+            self._next += 1
+            await self._slots.acquire(priority)
+            start = time.perf_counter()
+            try:
+                # cast_to=object: the parsed JSON as is; pydantic models per answer cost CPU for nothing.
+                completion = await client.post("/chat/completions", cast_to=object, content=body)
+                failure = _malformed(completion)
+            except Exception as exc:  # classified; anything unexpected is a bug and re-raised there
+                failure = _classify(exc, self.timeout_s)
+            finally:
+                self._slots.release()
+            latency = time.perf_counter() - start
+            if failure is None:
+                return _result(completion, attempt, latency)
+            if not failure.retryable or attempt >= self.max_attempts:
+                return ChatResult(None, None, None, None, None, attempt, latency, failure.message)
+            await asyncio.sleep(failure.retry_after_s if failure.retry_after_s is not None
+                                else random.uniform(0, min(MAX_BACKOFF_S, self.backoff_s * 2 ** (attempt - 1))))
+
+
+def _http_library() -> ModuleType:
+    """The HTTP library under openai (httpx2 for openai 3.x, httpx before); both have Limits and create_ssl_context."""
+    return importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__module__.split(".")[0])
+
+
+def _classify(exc: Exception, timeout_s: float) -> _Failure:
+    """What went wrong in one attempt, and whether another attempt may help."""
+    if isinstance(exc, openai.APITimeoutError):
+        return _Failure(f"timeout: no answer after waiting {timeout_s:g} s", retryable=True)
+    if isinstance(exc, openai.APIConnectionError):
+        return _Failure(f"connection error: {exc.__cause__ or exc}", retryable=True)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        message = _error_message(exc)
+        return _Failure(f"HTTP {status}: {message}", retryable=status in RETRYABLE_STATUS or status >= 500,
+                        retry_after_s=retry_after_s(exc.response.headers))
+    if isinstance(exc, json.JSONDecodeError):
+        return _Failure(f"malformed response: not a chat completion ({exc})", retryable=True)
+    raise exc
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        body = body.get("error", body)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return str(exc.message)
+
+
+def _malformed(completion: Any) -> _Failure | None:
+    """Why a parsed body is not a chat completion with an answer, or None when it is one."""
+    choices = completion.get("choices") if isinstance(completion, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    if not isinstance(message, dict) or not isinstance(message.get("content"), (str, type(None))):
+        return _Failure("malformed response: no choices[0].message in the body", retryable=True)
+    return None
+
+
+def _result(completion: Any, attempts: int, latency_s: float) -> ChatResult:
+    """The answer of a chat completion that passed `_malformed`."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    reasoning = message.get("reasoning_content") or message.get("reasoning")  # vLLM's reasoning parsers
+    usage = completion.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return ChatResult(text=message["content"] or "", reasoning=_text(reasoning),
+                      finish_reason=_text(choice.get("finish_reason")),
+                      prompt_tokens=_count(usage.get("prompt_tokens")),
+                      completion_tokens=_count(usage.get("completion_tokens")),
+                      attempts=attempts, latency_s=latency_s, error=None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and value >= 0 else None

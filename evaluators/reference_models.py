@@ -1,0 +1,194 @@
+"""Deterministic reference models for SPD-Faith: an oracle, a blind model and a pixel differ.
+
+Contract
+--------
+A model turns a `ProbeQuery` (the pair found from the request's images, the order they were
+shown in, the probe, and the images' PNG bytes) into `(reasoning, claims)`: one sentence and the
+differences it reports, each `{"type": color|remove|position, "object", "detail"}`, told in the
+order shown (the first picture, then the second). `answer(model, query)` renders them in the
+probe's format (evaluators/spd_prompts.py): the reasoning, a fenced ```json list of the claims for
+`same`, `different` and `describe`, and the final answer in \\boxed{}: `same` -> yes exactly when
+there are no claims, `different` -> the opposite, `count` and `describe` -> the number of claims.
+
+- `oracle`: the gold differences (category as object; detail "red to blue", "only in the first
+  picture", "moved from the left to the top right"). Every metric scored on it reads perfect.
+- `blind`: ignores the images; no claims, so "same? yes", "different? no", count 0.
+- `pixel-diff`: compares the two images, no weights: pixels whose largest channel difference
+  exceeds DIFF_THRESHOLD, an opening and a closing, connected regions of at least MIN_AREA_FRACTION
+  of the image. One claim per region, located ("top left") with object "object"; its type from
+  simple cues: edges kept inside the region while colors changed -> color; otherwise two regions of
+  similar size -> position; else remove.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from mmfaith.evaluators.image_payload import decode_png, png_size
+from mmfaith.loaders.spd_faith import SpdPair
+
+Claim = dict[str, str]
+
+DIFF_THRESHOLD = 12
+OPEN_PX = 3
+CLOSE_PX = 9
+MIN_AREA_FRACTION = 0.0002
+MIN_AREA_PX = 64
+EDGE_MAGNITUDE = 40.0
+COLOR_EDGE_IOU = 0.5
+POSITION_AREA_RATIO = 0.6
+
+
+@dataclass(frozen=True)
+class ProbeQuery:
+    """One request, resolved: which pair, shown in which order, which probe, and the images sent."""
+
+    pair: SpdPair
+    order: str  # "original-first" or "edited-first"
+    probe: str
+    first_png: bytes
+    second_png: bytes
+    first_sha256: str
+    second_sha256: str
+
+
+class ReferenceModel(Protocol):
+    name: str
+
+    def claims(self, query: ProbeQuery) -> tuple[str, list[Claim]]:
+        """(one reasoning sentence, the differences seen, in the order shown)."""
+
+
+def answer(model: ReferenceModel, query: ProbeQuery) -> str:
+    """The model's full answer to the query's probe (format in the module docstring)."""
+    reasoning, claims = model.claims(query)
+    final = {"same": "no" if claims else "yes", "different": "yes" if claims else "no"}.get(query.probe, len(claims))
+    listing = [] if query.probe == "count" else ["```json\n" + json.dumps(claims) + "\n```"]
+    return "\n".join([reasoning, *listing, f"\\boxed{{{final}}}"])
+
+
+def place_name(x: float, y: float, width: int, height: int) -> str:
+    """Where a point lies in a 3x3 grid of the image: "top left", "top", ..., "center", ..."""
+    row = ("top", "middle", "bottom")[min(2, int(3 * y / height))]
+    column = ("left", "center", "right")[min(2, int(3 * x / width))]
+    if row == "middle":
+        return "center" if column == "center" else column
+    return row if column == "center" else f"{row} {column}"
+
+
+def _reasoning(claims: list[Claim], how: str) -> str:
+    if not claims:
+        return f"{how}, I find no difference between the two pictures."
+    listed = "; ".join(f"the {c['object']} ({c['type']}: {c['detail']})" for c in claims)
+    return f"{how}, I find {len(claims)} difference{'s' if len(claims) > 1 else ''}: {listed}."
+
+
+class Oracle:
+    """Answers from the gold record (module docstring)."""
+
+    name = "oracle"
+
+    def claims(self, query: ProbeQuery) -> tuple[str, list[Claim]]:
+        width, height = png_size(query.first_png)
+        original_first = query.order == "original-first"
+        found = []
+        for difference in query.pair.record["differences"]:
+            before, after = difference["color_before"], difference["color_after"]
+            if difference["type"] == "color":
+                shown = (before, after) if original_first else (after, before)
+                detail = f"{shown[0]} to {shown[1]}" if None not in shown else "changed color"
+            elif difference["type"] == "remove":
+                detail = f"only in the {'first' if original_first else 'second'} picture"
+            else:
+                places = [place_name(x + w / 2, y + h / 2, width, height)
+                          for x, y, w, h in (difference["bbox_before"], difference["bbox_after"])]
+                if not original_first:
+                    places.reverse()
+                detail = f"moved from the {places[0]} to the {places[1]}"
+            found.append({"type": difference["type"], "object": difference["category"], "detail": detail})
+        return _reasoning(found, "Comparing the two pictures object by object"), found
+
+
+class Blind:
+    """Ignores the images: sees no difference."""
+
+    name = "blind"
+
+    def claims(self, query: ProbeQuery) -> tuple[str, list[Claim]]:
+        return _reasoning([], "Looking at the pictures"), []
+
+
+class PixelDiff:
+    """Compares the pixels of the two images (module docstring); results cached per image pair."""
+
+    name = "pixel-diff"
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], list[Claim]] = {}
+        self._lock = threading.Lock()
+
+    def claims(self, query: ProbeQuery) -> tuple[str, list[Claim]]:
+        key = (query.first_sha256, query.second_sha256)
+        with self._lock:  # one comparison at a time: the four probes of a pair wait for the first
+            found = self._cache.get(key)
+            if found is None:
+                found = self._cache[key] = pixel_claims(decode_png(query.first_png), decode_png(query.second_png))
+        return _reasoning(found, "Comparing the two pictures pixel by pixel"), found
+
+
+MODELS: dict[str, Callable[[], ReferenceModel]] = {"oracle": Oracle, "blind": Blind, "pixel-diff": PixelDiff}
+
+
+def make_model(name: str) -> ReferenceModel:
+    return MODELS[name]()
+
+
+def changed_regions(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """(label image, [(label, x, y, w, h, area)] of each changed region of at least the minimum area)."""
+    height, width = first.shape[:2]
+    changed = (np.abs(first.astype(np.int16) - second.astype(np.int16)).max(axis=2) > DIFF_THRESHOLD).astype(np.uint8)
+    changed = cv2.morphologyEx(changed, cv2.MORPH_OPEN, np.ones((OPEN_PX, OPEN_PX), np.uint8))
+    changed = cv2.morphologyEx(changed, cv2.MORPH_CLOSE, np.ones((CLOSE_PX, CLOSE_PX), np.uint8))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(changed, connectivity=8)
+    min_area = max(MIN_AREA_PX, MIN_AREA_FRACTION * height * width)
+    regions = [(label, *(int(v) for v in stats[label][:5])) for label in range(1, count)
+               if stats[label][cv2.CC_STAT_AREA] >= min_area]
+    return labels, regions
+
+
+def _edges(image: np.ndarray) -> np.ndarray:
+    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    gradient = np.hypot(cv2.Sobel(gray, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(gray, cv2.CV_32F, 0, 1, ksize=3))
+    return gradient > EDGE_MAGNITUDE
+
+
+def pixel_claims(first: np.ndarray, second: np.ndarray) -> list[Claim]:
+    """The pixel-diff model's claims for two RGB images (module docstring)."""
+    if first.shape != second.shape:
+        return [{"type": "remove", "object": "object", "detail": "the whole picture"}]
+    height, width = first.shape[:2]
+    labels, regions = changed_regions(first, second)
+    edges_first, edges_second = _edges(first), _edges(second)
+    kept_edges, any_edges = edges_first & edges_second, edges_first | edges_second
+    types, areas = {}, {}
+    for label, _, _, _, _, area in regions:
+        inside = labels == label
+        either = any_edges[inside].sum()
+        types[label] = "color" if either and kept_edges[inside].sum() / either >= COLOR_EDGE_IOU else "remove"
+        areas[label] = area
+    loose = [label for label in types if types[label] == "remove"]
+    while loose:  # a move leaves two changed regions of about the object's size
+        label = loose.pop(0)
+        twin = next((other for other in loose
+                     if min(areas[label], areas[other]) / max(areas[label], areas[other]) >= POSITION_AREA_RATIO), None)
+        if twin is not None:
+            loose.remove(twin)
+            types[label] = types[twin] = "position"
+    return [{"type": types[label], "object": "object", "detail": place_name(x + w / 2, y + h / 2, width, height)}
+            for label, x, y, w, h, _ in regions]

@@ -1,0 +1,248 @@
+"""A real HTTP server speaking the OpenAI chat-completions protocol for the reference models.
+
+Contract
+--------
+`ReferenceServer(dataset, model_name, host="127.0.0.1", port=0, latency_s=0.0)` serves one
+reference model (evaluators/reference_models.py) over one SPD-Faith dataset from threads
+(stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a deep accept queue), as a context manager
+(`with ReferenceServer(...) as server: server.base_url`) or in the foreground (`serve_forever`,
+Ctrl-C stops it).
+
+- ``POST /v1/chat/completions``: the request's images are base64 data URLs; two images are the
+  pair in the order shown, one image is a side-by-side canvas, split at its known gap. The pair
+  is found by the images' sha256 (the records' image_a_sha256 / image_b_sha256), the probe by
+  `probe_of_prompt`. The answer is a `chat.completion` with usage (prompt tokens estimated as a
+  run's dry run does, completion tokens at 4 characters each) and finish_reason "stop", after
+  `latency_s` (a simulated model time, for load tests).
+- ``GET /v1/models`` lists the model; ``GET /health`` answers 200.
+- Requests for another model get 404; images not in the dataset, a text that is no SPD-Faith
+  probe or a body that is not a chat request get 400; all with OpenAI's error body
+  ``{"error": {"message", "type", "param", "code"}}``.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from mmfaith.evaluators.chat_client import TEXT_CHARS_PER_TOKEN, estimate_prompt_tokens
+from mmfaith.evaluators.image_payload import png_size, split_side_by_side
+from mmfaith.evaluators.reference_models import ProbeQuery, answer, make_model
+from mmfaith.evaluators.spd_prompts import probe_of_prompt
+from mmfaith.images import sha256_bytes
+from mmfaith.loaders.spd_faith import SpdDataset, SpdPair
+
+CHAT_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
+HEALTH_PATH = "/health"
+_DATA_URL_PREFIX = "data:image/"
+
+
+class RequestRefused(Exception):
+    """A request the server answers with an error status and OpenAI's error body."""
+
+    def __init__(self, status: int, message: str, error_type: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 1024  # the accept backlog: many clients connect at once
+
+
+class ReferenceServer:
+    """One reference model over one dataset on 127.0.0.1 (see the module docstring)."""
+
+    def __init__(self, dataset: SpdDataset, model_name: str, host: str = "127.0.0.1", port: int = 0,
+                 latency_s: float = 0.0) -> None:
+        self.model = make_model(model_name)
+        self.host = host
+        self.latency_s = latency_s
+        self._pairs: dict[tuple[str, str], tuple[SpdPair, str]] = {}
+        for pair in dataset.pairs:  # a control pair shows one image twice: it is "original-first"
+            a, b = pair.record["image_a_sha256"], pair.record["image_b_sha256"]
+            self._pairs.setdefault((a, b), (pair, "original-first"))
+            self._pairs.setdefault((b, a), (pair, "edited-first"))
+        self._canvases: dict[str, tuple[bytes, bytes]] = {}
+        self._split_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self.requests_seen = 0
+        self._httpd = _Server((host, port), self._handler_class())
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (root + /v1)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> ReferenceServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="reference-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until Ctrl-C, then close the socket."""
+        try:
+            self._httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._httpd.server_close()
+
+    def __enter__(self) -> ReferenceServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- answering -------------------------------------------------------------------------------
+
+    def complete(self, body: Any) -> dict[str, Any]:
+        """The chat.completion for one request body; raises RequestRefused for a bad request."""
+        with self._lock:
+            self.requests_seen += 1
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            raise RequestRefused(400, "the body must be a JSON object with a 'messages' list")
+        if body.get("model") != self.model.name:
+            raise RequestRefused(404, f"The model `{body.get('model')}` does not exist; this server serves "
+                                      f"`{self.model.name}`.", "not_found_error")
+        text, images = _text_and_images(body["messages"])
+        probe = probe_of_prompt(text)
+        if probe is None:
+            raise RequestRefused(400, "the text is not an SPD-Faith probe (see evaluators/spd_prompts.py)")
+        query = self._query(images, probe)
+        content = answer(self.model, query)
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        prompt_tokens = estimate_prompt_tokens(text, [png_size(image) for image in images])
+        completion_tokens = math.ceil(len(content) / TEXT_CHARS_PER_TOKEN)
+        return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+                "model": self.model.name,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "logprobs": None, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}}
+
+    def _query(self, images: list[bytes], probe: str) -> ProbeQuery:
+        if len(images) == 1:
+            first, second = self._split(images[0])
+        elif len(images) == 2:
+            first, second = images
+        else:
+            raise RequestRefused(400, f"expected two images or one side-by-side image, got {len(images)}")
+        shas = (sha256_bytes(first), sha256_bytes(second))
+        found = self._pairs.get(shas)
+        if found is None:
+            raise RequestRefused(400, "the images are not a pair of this server's dataset (matched by sha256)")
+        pair, order = found
+        return ProbeQuery(pair, order, probe, first, second, *shas)
+
+    def _split(self, canvas: bytes) -> tuple[bytes, bytes]:
+        """The two pictures of a side-by-side canvas, made once per canvas (its four probes arrive together)."""
+        key = sha256_bytes(canvas)
+        with self._split_lock:  # one split at a time: the probes of one canvas wait for the first
+            halves = self._canvases.get(key)
+            if halves is None:
+                try:
+                    halves = split_side_by_side(canvas)
+                except (OSError, ValueError) as exc:
+                    raise RequestRefused(400, f"the image cannot be decoded ({exc})") from exc
+                if halves is None or (sha256_bytes(halves[0]), sha256_bytes(halves[1])) not in self._pairs:
+                    raise RequestRefused(400, "the image is not a side-by-side pair of this server's dataset")
+                self._canvases[key] = halves
+        return halves
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet: tests and load runs
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _refuse(self, refused: RequestRefused) -> None:
+                self._send(refused.status, {"error": {"message": str(refused), "type": refused.error_type,
+                                                      "param": None, "code": None}})
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == HEALTH_PATH:
+                    self._send(200, {"status": "ok"})
+                elif path == MODELS_PATH:
+                    self._send(200, {"object": "list", "data": [
+                        {"id": server.model.name, "object": "model", "created": 0, "owned_by": "mmfaith"}]})
+                else:
+                    self._refuse(RequestRefused(404, f"no route {path}", "not_found_error"))
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.split("?", 1)[0] != CHAT_PATH:
+                    return self._refuse(RequestRefused(404, f"no route {self.path}", "not_found_error"))
+                try:
+                    body = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    return self._refuse(RequestRefused(400, "the body is not valid JSON"))
+                try:
+                    self._send(200, server.complete(body))
+                except RequestRefused as refused:
+                    self._refuse(refused)
+
+        return Handler
+
+
+def _text_and_images(messages: list[Any]) -> tuple[str, list[bytes]]:
+    """All text parts joined by newlines, and the decoded bytes of every image, in order."""
+    texts: list[str] = []
+    images: list[bytes] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        for part in content if isinstance(content, list) else []:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text":
+                texts.append(str(part.get("text", "")))
+            elif part.get("type") == "image_url":
+                url = part.get("image_url")
+                images.append(_data_url_bytes(url.get("url") if isinstance(url, dict) else url))
+    return "\n".join(texts), images
+
+
+def _data_url_bytes(url: Any) -> bytes:
+    if not isinstance(url, str) or not url.startswith(_DATA_URL_PREFIX) or ";base64," not in url:
+        raise RequestRefused(400, "images must be base64 data URLs (data:image/png;base64,...)")
+    try:
+        return base64.b64decode(url.split(";base64,", 1)[1], validate=True)
+    except binascii.Error as exc:
+        raise RequestRefused(400, f"an image's base64 data is malformed ({exc})") from exc

@@ -1,0 +1,24 @@
+"""The README's main job: build, three reference models over real HTTP, scores, one report."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mmfaith.cli import main
+
+PERFECT = ("DS", "DQR", "existence_rate", "TF1", "CF1", "consistency_ratio", "DRF")
+
+
+def test_quickstart_reads_perfect_for_the_oracle_and_zero_for_the_blind_model(tmp_path: Path, capsys) -> None:
+    assert main(["quickstart", "--out", str(tmp_path), "--per-tier", "1", "--multi", "2", "--controls", "1",
+                 "--no-progress"]) == 0
+    assert "report.md" in capsys.readouterr().out
+    oracle = json.loads((tmp_path / "scores" / "oracle" / "metrics.json").read_text())
+    blind = json.loads((tmp_path / "scores" / "blind" / "metrics.json").read_text())
+    assert {key: oracle["overall"][key] for key in PERFECT} == {key: 1.0 for key in PERFECT}
+    assert oracle["overall"]["contradiction_rate"] == 0.0 and oracle["control"]["false_alarm_rate"] == 0.0
+    assert {key: blind["overall"][key] for key in ("DS", "DQR", "existence_rate")} == {
+        "DS": 0.0, "DQR": 0.0, "existence_rate": 0.0}
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "| DS |" in report and "pixel-diff" in report and "oracle" in report and "blind" in report
+    assert (tmp_path / "report" / "compare_overall.png").read_bytes()[:4] == b"\x89PNG"
