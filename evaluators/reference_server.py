@@ -35,8 +35,10 @@ from mmfaith.evaluators.chat_client import TEXT_CHARS_PER_TOKEN, estimate_prompt
 from mmfaith.evaluators.image_payload import png_size, split_side_by_side
 from mmfaith.evaluators.reference_models import ProbeQuery, answer, make_model
 from mmfaith.evaluators.spd_prompts import probe_of_prompt
-from mmfaith.images import sha256_bytes
 from mmfaith.loaders.spd_faith import SpdDataset, SpdPair
+
+from mmfaith.background_http import BackgroundHTTP
+from mmfaith.images import sha256_bytes
 
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -59,8 +61,10 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024  # the accept backlog: many clients connect at once
 
 
-class ReferenceServer:
+class ReferenceServer(BackgroundHTTP):
     """One reference model over one dataset on 127.0.0.1 (see the module docstring)."""
+
+    thread_name = "reference-server"
 
     def __init__(self, dataset: SpdDataset, model_name: str, host: str = "127.0.0.1", port: int = 0,
                  latency_s: float = 0.0) -> None:
@@ -77,43 +81,11 @@ class ReferenceServer:
         self._lock = threading.Lock()
         self.requests_seen = 0
         self._httpd = _Server((host, port), self._handler_class())
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
 
     @property
     def base_url(self) -> str:
         """The OpenAI base URL (root + /v1)."""
         return f"http://{self.host}:{self.port}/v1"
-
-    def start(self) -> ReferenceServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="reference-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join()
-            self._thread = None
-        self._httpd.server_close()
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until Ctrl-C, then close the socket."""
-        try:
-            self._httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self._httpd.server_close()
-
-    def __enter__(self) -> ReferenceServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- answering -------------------------------------------------------------------------------
 

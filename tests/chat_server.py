@@ -39,6 +39,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
 
+from mmfaith.background_http import BackgroundHTTP
+
 Reply = Union[str, int, Callable[[dict[str, Any]], Union[str, int]]]
 
 OPENAI_CHAT = "/v1/chat/completions"
@@ -106,8 +108,10 @@ def request_images(body: dict[str, Any]) -> list[tuple[str, bytes]]:
     return images
 
 
-class ChatServer:
+class ChatServer(BackgroundHTTP):
     """Scripted OpenAI- and Gemini-compatible chat server on 127.0.0.1 (see the module docstring)."""
+
+    thread_name = "chat-server"
 
     def __init__(self, script: Iterable[Reply] = (), default: Reply = "OK", *,
                  model_ids: Iterable[str] = ("test-model",), retry_after_ms: int | None = None) -> None:
@@ -120,11 +124,6 @@ class ChatServer:
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
 
     @property
     def url(self) -> str:
@@ -148,21 +147,6 @@ class ChatServer:
     def push(self, *replies: Reply) -> None:
         with self._lock:
             self._script.extend(replies)
-
-    def start(self) -> ChatServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="chat-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join()
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> ChatServer:
-        return self.start()
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.stop()

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,20 @@ def write_subset_annotations(sample: tuple[Path, Path], out: Path, image_ids: li
     data["annotations"] = [a for a in data["annotations"] if a["image_id"] in keep]
     out.write_text(json.dumps(data))
     return out
+
+
+def kill_after_lines(process: subprocess.Popen, journal: Path, lines: int, timeout_s: float = 120) -> int:
+    """SIGKILL `process` (started with start_new_session=True) and its children once `journal` holds
+    `lines` complete lines; returns the complete lines it left. Fails if the process ended first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and process.poll() is None:
+        if journal.exists() and journal.read_bytes().count(b"\n") >= lines:
+            break
+        time.sleep(0.01)
+    assert process.poll() is None, f"the process finished before {journal.name} held {lines} lines"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return journal.read_bytes().count(b"\n")
 
 
 def read_records(build_dir: Path, name: str = "records.jsonl") -> list[dict]:

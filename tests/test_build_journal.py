@@ -1,12 +1,9 @@
 """Determinism and resume of `mmfaith build spd-faith`: same inputs and seed, same bytes."""
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ import pytest
 from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
 from mmfaith.errors import MmfaithError
 
-from .conftest import read_records
+from .conftest import kill_after_lines, read_records
 
 BUILD_ARGS = ["--per-tier", "3", "--multi", "4", "--controls", "1", "--seed", "5", "--no-progress"]
 
@@ -41,17 +38,8 @@ def test_a_killed_build_resumes_to_the_same_bytes(tmp_path: Path) -> None:
     reference = tmp_path / "reference"
     assert run_cli(reference).wait(timeout=300) == 0
     interrupted = tmp_path / "interrupted"
-    process = run_cli(interrupted)
     records = interrupted / "records.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        if records.exists() and records.read_bytes().count(b"\n") >= 3:
-            break
-        time.sleep(0.02)
-    assert process.poll() is None, "the build finished before it could be interrupted"
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    lines_before = records.read_bytes().count(b"\n")
+    lines_before = kill_after_lines(run_cli(interrupted), records, 3)
     with open(records, "ab") as handle:  # a crash in the middle of a write leaves a torn line
         handle.write(b'{"id": "spdf-torn", "subset": "sin')
     resumed = run_cli(interrupted)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 from mmfaith.cli import main
 from mmfaith.evaluators.vllm_serve import VllmEndpoint

@@ -7,8 +7,6 @@ Retry-After, a sleep past the client's timeout, a malformed body, or an answer).
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +27,7 @@ from mmfaith.evaluators.spd_run import RunRequest, run_spd_faith
 from mmfaith.loaders.spd_faith import SpdDataset, open_spd_dataset
 from mmfaith.schema import schema_errors
 
+from .conftest import kill_after_lines
 from .test_reference_server import answers, prediction_lines, run_against
 
 Step = tuple[Any, ...]
@@ -143,15 +142,7 @@ def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: S
                 f"base_urls=({server.base_url!r},), out=Path({str(interrupted)!r}), concurrency=2, progress=False))")
         process = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
         predictions = interrupted / "predictions.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            if predictions.exists() and predictions.read_bytes().count(b"\n") >= 10:
-                break
-            time.sleep(0.01)
-        assert process.poll() is None, "the run finished before it could be killed"
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        killed_at = predictions.read_bytes().count(b"\n")  # complete lines; a torn one is repaired on resume
+        killed_at = kill_after_lines(process, predictions, 10, timeout_s=60)  # a torn line is repaired on resume
         assert 10 <= killed_at < 48
         requests_before = server.requests_seen
         summary = run_against(server, mixed_build, interrupted, concurrency=2)
