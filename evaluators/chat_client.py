@@ -78,16 +78,6 @@ def estimate_prompt_tokens(text: str, image_sizes: Iterable[tuple[int, int]]) ->
     return math.ceil(len(text) / TEXT_CHARS_PER_TOKEN) + patches
 
 
-def image_part(data_url: str) -> bytes:
-    """One image content part of a message, serialized once for every request that shows it.
-
-    Bodies splice these bytes in (`chat_body`): serializing ~1 MB of base64 again per request,
-    with openai's parameter transform over it, was a third of the client's CPU per request
-    (profiled with benchmarks/run_throughput.py).
-    """
-    return canonical_json({"type": "image_url", "image_url": {"url": data_url}}).encode("utf-8")
-
-
 def chat_body(*, model: str, max_tokens: int, temperature: float, image_parts: list[bytes], text: str) -> bytes:
     """The JSON body of a one-turn chat request: one user message of the image parts, then the text."""
     head = canonical_json({"max_tokens": max_tokens, "model": model, "temperature": temperature})

@@ -23,11 +23,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_serve_reference(subparsers)
 
 
-def _add_run(subparsers: argparse._SubParsersAction) -> None:
-    from mmfaith.evaluators.spd_prompts import LAYOUTS
-    from mmfaith.evaluators.spd_run import ORDER_CHOICES, RunRequest
+# Flags left out keep RunRequest's defaults; the parser does not import the run module (and with it
+# the openai client) so that every other verb starts fast.
+UNSET = argparse.SUPPRESS
+TUNABLE = ("layout", "order", "seed", "max_tokens", "temperature", "concurrency", "timeout_s", "max_attempts")
 
-    defaults = RunRequest(dataset=Path(), model="", base_urls=(), out=Path())
+
+def _add_run(subparsers: argparse._SubParsersAction) -> None:
+    from mmfaith.evaluators.spd_prompts import LAYOUTS, ORDER_CHOICES
     run = subparsers.add_parser("run", help="ask a model every probe of a benchmark; write predictions.jsonl",
                                 description="Send a benchmark's probes to a model over the OpenAI chat-completions "
                                             "protocol and record its answers (resumable).")
@@ -58,19 +61,19 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
                        help="one more argument for the vLLM server (repeatable), e.g. --serve-arg=--tensor-parallel-size=2")
     how = spd.add_argument_group("how the pairs are shown")
-    how.add_argument("--pair-layout", choices=LAYOUTS, default=defaults.layout, dest="layout",
-                     help="two images in one message, or one canvas with both side by side")
-    how.add_argument("--order", choices=ORDER_CHOICES, default=defaults.order,
-                     help="which image comes first; random is fixed by --seed and the pair id")
-    how.add_argument("--seed", type=int, default=defaults.seed)
+    how.add_argument("--pair-layout", choices=LAYOUTS, default=UNSET, dest="layout",
+                     help="two images in one message (default), or one canvas with both side by side")
+    how.add_argument("--order", choices=ORDER_CHOICES, default=UNSET,
+                     help="which image comes first (default original-first); random is fixed by --seed and the pair id")
+    how.add_argument("--seed", type=int, default=UNSET, help="default 0")
     gen = spd.add_argument_group("generation and transport")
-    gen.add_argument("--max-tokens", type=int, default=defaults.max_tokens)
-    gen.add_argument("--temperature", type=float, default=defaults.temperature)
-    gen.add_argument("--concurrency", type=int, default=defaults.concurrency, help="requests in flight at most")
-    gen.add_argument("--timeout", type=float, default=defaults.timeout_s, dest="timeout_s", metavar="SECONDS",
-                     help="per request attempt")
-    gen.add_argument("--max-attempts", type=int, default=defaults.max_attempts,
-                     help="attempts per call (429, 5xx, timeouts and connection errors are retried)")
+    gen.add_argument("--max-tokens", type=int, default=UNSET, help="default 1024")
+    gen.add_argument("--temperature", type=float, default=UNSET, help="default 0")
+    gen.add_argument("--concurrency", type=int, default=UNSET, help="requests in flight at most (default 16)")
+    gen.add_argument("--timeout", type=float, default=UNSET, dest="timeout_s", metavar="SECONDS",
+                     help="per request attempt (default 300)")
+    gen.add_argument("--max-attempts", type=int, default=UNSET,
+                     help="attempts per call; 429, 5xx, timeouts and connection errors are retried (default 5)")
     gen.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing")
     gen.add_argument("--no-progress", action="store_true", help="no progress bar")
     spd.set_defaults(handler=_run_spd)
@@ -84,12 +87,11 @@ def _run_spd(args: argparse.Namespace) -> int:
     if bool(args.serve) == bool(args.base_urls):
         raise MmfaithError("give --base-url URL (a running server) or --serve MODEL (mmfaith starts vLLM), not both.")
 
+    given = {name: getattr(args, name) for name in TUNABLE if hasattr(args, name)}
+
     def request(model: str, base_urls: tuple[str, ...]) -> RunRequest:
-        return RunRequest(
-            dataset=args.dataset, model=model, base_urls=base_urls, out=args.out,
-            concurrency=args.concurrency, limit=args.limit, max_tokens=args.max_tokens, temperature=args.temperature,
-            timeout_s=args.timeout_s, max_attempts=args.max_attempts, layout=args.layout, order=args.order,
-            seed=args.seed, dry_run=args.dry_run, api_key_env=args.api_key_env, progress=not args.no_progress)
+        return RunRequest(dataset=args.dataset, model=model, base_urls=base_urls, out=args.out, limit=args.limit,
+                          dry_run=args.dry_run, api_key_env=args.api_key_env, progress=not args.no_progress, **given)
 
     if args.serve:
         args.out.mkdir(parents=True, exist_ok=True)

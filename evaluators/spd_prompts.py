@@ -17,6 +17,8 @@ from mmfaith.jsonl import canonical_json
 PROBES = ("same", "different", "count", "describe")
 TEMPLATE_VERSION = "spd-faith-prompts/1"
 LAYOUTS = ("separate", "side-by-side")
+ORDERS = ("original-first", "edited-first")
+ORDER_CHOICES = (*ORDERS, "random")
 
 _PICTURES = {
     "separate": "You are shown two pictures, the first and then the second.",

@@ -38,16 +38,15 @@ from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens, image_part
-from mmfaith.evaluators.image_payload import GAP_PX, ImagePayloads, ImageRef, sizes_shown
+from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
+from mmfaith.evaluators.image_payload import GAP_PX, ImagePayloads, ImageRef, image_part, sizes_shown
 from mmfaith.evaluators.spd_parse import parse_count
-from mmfaith.evaluators.spd_prompts import LAYOUTS, PROBES, TEMPLATE_VERSION, TEMPLATES_SHA256, prompt_text
+from mmfaith.evaluators.spd_prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION, TEMPLATES_SHA256,
+                                           prompt_text)
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
 from mmfaith.loaders.spd_faith import SpdPair, open_spd_dataset
 from mmfaith.schema import check_record
 
-ORDERS = ("original-first", "edited-first")
-ORDER_CHOICES = (*ORDERS, "random")
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
 RESUME_FIELDS = ("model", "layout", "order", "seed", "prompt_templates_sha256")
