@@ -40,7 +40,8 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
         description="Ask every SPD-Faith pair's four probes; describe is asked with the model's own count.",
         epilog=RUN_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     what = spd.add_argument_group("what and where")
-    what.add_argument("--dataset", type=Path, required=True, metavar="BUILD_DIR", help="an SPD-Faith build dir")
+    what.add_argument("--dataset", type=Path, required=True, metavar="SOURCE",
+                      help="an SPD-Faith build dir, release folder, or Hub repo ORG/NAME[@REVISION]")
     what.add_argument("--model", metavar="NAME", help="model name the server knows (default with --serve: its argument)")
     what.add_argument("--base-url", action="append", metavar="URL", dest="base_urls", default=[],
                       help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1; repeat for replicas")

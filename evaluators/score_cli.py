@@ -23,7 +23,8 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
                     "report.md and plots. A submission holds one answer per id and probe; every bad line is "
                     "reported at once.",
         epilog=SCORE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    spd.add_argument("--dataset", type=Path, required=True, metavar="PATH", help="SPD-Faith build dir")
+    spd.add_argument("--dataset", type=Path, required=True, metavar="SOURCE",
+                     help="an SPD-Faith build dir, release folder, or Hub repo ORG/NAME[@REVISION]")
     spd.add_argument("--predictions", type=Path, required=True, metavar="FILE",
                      help="predictions.jsonl or a submission")
     spd.add_argument("--out", type=Path, required=True, metavar="DIR", help="score dir to write")

@@ -1,17 +1,22 @@
 """Access to an SPD-Faith dataset for the evaluator: its pairs, their gold and their image files.
 
-For now the source is a build dir (records.jsonl + images); release folders and Hub repos join
-with the release issue, behind the same `open_spd_dataset`.
+`open_spd_dataset(path)` reads a build dir (records.jsonl + images), a release folder (written by
+`mmfaith release`: manifest.json + parquet shards; its images are written once to a
+content-addressed cache folder so that every SpdPair still has two image files), or a Hub dataset
+repo id `ORG/NAME[@REVISION]` of an mmfaith release (downloaded with huggingface_hub, then read as
+a release folder).
 """
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.images import sha256_file
-from mmfaith.jsonl import read_jsonl
+from mmfaith.images import sha256_bytes, sha256_file
+from mmfaith.jsonl import read_jsonl, write_atomic
 from mmfaith.schema import schema_errors
 
 
@@ -44,11 +49,28 @@ class SpdDataset:
         return {pair.id: pair for pair in self.pairs}
 
 
-def open_spd_dataset(path: Path) -> SpdDataset:
-    """Open a build dir; every record is schema-checked and every image must exist."""
+HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[^@/]+)?$")
+
+
+def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
+    """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists.
+
+    `cache_dir` is where a release's images are written (default: $MMFAITH_CACHE or
+    ~/.cache/mmfaith), as images/<sha256>.png; an image is written only when absent, and its bytes
+    are checked against the record's hash first.
+    """
+    if (path / "manifest.json").is_file():
+        return _open_release(path, cache_dir)
+    if not path.exists() and HUB_REPO.match(str(path)):
+        return _open_release(_download_release(str(path)), cache_dir)
+    return _open_build_dir(path)
+
+
+def _open_build_dir(path: Path) -> SpdDataset:
     records_path = path / "records.jsonl"
     if not records_path.is_file():
-        raise MmfaithError(f"{path}: not an SPD-Faith build dir (no records.jsonl); pass --dataset BUILD_DIR.")
+        raise MmfaithError(f"{path}: not an SPD-Faith build dir (no records.jsonl), release folder (no manifest.json) "
+                           "or Hub repo id ORG/NAME[@REVISION]; pass one of those to --dataset.")
     pairs = []
     seen: set[str] = set()
     for number, record in read_jsonl(records_path):
@@ -64,3 +86,59 @@ def open_spd_dataset(path: Path) -> SpdDataset:
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
         pairs.append(pair)
     return SpdDataset(pairs, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
+
+
+def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
+    """The pairs of every config of a release folder, images materialised in the cache."""
+    import pyarrow.parquet as pq
+
+    from mmfaith.builders.release_manifest import read_manifest
+    from mmfaith.loaders.spd_rows import row_to_record
+
+    manifest = read_manifest(folder)
+    images = (cache_dir or Path(os.environ.get("MMFAITH_CACHE") or Path.home() / ".cache" / "mmfaith")) / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    pairs = []
+    seen: set[str] = set()
+    for name, entry in sorted(manifest["files"].items()):
+        if "config" not in entry:
+            continue
+        rows = (row for batch in pq.ParquetFile(folder / name).iter_batches(batch_size=64) for row in batch.to_pylist())
+        for number, row in enumerate(rows):
+            where = f"{folder / name} row {number}"
+            record = row_to_record(row)
+            errors = schema_errors("spd_faith_pair", record)
+            if errors:
+                raise MmfaithError(f"{where}: not an SPD-Faith record: {'; '.join(errors[:3])}; run `mmfaith verify {folder}`.")
+            if record["id"] in seen:
+                raise MmfaithError(f"{where}: duplicate id {record['id']}.")
+            seen.add(record["id"])
+            paths = [_cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
+                     for side in ("image_a", "image_b")]
+            pairs.append(SpdPair(record, paths[0], paths[1]))
+    manifest_hash = sha256_file(folder / "manifest.json")[:16]
+    return SpdDataset(pairs, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")
+
+
+def _cached_image(images: Path, data: bytes | None, sha256: str, where: str) -> Path:
+    if data is None or sha256_bytes(data) != sha256:
+        raise MmfaithError(f"{where}: image bytes do not hash to the record's sha256; the release is damaged "
+                           "(run `mmfaith verify` on it).")
+    path = images / f"{sha256}.png"
+    if not path.is_file():
+        write_atomic(path, data)
+    return path
+
+
+def _download_release(source: str) -> Path:
+    """A local snapshot of the Hub release `ORG/NAME[@REVISION]` (huggingface_hub's cache)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    repo_id, _, revision = source.partition("@")
+    try:
+        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None,
+                                      allow_patterns=["README.md", "manifest.json", "data/**"]))
+    except (HfHubHTTPError, LocalEntryNotFoundError) as exc:
+        raise MmfaithError(f"{source}: no local folder of that name, and no Hub dataset either ({exc.__class__.__name__}: "
+                           f"{str(exc).splitlines()[0]}); check the path, or the repo id, revision and HF_TOKEN.") from exc

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmfaith import __version__
+from mmfaith import __version__, release_cli
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import run_cli, score_cli
 
@@ -140,6 +140,7 @@ def parser() -> argparse.ArgumentParser:
     _add_build(subparsers)
     run_cli.register(subparsers)
     score_cli.register(subparsers)
+    release_cli.register(subparsers)
     return root
 
 

@@ -1,0 +1,79 @@
+"""The `mmfaith release` and `mmfaith verify` verbs: argument parsing only (see builders/release*.py)."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from mmfaith.errors import MmfaithError
+
+RELEASE_EXAMPLE = """examples:
+  mmfaith release out/spd --out out/release --name ORG/spd-faith --version 1.0.0 --include all
+  mmfaith verify out/release
+  HF_TOKEN=... mmfaith release out/spd --out out/release-1.1.0 --name ORG/spd-faith --version 1.1.0 \\
+      --previous ORG/spd-faith@v1.0.0 --push --repo ORG/spd-faith"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `release` and `verify` to the `mmfaith` parser."""
+    release = subparsers.add_parser(
+        "release", help="turn a build dir into a Hugging Face dataset repo (parquet, card, manifest); optionally push it",
+        description="Write the Hub layout of an SPD-Faith release (README.md card, data/<config>/*.parquet with "
+                    "the images inside, manifest.json with every hash) to a new folder, and with --push upload "
+                    "it in one commit tagged vX.Y.Z.",
+        epilog=RELEASE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    release.add_argument("build", type=Path, metavar="BUILD_DIR", help="output of `mmfaith build spd-faith`")
+    release.add_argument("--out", type=Path, required=True, metavar="RELEASE_DIR", help="new (or empty) folder")
+    release.add_argument("--name", required=True, metavar="[ORG/]NAME", help="dataset name the card's examples load")
+    release.add_argument("--version", required=True, metavar="X.Y.Z", help="release version; the tag is vX.Y.Z")
+    release.add_argument("--include", choices=("accepted", "all"), default="accepted",
+                         help="accepted: verified pairs only (default); all: verified and pending (the card says so)")
+    release.add_argument("--allow-noderivs", action="store_true",
+                         help="also release edited NoDerivs images (the card says so); you must have the right to")
+    release.add_argument("--previous", metavar="RELEASE_DIR|ORG/NAME[@REV]",
+                         help="the previous release, for the card's changelog (pairs added, removed, changed)")
+    release.add_argument("--push", action="store_true", help="upload to the Hub (token from HF_TOKEN) and tag vX.Y.Z")
+    release.add_argument("--repo", metavar="ORG/NAME", help="Hub dataset repo for --push")
+    release.set_defaults(handler=_run_release)
+
+    verify = subparsers.add_parser(
+        "verify", help="re-check every hash of a release's manifest and the schema of every row",
+        description="Re-hash every file listed in RELEASE_DIR/manifest.json and schema-check every parquet row.")
+    verify.add_argument("release", type=Path, metavar="RELEASE_DIR")
+    verify.set_defaults(handler=_run_verify)
+
+
+def _run_release(args: argparse.Namespace) -> int:
+    from mmfaith.builders.release import ReleaseRequest, release_spd_faith
+
+    if args.push and not args.repo:
+        raise MmfaithError("--push needs --repo ORG/NAME (the Hub dataset repo to upload to).")
+    if args.repo and not args.push:
+        raise MmfaithError("--repo is only used with --push; add --push or drop --repo.")
+    token = os.environ.get("HF_TOKEN") if args.push else None
+    if args.push and not token:
+        raise MmfaithError("--push needs a Hub token in the HF_TOKEN environment variable (write access to --repo).")
+    summary = release_spd_faith(ReleaseRequest(build=args.build, out=args.out, name=args.name, version=args.version,
+                                               include=args.include, allow_noderivs=args.allow_noderivs,
+                                               previous=args.previous))
+    rows = ", ".join(f"{config} {n}" for config, n in summary.rows.items())
+    left_out = ", ".join(f"{reason} {n}" for reason, n in summary.excluded.items()) or "none"
+    print(f"released {rows} pairs to {summary.out} (left out: {left_out}); check it with: mmfaith verify {summary.out}")
+    if args.push:
+        from mmfaith.builders.release_push import push_release
+
+        pushed = push_release(args.out, args.repo, token=token)
+        print(f"pushed {args.repo} commit {pushed.commit} tagged {pushed.tag}: {pushed.url}")
+    return 0
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from mmfaith.builders.release_manifest import verify_release
+
+    report = verify_release(args.release)
+    if report.problems:
+        shown = "\n  ".join(report.problems[:20])
+        more = f"\n  ... and {len(report.problems) - 20} more" if len(report.problems) > 20 else ""
+        raise MmfaithError(f"{args.release}: {len(report.problems)} problem(s):\n  {shown}{more}")
+    print(f"{args.release}: OK ({report.files} files, {report.rows} rows: every hash and row checked)")
+    return 0
