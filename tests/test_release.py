@@ -159,7 +159,7 @@ def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_va
     assert card.data.pretty_name == "spd-faith-sample" and card.data.size_categories == ["n<1K"]
     text = card.text
     for needle in ("--include all", "pending", "CC BY 4.0", "| [CC-BY-2.0]", "DQR", "load_dataset(",
-                   "mmfaith score spd-faith", "@article", "## Limitations", "First release", "telea"):
+                   "mmfaith score spd-faith", "@misc{spdfaith", "## Limitations", "First release", "telea"):
         assert needle in text, needle
 
 
