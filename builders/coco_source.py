@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -18,6 +17,7 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 
 from mmfaith.errors import MmfaithError
+from mmfaith.jsonl import read_json_object
 
 NO_DERIVS_MARK = "NoDerivs"
 
@@ -87,16 +87,7 @@ class Scene:
 
 
 def _load_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise MmfaithError(f"{path}: annotations file not found; pass --coco-annotations FILE.")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MmfaithError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}).") from exc
-    except UnicodeDecodeError as exc:
-        raise MmfaithError(f"{path}: not UTF-8 text ({exc.reason}); is this a COCO annotations JSON?") from exc
-    if not isinstance(data, dict):
-        raise MmfaithError(f"{path}: expected a COCO annotations object, found {type(data).__name__}.")
+    data = read_json_object(path, "pass --coco-annotations FILE.")
     for key in ("images", "annotations", "categories"):
         if not isinstance(data.get(key), list):
             raise MmfaithError(f"{path}: missing the '{key}' list that COCO instance annotations have.")

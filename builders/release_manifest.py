@@ -15,7 +15,7 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
-from mmfaith.jsonl import canonical_json
+from mmfaith.jsonl import canonical_json, read_json_object
 from mmfaith.loaders.spd_rows import row_to_record
 from mmfaith.schema import schema_errors
 
@@ -42,10 +42,7 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST
     if not path.is_file():
         raise MmfaithError(f"{folder}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` wrote.")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MmfaithError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}).") from exc
+    manifest = read_json_object(path, "pass the folder `mmfaith release` wrote.")
     if manifest.get("format") != FORMAT:
         raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {FORMAT!r}; "
                            "this mmfaith cannot read that release.")

@@ -11,7 +11,6 @@ so a re-run with the same arguments skips what is done and continues; a torn las
 """
 from __future__ import annotations
 
-import json
 import platform
 import sys
 import time
@@ -36,7 +35,7 @@ from mmfaith.builders.spd_pairs import PairSettings, SlotOutcome, make_pair, ori
 from mmfaith.builders.worker_pool import Pending, WorkerPool
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
 from mmfaith.schema import check_record
 
 MAX_VISITS = 12
@@ -225,7 +224,7 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
     recipe = _recipe(request, source)
     build_json = out / "build.json"
     if build_json.exists():
-        previous = read_json_object(build_json).get("recipe")
+        previous = read_json_object(build_json, "").get("recipe")
         if previous != recipe:
             changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
             raise MmfaithError(f"{out} holds a build made with other settings ({', '.join(changed)} differ); "
@@ -343,16 +342,6 @@ class _Pipeline:
             assert record is not None
             self.original_sha256[record["source"]["image_id"]] = record["image_a_sha256"]
         self.bar.set_postfix(rejected=sum(self.journal.rejected_reasons.values()), refresh=False)
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MmfaithError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}).") from exc
-    if not isinstance(value, dict):
-        raise MmfaithError(f"{path}: expected a JSON object.")
-    return value
 
 
 def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest, source: CocoSource,

@@ -74,18 +74,23 @@ def _open_build_dir(path: Path) -> SpdDataset:
     pairs = []
     seen: set[str] = set()
     for number, record in read_jsonl(records_path):
-        errors = schema_errors("spd_faith_pair", record)
-        if errors:
-            raise MmfaithError(f"{records_path}:{number}: not an SPD-Faith record: {'; '.join(errors[:3])}")
-        if record["id"] in seen:
-            raise MmfaithError(f"{records_path}:{number}: duplicate id {record['id']}.")
-        seen.add(record["id"])
+        _check_record(record, f"{records_path}:{number}", seen)
         pair = SpdPair(record, path / record["image_a"], path / record["image_b"])
         for image in (pair.image_a_path, pair.image_b_path):
             if not image.is_file():
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
         pairs.append(pair)
     return SpdDataset(pairs, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
+
+
+def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: str = "") -> None:
+    """Schema-valid and not a second record with an id already seen (added to `seen`)."""
+    errors = schema_errors("spd_faith_pair", record)
+    if errors:
+        raise MmfaithError(f"{where}: not an SPD-Faith record: {'; '.join(errors[:3])}{advice}.")
+    if record["id"] in seen:
+        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
+    seen.add(record["id"])
 
 
 def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
@@ -107,12 +112,7 @@ def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
         for number, row in enumerate(rows):
             where = f"{folder / name} row {number}"
             record = row_to_record(row)
-            errors = schema_errors("spd_faith_pair", record)
-            if errors:
-                raise MmfaithError(f"{where}: not an SPD-Faith record: {'; '.join(errors[:3])}; run `mmfaith verify {folder}`.")
-            if record["id"] in seen:
-                raise MmfaithError(f"{where}: duplicate id {record['id']}.")
-            seen.add(record["id"])
+            _check_record(record, where, seen, f"; run `mmfaith verify {folder}`")
             paths = [_cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
                      for side in ("image_a", "image_b")]
             pairs.append(SpdPair(record, paths[0], paths[1]))

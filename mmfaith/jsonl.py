@@ -20,6 +20,22 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def read_json_object(path: Path, missing_hint: str) -> dict[str, Any]:
+    """A file holding one JSON object. MmfaithError naming the file (and the line) when it is
+    missing (the message ends with `missing_hint`, the fix), not UTF-8, not JSON, or not an object."""
+    if not path.is_file():
+        raise MmfaithError(f"{path}: not found; {missing_hint}")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise MmfaithError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno}).") from exc
+    except UnicodeDecodeError as exc:
+        raise MmfaithError(f"{path}: not UTF-8 text ({exc.reason}).") from exc
+    if not isinstance(value, dict):
+        raise MmfaithError(f"{path}: expected a JSON object, found {type(value).__name__}.")
+    return value
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each complete line; a torn last line is ignored.
 
