@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from mmfaith import __version__, release_cli
+from mmfaith.annotation import cli as annotate_cli
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import run_cli, score_cli
 
@@ -141,6 +142,7 @@ def parser() -> argparse.ArgumentParser:
     run_cli.register(subparsers)
     score_cli.register(subparsers)
     release_cli.register(subparsers)
+    annotate_cli.register(subparsers)
     return root
 
 

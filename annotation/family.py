@@ -1,0 +1,33 @@
+"""The family-specific part of annotation, as one value: a labeling config and a record <-> task mapping.
+
+The push/pull machinery (label_studio.py) and the merge (merge.py) take a Family and never look
+inside records except through it and the fields every family shares (`id`, `verification`).
+A new family (VFaith pairs, CRM variants) adds an XML config and a module that builds one Family.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfaith.annotation.votes import Vote
+
+
+@dataclass(frozen=True)
+class Family:
+    """name: the family's CLI name. schema: the record schema (schemas/<schema>.schema.json) merged
+    records must still satisfy. label_config(): the XML. image_fields: record field holding an
+    image path (relative to the build dir) -> field holding its sha256; a changed hash flags the task.
+    prepare(build_dir, record): writes helper files (e.g. outlined copies) and returns their paths
+    relative to the build dir. task_data(record, url, helper_paths): the task's data without the
+    keys the machinery adds. read_vote(result, record, annotation_id, annotator, time): a Vote, or
+    raises annotation.votes.Misfit."""
+
+    name: str
+    schema: str
+    label_config: Callable[[], str]
+    image_fields: dict[str, str]
+    prepare: Callable[[Path, dict[str, Any]], dict[str, str]]
+    task_data: Callable[[dict[str, Any], Callable[[str], str], dict[str, str]], dict[str, Any]]
+    read_vote: Callable[[list[dict[str, Any]], dict[str, Any], int, str, str | None], Vote]

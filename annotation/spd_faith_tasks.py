@@ -1,0 +1,160 @@
+"""SPD-Faith's side of the annotation round trip: the labeling config, record -> task, annotation -> Vote.
+
+Contract with annotation/spd_faith.xml (control names): `verdict` (one of accept|reject),
+`reasons` (one or more of REASONS, only with reject), `notes` and `caption` (free text),
+`description_<i>` (the corrected standardized description of differences[i]), and `outline`
+(the view toggle, carries no verdict). Anything else in a result is a Misfit. People never edit
+the structured gold (types, categories, colors, boxes): the task shows it as text only.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, ImageDraw
+
+from mmfaith.annotation.family import Family
+from mmfaith.annotation.votes import VERDICTS, Misfit, Vote
+
+NAME = "spd-faith"
+REASONS = ("artifact", "invisible change", "unnatural", "other")
+IMAGE_FIELDS = {"image_a": "image_a_sha256", "image_b": "image_b_sha256"}
+OUTLINE_DIR = "annotation/outlined"
+OUTLINE_TOGGLE = "Outline the edited regions"
+_DESCRIPTION = re.compile(r"^description_(\d+)$")
+
+
+def label_config() -> str:
+    """The Label Studio labeling config (annotation/spd_faith.xml, shipped as package data)."""
+    return files("mmfaith.annotation").joinpath("spd_faith.xml").read_text(encoding="utf-8")
+
+
+def render_outlines(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
+    """Write copies of both images with each difference's box outlined and numbered, under
+    BUILD_DIR/annotation/outlined/, named by the image's sha256 so a changed image gets new
+    copies; existing copies are kept. Returns {"outlined_a": relpath, "outlined_b": relpath}.
+    The record's own image files are only read."""
+    out: dict[str, str] = {}
+    for side, key in (("a", "image_a"), ("b", "image_b")):
+        rel = f"{OUTLINE_DIR}/{record['id']}_{record[IMAGE_FIELDS[key]][:12]}_{side}.png"
+        target = build_dir / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with Image.open(build_dir / record[key]) as src:
+                image = src.convert("RGB")
+            draw = ImageDraw.Draw(image)
+            width = max(2, round(max(image.size) / 200))
+            for number, diff in enumerate(record["differences"], start=1):
+                box = diff["bbox_before"] if side == "a" or diff["bbox_after"] is None else diff["bbox_after"]
+                x, y, w, h = box
+                draw.rectangle((x, y, x + w, y + h), outline=(255, 0, 0), width=width)
+                draw.text((x + width + 2, y + width + 2), str(number), fill=(255, 0, 0))
+            tmp = target.with_name(target.name + ".tmp")
+            image.save(tmp, format="PNG")
+            tmp.replace(target)
+        out[f"outlined_{side}"] = rel
+    return out
+
+
+def _planned_line(number: int, diff: dict[str, Any]) -> str:
+    """One difference's gold as a line of text: number, type, category, colors, boxes."""
+    parts = [f"{number}. {diff['type']}: {diff['category']}"]
+    if diff["type"] == "color":
+        parts.append(f"color {diff['color_before']} -> {diff['color_after']}")
+    elif diff["color_before"]:
+        parts.append(f"color {diff['color_before']}")
+    parts.append(f"box before {diff['bbox_before']}")
+    if diff["bbox_after"] is not None and diff["bbox_after"] != diff["bbox_before"]:
+        parts.append(f"box after {diff['bbox_after']}")
+    return ", ".join(parts)
+
+
+def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: dict[str, str]) -> dict[str, Any]:
+    """The task's `data` for one record. `url` maps a path relative to the build dir to the URL
+    Label Studio serves it from; `extra_files` are render_outlines' paths."""
+    diffs = record["differences"]
+    planned = "\n".join(_planned_line(n, d) for n, d in enumerate(diffs, start=1)) or "none: a control pair, the images are identical"
+    return {
+        "image_a": url(record["image_a"]),
+        "image_b": url(record["image_b"]),
+        "outlined_a": url(extra_files["outlined_a"]),
+        "outlined_b": url(extra_files["outlined_b"]),
+        "planned": planned,
+        "differences": [{"planned": _planned_line(n, d), "description": d["description"]}
+                        for n, d in enumerate(diffs, start=1)],
+        "caption": record["caption"] or "",
+    }
+
+
+def _texts(item: dict[str, Any], name: str) -> str:
+    """The single text of a textarea result; Misfit unless it is exactly one string."""
+    text = item.get("value", {}).get("text")
+    if not isinstance(text, list) or len(text) != 1 or not isinstance(text[0], str):
+        raise Misfit(f"{name}: expected one text, found {text!r}")
+    return text[0].strip()
+
+
+def _choices(item: dict[str, Any], name: str, allowed: tuple[str, ...]) -> list[str]:
+    """The choices of a choices result; Misfit for a value outside `allowed`."""
+    chosen = item.get("value", {}).get("choices")
+    if not isinstance(chosen, list) or not chosen or any(c not in allowed for c in chosen):
+        raise Misfit(f"{name}: expected choices among {list(allowed)}, found {chosen!r}")
+    return chosen
+
+
+def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_id: int,
+              annotator: str, time: str | None) -> Vote:
+    """Turn an annotation's result into a Vote for `record`; Misfit when it does not fit the config
+    (unknown control, wrong type, value outside the config, no verdict, reject without reason,
+    reasons on an accept, a description for a difference the record lacks, an empty description)."""
+    kinds = {"verdict": "choices", "reasons": "choices", "outline": "choices", "notes": "textarea", "caption": "textarea"}
+    seen: dict[str, dict[str, Any]] = {}
+    for item in result:
+        name = item.get("from_name") if isinstance(item, dict) else None
+        if not isinstance(name, str):
+            raise Misfit(f"a result item without a control name: {item!r}")
+        match = _DESCRIPTION.match(name)
+        kind = "textarea" if match else kinds.get(name)
+        if kind is None:
+            raise Misfit(f"unknown control {name!r}")
+        if item.get("type") != kind:
+            raise Misfit(f"{name}: expected type {kind}, found {item.get('type')!r}")
+        if match and int(match.group(1)) >= len(record["differences"]):
+            raise Misfit(f"{name}: the record has {len(record['differences'])} difference(s)")
+        if name in seen:
+            raise Misfit(f"{name}: given twice")
+        seen[name] = item
+    if "verdict" not in seen:
+        raise Misfit("no verdict (accept or reject)")
+    verdict = _choices(seen["verdict"], "verdict", VERDICTS)
+    if len(verdict) != 1:
+        raise Misfit(f"verdict: expected one of {list(VERDICTS)}, found {verdict!r}")
+    if "outline" in seen:
+        _choices(seen["outline"], "outline", (OUTLINE_TOGGLE,))
+    reasons = tuple(sorted(_choices(seen["reasons"], "reasons", REASONS))) if "reasons" in seen else ()
+    if verdict[0] == "reject" and not reasons:
+        raise Misfit("reject without a reason")
+    if verdict[0] == "accept" and reasons:
+        raise Misfit(f"accept with reject reasons {list(reasons)}")
+    edits: dict[str, str] = {}
+    for name, item in sorted(seen.items()):
+        match = _DESCRIPTION.match(name)
+        if match:
+            text = _texts(item, name)
+            if not text:
+                raise Misfit(f"{name}: empty description")
+            edits[f"differences.{match.group(1)}.description"] = text
+    if "caption" in seen and (caption := _texts(seen["caption"], "caption")):
+        edits["caption"] = caption
+    notes = _texts(seen["notes"], "notes") if "notes" in seen else ""
+    return Vote(annotation_id=annotation_id, annotator=annotator, verdict=verdict[0], reasons=reasons,
+                notes=notes or None, edits=edits, time=time)
+
+
+def family() -> Family:
+    """SPD-Faith as a Family for the generic push/pull machinery."""
+    return Family(name=NAME, schema="spd_faith_pair", label_config=label_config, image_fields=IMAGE_FIELDS, prepare=render_outlines,
+                  task_data=task_data, read_vote=read_vote)
