@@ -32,6 +32,12 @@ def _verdicts(record: dict[str, Any]) -> dict[str, str]:
     return {v["annotator"]: v["verdict"] for v in record["verification"].get("votes", [])}
 
 
+def verdict_agreement(records: list[dict[str, Any]]) -> tuple[float | None, int]:
+    """(Fleiss' kappa of the verdicts over records with two or more votes, how many such records)."""
+    overlapping = [votes for votes in (_verdicts(r) for r in records) if len(votes) >= 2]
+    return fleiss_kappa([list(votes.values()) for votes in overlapping]), len(overlapping)
+
+
 def build_status(build_dir: Path) -> StatusReport:
     """Counts and agreement for a build dir."""
     records = read_records(build_dir)
@@ -44,8 +50,8 @@ def build_status(build_dir: Path) -> StatusReport:
     for _, v in overlapping:
         for a, b in combinations(sorted(v), 2):
             pairs.setdefault(f"{a}|{b}", []).append((v[a], v[b]))
+    fleiss, overlapping_count = verdict_agreement(records)
     return StatusReport(
-        counts=counts, overlapping=len(overlapping),
-        fleiss=fleiss_kappa([list(v.values()) for _, v in overlapping]),
+        counts=counts, overlapping=overlapping_count, fleiss=fleiss,
         cohen={k: (cohen_kappa(p), len(p)) for k, p in sorted(pairs.items())},
         disagreements=[rid for rid, v in overlapping if len(set(v.values())) > 1])

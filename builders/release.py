@@ -219,15 +219,19 @@ def _write_shards(request: ReleaseRequest, out: Path, records: list[dict[str, An
 
 
 def _verification_summary(all_records: list[dict[str, Any]], kept: list[dict[str, Any]]) -> dict[str, Any]:
-    """Status counts in the build and in the release, annotators, and agreement where recorded."""
+    """Status counts in the build and in the release, annotators, and agreement where recorded
+    (Fleiss' kappa of the verdicts over the build's pairs with two or more votes, as `annotate status`)."""
+    from mmfaith.annotation.status import verdict_agreement
+
     annotators = sorted({a for r in kept for a in r["verification"].get("annotators", [])})
     multiple = [r for r in kept if len(r["verification"].get("annotators", [])) >= 2]
+    fleiss, _ = verdict_agreement(all_records)
     return {
         "build_statuses": dict(sorted(Counter(r["verification"]["status"] for r in all_records).items())),
         "released_statuses": dict(sorted(Counter(r["verification"]["status"] for r in kept).items())),
         "annotators": len(annotators),
         "pairs_with_two_or_more_annotators": len(multiple),
-        "agreement": None,
+        "agreement": None if fleiss is None else round(fleiss, 6),
     }
 
 

@@ -149,7 +149,8 @@ def _verification_line(facts: CardFacts) -> str:
     v = facts.verification
     build = ", ".join(f"{k} {n}" for k, n in v["build_statuses"].items())
     released = ", ".join(f"{k} {n}" for k, n in v["released_statuses"].items())
-    agreement = ("not measured" if v["agreement"] is None else f"{v['agreement']:.3f}")
+    agreement = ("not measured (no pair had two annotators)" if v["agreement"] is None
+                 else f"Fleiss' kappa {v['agreement']:.3f} on the verdicts")
     excluded = ", ".join(f"{k} {n}" for k, n in facts.excluded.items()) or "none"
     return (f"statuses in the build: {build}; released: {released}; left out: {excluded}; "
             f"{v['annotators']} annotators, {v['pairs_with_two_or_more_annotators']} pairs seen by two or more; "

@@ -307,3 +307,22 @@ def test_shard_boundaries_are_fixed_and_every_shard_loads(mixed_build: Path, tmp
     loaded = datasets.load_dataset(str(out), "single", split="test")
     assert loaded["id"] == sorted(r["id"] for r in read_records(mixed_build) if r["subset"] == "single")
     assert files_of(release(mixed_build, tmp_path / "sharded-again", shard_rows=4)) == files_of(out)
+
+
+def test_card_and_manifest_give_the_annotators_agreement(mixed_build: Path, tmp_path: Path) -> None:
+    # Two pairs, two annotators each (as `annotate pull` records them in verification.votes):
+    # pair 1 accept/accept, pair 2 accept/reject. Fleiss' kappa by hand: P1 = (2*1)/(2*1) = 1,
+    # P2 = 0, mean P = 0.5; p(accept) = 3/4, p(reject) = 1/4, Pe = 9/16 + 1/16 = 0.625;
+    # kappa = (0.5 - 0.625) / (1 - 0.625) = -1/3.
+    build = tmp_path / "build"
+    shutil.copytree(mixed_build, build)
+    records = read_records(build)
+    for record, second in zip(records[:2], ("accept", "reject")):
+        record["verification"]["votes"] = [
+            {"annotator": "a@example.org", "verdict": "accept", "reasons": [], "annotation_id": 1},
+            {"annotator": "b@example.org", "verdict": second, "reasons": [], "annotation_id": 2}]
+    (build / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = release(build, tmp_path / "release")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["verification"]["agreement"] == pytest.approx(-1 / 3, abs=1e-6)
+    assert "Fleiss' kappa -0.333 on the verdicts" in (out / "README.md").read_text()
