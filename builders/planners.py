@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,7 +18,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from mmfaith.builders.planning import EDIT_TYPES, PlannedEdit, SceneView, Slot, rule_plan, seeded_rng
-from mmfaith.clients import ModelEndpoint, ask_with_images
+from mmfaith.clients import ModelEndpoint, ask_with_images, first_json_object
 from mmfaith.schema import schema_errors
 
 PLANNER_CHOICES = ("rule", "llm")
@@ -100,16 +98,6 @@ def boxed_image_png(view: SceneView, numbered: list[int]) -> bytes:
     return buffer.getvalue()
 
 
-def parse_json_answer(text: str) -> Any:
-    """The first JSON object in a model's answer (inside a code fence if there is one); ValueError if none."""
-    fenced = re.search(r"```(?:json)?\s*(\{.*?)```", text, flags=re.DOTALL)
-    body = fenced.group(1) if fenced else text
-    start = body.find("{")
-    if start < 0:
-        raise ValueError("no JSON object in the answer")
-    return json.JSONDecoder().raw_decode(body, start)[0]
-
-
 class LlmPlanner:
     """Asks a multimodal model to choose the edits; validates; falls back to the rule planner."""
 
@@ -147,7 +135,7 @@ class LlmPlanner:
 
     def _validate(self, answer: str, view: SceneView, slot: Slot, numbered: list[int],
                   options: dict[int, list[str]], rng: np.random.Generator) -> list[PlannedEdit]:
-        plan = parse_json_answer(answer)
+        plan = first_json_object(answer)
         errors = schema_errors("spd_faith_llm_plan", plan)
         if errors:
             raise ValueError("answer breaks the plan schema: " + "; ".join(errors[:3]))

@@ -17,7 +17,7 @@ from mmfaith.builders.inpainters import Inpainter, InpainterSpec
 from mmfaith.builders.planners import PlannerSpec, SlotPlanner
 from mmfaith.builders.planning import PlannedEdit, SceneView, Slot
 from mmfaith.errors import MmfaithError
-from mmfaith.images import png_bytes, read_rgb, sha256_bytes
+from mmfaith.images import place_name, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 ID_PREFIX = "spdf-"
@@ -72,14 +72,8 @@ def pair_id(dataset: str, scene: Scene, subset: str, edits: list[PlannedEdit]) -
     return ID_PREFIX + sha256_bytes(canonical_json(key).encode("utf-8"))[:16]
 
 
-def _region_name(bbox: list[float], width: int, height: int) -> str:
-    """Where a box's centre sits on a 3x3 grid of the image, in words."""
-    cx, cy = (bbox[0] + bbox[2] / 2) / width, (bbox[1] + bbox[3] / 2) / height
-    row = ("top", "middle", "bottom")[min(2, int(cy * 3))]
-    col = ("left", "center", "right")[min(2, int(cx * 3))]
-    if row == "middle" and col == "center":
-        return "center"
-    return col if row == "middle" else (row if col == "center" else f"{row} {col}")
+def _box_place(bbox: list[float], width: int, height: int) -> str:
+    return place_name(bbox[0] + bbox[2] / 2, bbox[1] + bbox[3] / 2, width, height)
 
 
 def describe(edit: PlannedEdit, category: str, color_before: str, bbox_before: list[float],
@@ -90,7 +84,7 @@ def describe(edit: PlannedEdit, category: str, color_before: str, bbox_before: l
     if edit.type == "remove":
         return f"The {category} was removed."
     assert bbox_after is not None and edit.offset is not None
-    before, after = _region_name(bbox_before, width, height), _region_name(bbox_after, width, height)
+    before, after = _box_place(bbox_before, width, height), _box_place(bbox_after, width, height)
     if before != after:
         return f"The {category} moved from the {before} to the {after} of the image."
     dx, dy = edit.offset

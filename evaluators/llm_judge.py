@@ -15,7 +15,6 @@ name and the full prompt, so re-scoring asks nothing new and gives the same byte
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.builders.colors import COLOR_NAMES
-from mmfaith.clients import ModelEndpoint, ask_with_images
+from mmfaith.clients import ModelEndpoint, ask_with_images, first_json_object
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_claims import (CLAIM_PROBES, COCO_CATEGORIES, UNRELATED, Claim, Judgement, JudgeCase,
                                            RuleJudge)
@@ -67,13 +66,6 @@ def judge_prompt(case: JudgeCase) -> str:
                           for probe in CLAIM_PROBES)
     return TEMPLATE.format(gold=gold_lines, answers=answers, categories=", ".join(COCO_CATEGORIES),
                            colors=", ".join(COLOR_NAMES))
-
-
-def _json_object(text: str) -> Any:
-    start, end = text.find("{"), text.rfind("}")
-    if not 0 <= start < end:
-        raise ValueError("no JSON object in the answer")
-    return json.loads(text[start:end + 1])
 
 
 def answer_errors(answer: Any, responses: dict[str, str | None], n_gold: int) -> list[str]:
@@ -138,7 +130,7 @@ class LlmJudge:
         for _ in range(2):
             reply = self._ask(asked)
             try:
-                answer = _json_object(reply)
+                answer = first_json_object(reply)
                 errors = answer_errors(answer, responses, n_gold)
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
                 errors = [str(exc)]

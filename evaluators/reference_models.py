@@ -31,6 +31,7 @@ import cv2
 import numpy as np
 
 from mmfaith.evaluators.image_payload import decode_png, png_size
+from mmfaith.images import place_name
 from mmfaith.loaders.spd_faith import SpdPair
 
 Claim = dict[str, str]
@@ -71,15 +72,6 @@ def answer(model: ReferenceModel, query: ProbeQuery) -> str:
     final = {"same": "no" if claims else "yes", "different": "yes" if claims else "no"}.get(query.probe, len(claims))
     listing = [] if query.probe == "count" else ["```json\n" + json.dumps(claims) + "\n```"]
     return "\n".join([reasoning, *listing, f"\\boxed{{{final}}}"])
-
-
-def place_name(x: float, y: float, width: int, height: int) -> str:
-    """Where a point lies in a 3x3 grid of the image: "top left", "top", ..., "center", ..."""
-    row = ("top", "middle", "bottom")[min(2, int(3 * y / height))]
-    column = ("left", "center", "right")[min(2, int(3 * x / width))]
-    if row == "middle":
-        return "center" if column == "center" else column
-    return row if column == "center" else f"{row} {column}"
 
 
 def _reasoning(claims: list[Claim], how: str) -> str:

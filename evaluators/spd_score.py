@@ -18,7 +18,6 @@ bytes (the bootstrap is seeded; LLM judge answers are cached).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from mmfaith.evaluators.spd_claims import CLAIM_PROBES, RULES_VERSION, Judge, Ru
 from mmfaith.evaluators.spd_metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_report import write_score_report
+from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.loaders.spd_faith import SpdDataset, open_spd_dataset
 from mmfaith.schema import schema_errors
@@ -116,7 +116,7 @@ def load_predictions(path: Path, known_ids: set[str], from_run: bool) -> Predict
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
     return Predictions({key: answer for key, (_, answer) in answered.items()}, model[0], n_errors,
-                       hashlib.sha256(data).hexdigest())
+                       sha256_bytes(data))
 
 
 def _judge(request: ScoreRequest) -> Judge:

@@ -15,12 +15,9 @@ from typing import Any
 from PIL import Image
 
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.spd_claims import TYPE_SYNONYMS
 
 OFFICIAL_COLUMNS = {"qid", "image", "modifications"}
-TYPE_SYNONYMS = {"color": "color", "colour": "color", "recolor": "color", "remove": "remove", "removal": "remove",
-                 "removed": "remove", "delete": "remove", "position": "position", "move": "position",
-                 "moved": "position", "location": "position"}
-
 
 @dataclass(frozen=True)
 class Difference:

@@ -6,8 +6,11 @@ environment variable the user names and are never printed or stored.
 from __future__ import annotations
 
 import base64
+import json
 import os
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from mmfaith.errors import MmfaithError
 
@@ -32,6 +35,16 @@ class ModelEndpoint:
 
 def png_data_url(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def first_json_object(text: str) -> Any:
+    """The first JSON object in a model's answer (inside a code fence if there is one); ValueError if none."""
+    fenced = re.search(r"```(?:json)?\s*(\{.*?)```", text, flags=re.DOTALL)
+    body = fenced.group(1) if fenced else text
+    start = body.find("{")
+    if start < 0:
+        raise ValueError("no JSON object in the answer")
+    return json.JSONDecoder().raw_decode(body, start)[0]
 
 
 def ask_with_images(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int = 1024) -> str:

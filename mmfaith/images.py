@@ -53,3 +53,15 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def place_name(x: float, y: float, width: int, height: int) -> str:
+    """Where a point lies on a 3x3 grid of the image, in words: "top left", "top", ..., "center", ...
+
+    One vocabulary for the builder's gold descriptions and the pixel-diff reference model's claims.
+    """
+    row = ("top", "middle", "bottom")[min(2, int(y / height * 3))]
+    column = ("left", "center", "right")[min(2, int(x / width * 3))]
+    if row == "middle":
+        return "center" if column == "center" else column
+    return row if column == "center" else f"{row} {column}"
