@@ -30,7 +30,7 @@ EXAMPLE = """example (a local server, see `mmfaith annotate serve -h`):
 
 def _families() -> dict[str, Family]:
     """The families that can be annotated, by CLI name."""
-    from mmfaith.annotation import spd_faith_tasks
+    from mmfaith.annotation.spd_faith import tasks as spd_faith_tasks
 
     family = spd_faith_tasks.family()
     return {family.name: family}

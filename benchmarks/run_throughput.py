@@ -170,7 +170,7 @@ def make_dataset(root: Path) -> None:
 
 def measure(dataset: Path, base_url: str, concurrency: int, pairs: int, work: Path) -> dict[str, float]:
     """One run at one concurrency, into a fresh run dir."""
-    from mmfaith.evaluators.spd_run import RunRequest, run_spd_faith
+    from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
 
     summary = run_spd_faith(RunRequest(dataset=dataset, model="bench", base_urls=(base_url,),
                                        out=Path(tempfile.mkdtemp(prefix=f"c{concurrency}-", dir=work)),

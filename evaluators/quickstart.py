@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.evaluators.spd_report import compare_scores
-from mmfaith.evaluators.spd_run import RunRequest, run_spd_faith
-from mmfaith.evaluators.spd_score import ScoreRequest, score_spd_faith
-from mmfaith.loaders.spd_faith import open_spd_dataset
+from mmfaith.evaluators.spd_faith.report import compare_scores
+from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
+from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
+from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 
 REFERENCE_MODELS = ("pixel-diff", "oracle", "blind")
 

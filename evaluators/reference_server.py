@@ -33,9 +33,9 @@ from typing import Any
 
 from mmfaith.evaluators.chat_client import TEXT_CHARS_PER_TOKEN, estimate_prompt_tokens
 from mmfaith.evaluators.image_payload import png_size, split_side_by_side
-from mmfaith.evaluators.reference_models import ProbeQuery, answer, make_model
-from mmfaith.evaluators.spd_prompts import probe_of_prompt
-from mmfaith.loaders.spd_faith import SpdDataset, SpdPair
+from mmfaith.evaluators.spd_faith.reference import ProbeQuery, answer, make_model
+from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair
 
 from mmfaith.background_http import BackgroundHTTP
 from mmfaith.images import sha256_bytes

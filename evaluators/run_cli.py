@@ -30,7 +30,7 @@ TUNABLE = ("layout", "order", "seed", "max_tokens", "temperature", "concurrency"
 
 
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
-    from mmfaith.evaluators.spd_prompts import LAYOUTS, ORDER_CHOICES
+    from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, ORDER_CHOICES
     run = subparsers.add_parser("run", help="ask a model every probe of a benchmark; write predictions.jsonl",
                                 description="Send a benchmark's probes to a model over the OpenAI chat-completions "
                                             "protocol and record its answers (resumable).")
@@ -82,7 +82,7 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_spd(args: argparse.Namespace) -> int:
     from mmfaith.errors import MmfaithError
-    from mmfaith.evaluators.spd_run import RunRequest, run_spd_faith
+    from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
     from mmfaith.evaluators.vllm_serve import serve_vllm
 
     if bool(args.serve) == bool(args.base_urls):
@@ -112,7 +112,7 @@ def _run_spd(args: argparse.Namespace) -> int:
 
 
 def _add_serve_reference(subparsers: argparse._SubParsersAction) -> None:
-    from mmfaith.evaluators.reference_models import MODELS
+    from mmfaith.evaluators.spd_faith.reference import MODELS
 
     serve = subparsers.add_parser(
         "serve-reference", help="serve a deterministic reference model (oracle, blind, pixel-diff) over a dataset",
@@ -130,7 +130,7 @@ def _add_serve_reference(subparsers: argparse._SubParsersAction) -> None:
 def _serve_reference(args: argparse.Namespace) -> int:
     from mmfaith.errors import MmfaithError
     from mmfaith.evaluators.reference_server import ReferenceServer
-    from mmfaith.loaders.spd_faith import open_spd_dataset
+    from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 
     dataset = open_spd_dataset(args.dataset)
     try:

@@ -49,7 +49,7 @@ def _add_score(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_score_spd(args: argparse.Namespace) -> int:
     from mmfaith.clients import ModelEndpoint
-    from mmfaith.evaluators.spd_score import ScoreRequest, score_spd_faith
+    from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 
     judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
                                                             args.judge_api_key_env)
@@ -77,7 +77,7 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from mmfaith.evaluators.spd_report import compare_scores
+    from mmfaith.evaluators.spd_faith.report import compare_scores
 
     comparison = compare_scores(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
     print(f"compared {len(comparison['models'])} models; see {args.out / 'report.md'}")

@@ -9,7 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmfaith import __version__, release_cli
+from mmfaith import __version__
+from mmfaith.release import cli as release_cli
 from mmfaith.annotation import cli as annotate_cli
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import run_cli, score_cli
@@ -67,9 +68,9 @@ def _add_build(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_build_spd(args: argparse.Namespace) -> int:
     from mmfaith.builders.inpainters import resolve_inpainter
-    from mmfaith.builders.planners import PlannerSpec
-    from mmfaith.builders.planning import EDIT_TYPES
-    from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
+    from mmfaith.builders.spd_faith.planners import PlannerSpec
+    from mmfaith.builders.spd_faith.planning import EDIT_TYPES
+    from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
     from mmfaith.clients import ModelEndpoint
     from mmfaith.images import DEFAULT_MAX_PIXELS
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mmfaith.builders.coco_source import embedded_sample
-from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
-from mmfaith.evaluators.spd_prompts import LAYOUTS, PROBES, prompt_text
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
+from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text
 from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm
 
 
@@ -65,7 +65,7 @@ def mixed_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def builds_by_type(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One small single-difference build per edit type."""
-    from mmfaith.builders.planners import PlannerSpec
+    from mmfaith.builders.spd_faith.planners import PlannerSpec
 
     outs = {}
     for kind in ("color", "remove", "position"):

@@ -29,7 +29,7 @@ from mmfaith.annotation import label_studio as lsmod
 from mmfaith.annotation.agreement import cohen_kappa, fleiss_kappa
 from mmfaith.annotation.merge import decide, merge_record
 from mmfaith.annotation.server import ServerSpec, find_label_studio, start_server, stop_server, wait_ready
-from mmfaith.annotation.spd_faith_tasks import family, label_config, read_vote
+from mmfaith.annotation.spd_faith.tasks import family, label_config, read_vote
 from mmfaith.annotation.votes import Misfit, Vote
 from mmfaith.cli import main
 from mmfaith.errors import MmfaithError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.errors import MmfaithError
 
 from .conftest import kill_after_lines, read_records

@@ -8,8 +8,8 @@ from mmfaith.builders.coco_source import CocoSource
 from mmfaith.builders.colors import COLOR_PROTOTYPES_RGB, name_lab, name_object_color, rgb_to_lab
 from mmfaith.builders.edits import edit_color
 from mmfaith.builders.gates import mean_delta_e
-from mmfaith.builders.planning import difficulty
-from mmfaith.builders.quotas import largest_remainder, make_quotas
+from mmfaith.builders.spd_faith.planning import difficulty
+from mmfaith.builders.spd_faith.quotas import largest_remainder, make_quotas
 from mmfaith.images import read_rgb
 
 

@@ -11,9 +11,9 @@ from PIL import Image
 from mmfaith.builders.coco_source import CocoSource
 from mmfaith.builders.colors import name_object_color
 from mmfaith.builders.edits import dilate
-from mmfaith.builders.planners import PlanResult
-from mmfaith.builders.planning import PlannedEdit, SceneView, Slot
-from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
+from mmfaith.builders.spd_faith.planners import PlanResult
+from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.images import read_rgb
 from mmfaith.schema import schema_errors
 

@@ -33,7 +33,7 @@ def test_wheel_installs_and_builds_away_from_the_source_tree(tmp_path: Path) -> 
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, cwd=tmp_path)
     env = {**os.environ, "PYTHONPATH": str(target)}
-    where = subprocess.run([sys.executable, "-c", "import mmfaith.builders.spd_faith as m; print(m.__file__)"],
+    where = subprocess.run([sys.executable, "-c", "import mmfaith.builders.spd_faith.build as m; print(m.__file__)"],
                            check=True, capture_output=True, text=True, cwd=tmp_path, env=env).stdout
     assert where.startswith(str(target))
     out = tmp_path / "build"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from mmfaith.builders.planners import PROMPT_SHA256
+from mmfaith.builders.spd_faith.planners import PROMPT_SHA256
 from mmfaith.cli import main
 from tests.chat_server import ChatServer, request_images, request_text
 

@@ -12,22 +12,22 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmfaith.builders.release import ReleaseRequest, release_spd_faith
+from mmfaith.release.writer import ReleaseRequest, release_spd_faith
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.evaluators.spd_run import RunRequest, run_spd_faith
-from mmfaith.evaluators.spd_score import ScoreRequest, score_spd_faith
+from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
+from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 from mmfaith.loaders import Difference, load_spd_faith, spd_pairs
-from mmfaith.loaders.spd_faith import open_spd_dataset
+from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 from tests.hub_server import FakeHub
 from tests.test_quickstart import PERFECT
 
 FROM_HUB = """
 import json, sys
 from pathlib import Path
-from mmfaith.builders.release_push import push_release
+from mmfaith.release.push import push_release
 from mmfaith.loaders import load_spd_faith, spd_pairs
-from mmfaith.loaders.spd_faith import open_spd_dataset
+from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 push_release(Path(sys.argv[1]), "org/spd", token=sys.argv[2])
 views = {c: [v.id for v in spd_pairs(load_spd_faith("org/spd", c, revision="v1.0.0"))] for c in ("single", "multi")}
 opened = open_spd_dataset(Path("org/spd@v1.0.0"), cache_dir=Path("cache"))

@@ -18,11 +18,11 @@ import pytest
 
 from mmfaith.evaluators.image_payload import side_by_side, split_side_by_side
 from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.evaluators.spd_parse import parse_claims, parse_count, parse_yes_no
-from mmfaith.evaluators.spd_prompts import prompt_text
-from mmfaith.evaluators.spd_run import RunRequest, RunSummary, pair_order, run_spd_faith
+from mmfaith.evaluators.spd_faith.parse import parse_claims, parse_count, parse_yes_no
+from mmfaith.evaluators.spd_faith.prompts import prompt_text
+from mmfaith.evaluators.spd_faith.run import RunRequest, RunSummary, pair_order, run_spd_faith
 from mmfaith.images import sha256_bytes
-from mmfaith.loaders.spd_faith import SpdDataset, SpdPair, open_spd_dataset
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.schema import schema_errors
 
 

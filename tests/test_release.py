@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mmfaith.builders.release import ReleaseRequest, release_spd_faith
-from mmfaith.builders.release_manifest import verify_release
+from mmfaith.release.writer import ReleaseRequest, release_spd_faith
+from mmfaith.release.manifest import verify_release
 from mmfaith.errors import MmfaithError
-from mmfaith.loaders.spd_rows import row_to_record
-from mmfaith.release_cli import register
+from mmfaith.loaders.spd_faith.rows import row_to_record
+from mmfaith.release.cli import register
 from tests.conftest import read_records
 from tests.hub_server import FakeHub, card_metadata_errors
 

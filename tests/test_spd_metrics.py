@@ -13,12 +13,12 @@ import pytest
 
 from mmfaith.evaluators import stats
 from mmfaith.builders.colors import COLOR_NAMES
-from mmfaith.evaluators.spd_claims import (COCO_CATEGORIES, Claim, RuleJudge, claims_from_text, extract_claims,
+from mmfaith.evaluators.spd_faith.claims import (COCO_CATEGORIES, Claim, RuleJudge, claims_from_text, extract_claims,
                                            normalize_category, normalize_type)
-from mmfaith.evaluators.spd_metrics import (Answer, answer_counts, control_block, count_scores, headline_from_sums,
+from mmfaith.evaluators.spd_faith.metrics import (Answer, answer_counts, control_block, count_scores, headline_from_sums,
                                             item_components, judge_case, maximum_matching, read_answer, score_item,
                                             scored_block)
-from mmfaith.evaluators.spd_prompts import PROBES
+from mmfaith.evaluators.spd_faith.prompts import PROBES
 from mmfaith.schema import validator
 
 _ids = itertools.count()

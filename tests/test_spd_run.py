@@ -21,10 +21,10 @@ import pytest
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.evaluators.spd_parse import parse_count
-from mmfaith.evaluators.spd_prompts import probe_of_prompt, prompt_text
-from mmfaith.evaluators.spd_run import RunRequest, run_spd_faith
-from mmfaith.loaders.spd_faith import SpdDataset, open_spd_dataset
+from mmfaith.evaluators.spd_faith.parse import parse_count
+from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt, prompt_text
+from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
 from mmfaith.schema import schema_errors
 
 from .conftest import kill_after_lines
@@ -137,7 +137,7 @@ def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: S
     complete, interrupted = tmp_path / "complete", tmp_path / "interrupted"
     with ReferenceServer(dataset, "oracle", latency_s=0.04) as server:
         run_against(server, mixed_build, complete, concurrency=4)
-        code = (f"from pathlib import Path\nfrom mmfaith.evaluators.spd_run import RunRequest, run_spd_faith\n"
+        code = (f"from pathlib import Path\nfrom mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith\n"
                 f"run_spd_faith(RunRequest(dataset=Path({str(mixed_build)!r}), model='oracle', "
                 f"base_urls=({server.base_url!r},), out=Path({str(interrupted)!r}), concurrency=2, progress=False))")
         process = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from mmfaith.builders.spd_faith import BuildRequest, build_spd_faith
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.llm_judge import PROMPT_SHA256
+from mmfaith.evaluators.spd_faith.judge import PROMPT_SHA256
 from mmfaith.evaluators.score_cli import register
-from mmfaith.evaluators.spd_report import compare_scores
-from mmfaith.evaluators.spd_score import ScoreRequest, load_predictions, score_spd_faith
+from mmfaith.evaluators.spd_faith.report import compare_scores
+from mmfaith.evaluators.spd_faith.score import ScoreRequest, load_predictions, score_spd_faith
 from mmfaith.schema import schema_errors
 from tests.chat_server import ChatServer, request_text
 from tests.conftest import read_records

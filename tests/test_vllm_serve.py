@@ -21,7 +21,7 @@ import openai
 import pytest
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.spd_prompts import LAYOUTS, PROBES, prompt_text
+from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text
 from mmfaith.evaluators.vllm_serve import VllmEndpoint, VllmServer, serve_vllm
 
 from .conftest import TINY_MAX_MODEL_LEN

@@ -25,7 +25,7 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import stats
-from mmfaith.evaluators.spd_metrics import (CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components)
+from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components)
 from mmfaith.jsonl import read_jsonl, write_atomic
 
 PLOT_METRICS = ("DS", "DQR", "existence_rate", "TF1", "CF1", "DRF", "contradiction_rate", "consistency_ratio")

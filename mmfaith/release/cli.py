@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_release(args: argparse.Namespace) -> int:
-    from mmfaith.builders.release import ReleaseRequest, release_spd_faith
+    from mmfaith.release.writer import ReleaseRequest, release_spd_faith
 
     if args.push and not args.repo:
         raise MmfaithError("--push needs --repo ORG/NAME (the Hub dataset repo to upload to).")
@@ -60,7 +60,7 @@ def _run_release(args: argparse.Namespace) -> int:
     left_out = ", ".join(f"{reason} {n}" for reason, n in summary.excluded.items()) or "none"
     print(f"released {rows} pairs to {summary.out} (left out: {left_out}); check it with: mmfaith verify {summary.out}")
     if args.push:
-        from mmfaith.builders.release_push import push_release
+        from mmfaith.release.push import push_release
 
         pushed = push_release(args.out, args.repo, token=token)
         print(f"pushed {args.repo} commit {pushed.commit} tagged {pushed.tag}: {pushed.url}")
@@ -68,7 +68,7 @@ def _run_release(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from mmfaith.builders.release_manifest import verify_release
+    from mmfaith.release.manifest import verify_release
 
     report = verify_release(args.release)
     if report.problems:

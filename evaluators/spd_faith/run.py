@@ -40,11 +40,11 @@ from mmfaith import __version__
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.image_payload import GAP_PX, ImagePayloads, ImageRef, image_part, sizes_shown
-from mmfaith.evaluators.spd_parse import parse_count
-from mmfaith.evaluators.spd_prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION, TEMPLATES_SHA256,
+from mmfaith.evaluators.spd_faith.parse import parse_count
+from mmfaith.evaluators.spd_faith.prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION, TEMPLATES_SHA256,
                                            prompt_text)
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
-from mmfaith.loaders.spd_faith import SpdPair, open_spd_dataset
+from mmfaith.loaders.spd_faith.dataset import SpdPair, open_spd_dataset
 from mmfaith.schema import check_record
 
 PREDICTIONS = "predictions.jsonl"

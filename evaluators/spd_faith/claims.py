@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mmfaith.builders.colors import COLOR_SYNONYMS, COLOR_NAMES, normalize_color
-from mmfaith.evaluators.spd_parse import parse_claims
+from mmfaith.evaluators.spd_faith.parse import parse_claims
 
 RULES_VERSION = "spd-faith-rule-judge/1"
 CLAIM_TYPES = ("color", "remove", "position")

@@ -27,11 +27,11 @@ from tqdm import tqdm
 from mmfaith import __version__
 from mmfaith.builders.coco_source import CocoSource, Scene, embedded_sample
 from mmfaith.builders.inpainters import InpainterSpec
-from mmfaith.builders.planners import PlannerSpec
-from mmfaith.builders.planning import MAX_AREA, MIN_AREA, Slot, difficulty, plan_signature, seeded_rng
-from mmfaith.builders.preview import write_preview
-from mmfaith.builders.quotas import Quota, make_quotas
-from mmfaith.builders.spd_pairs import PairSettings, SlotOutcome, make_pair, original_path
+from mmfaith.builders.spd_faith.planners import PlannerSpec
+from mmfaith.builders.spd_faith.planning import MAX_AREA, MIN_AREA, Slot, difficulty, plan_signature, seeded_rng
+from mmfaith.builders.spd_faith.preview import write_preview
+from mmfaith.builders.spd_faith.quotas import Quota, make_quotas
+from mmfaith.builders.spd_faith.pairs import PairSettings, SlotOutcome, make_pair, original_path
 from mmfaith.builders.worker_pool import Pending, WorkerPool
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file

@@ -42,8 +42,8 @@ def _build_dir_dataset(build: Path, config: str) -> Any:
     """A build dir's records of one subset as release rows (sorted by id, as a release orders them)."""
     from datasets import Dataset
 
-    from mmfaith.loaders.spd_faith import open_spd_dataset
-    from mmfaith.loaders.spd_rows import features, record_to_row
+    from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
+    from mmfaith.loaders.spd_faith.rows import features, record_to_row
 
     pairs = sorted((p for p in open_spd_dataset(build).pairs if p.record["subset"] == config), key=lambda p: p.id)
     rows = [record_to_row(p.record, p.image_a_path.read_bytes(), p.image_b_path.read_bytes()) for p in pairs]

@@ -14,8 +14,8 @@ from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox
 from mmfaith.builders.gates import mean_delta_e, outside_changes
 from mmfaith.builders.inpainters import Inpainter, InpainterSpec
-from mmfaith.builders.planners import PlannerSpec, SlotPlanner
-from mmfaith.builders.planning import PlannedEdit, SceneView, Slot
+from mmfaith.builders.spd_faith.planners import PlannerSpec, SlotPlanner
+from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot
 from mmfaith.errors import MmfaithError
 from mmfaith.images import place_name, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json

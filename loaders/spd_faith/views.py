@@ -15,7 +15,7 @@ from typing import Any
 from PIL import Image
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.spd_claims import TYPE_SYNONYMS
+from mmfaith.evaluators.spd_faith.claims import TYPE_SYNONYMS
 
 OFFICIAL_COLUMNS = {"qid", "image", "modifications"}
 

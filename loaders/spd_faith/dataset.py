@@ -97,8 +97,8 @@ def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
     """The pairs of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
-    from mmfaith.builders.release_manifest import read_manifest
-    from mmfaith.loaders.spd_rows import row_to_record
+    from mmfaith.release.manifest import read_manifest
+    from mmfaith.loaders.spd_faith.rows import row_to_record
 
     manifest = read_manifest(folder)
     images = (cache_dir or Path(os.environ.get("MMFAITH_CACHE") or Path.home() / ".cache" / "mmfaith")) / "images"

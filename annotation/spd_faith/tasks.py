@@ -1,6 +1,6 @@
 """SPD-Faith's side of the annotation round trip: the labeling config, record -> task, annotation -> Vote.
 
-Contract with annotation/spd_faith.xml (control names): `verdict` (one of accept|reject),
+Contract with annotation/spd_faith/labeling.xml (control names): `verdict` (one of accept|reject),
 `reasons` (one or more of REASONS, only with reject), `notes` and `caption` (free text),
 `description_<i>` (the corrected standardized description of differences[i]), and `outline`
 (the view toggle, carries no verdict). Anything else in a result is a Misfit. People never edit
@@ -28,8 +28,8 @@ _DESCRIPTION = re.compile(r"^description_(\d+)$")
 
 
 def label_config() -> str:
-    """The Label Studio labeling config (annotation/spd_faith.xml, shipped as package data)."""
-    return files("mmfaith.annotation").joinpath("spd_faith.xml").read_text(encoding="utf-8")
+    """The Label Studio labeling config (annotation/spd_faith/labeling.xml, shipped as package data)."""
+    return files("mmfaith.annotation.spd_faith").joinpath("labeling.xml").read_text(encoding="utf-8")
 
 
 def render_outlines(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:

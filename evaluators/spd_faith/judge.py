@@ -24,7 +24,7 @@ from typing import Any
 from mmfaith.builders.colors import COLOR_NAMES
 from mmfaith.clients import ModelEndpoint, ask_with_images, first_json_object
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.spd_claims import (CLAIM_PROBES, COCO_CATEGORIES, UNRELATED, Claim, Judgement, JudgeCase,
+from mmfaith.evaluators.spd_faith.claims import (CLAIM_PROBES, COCO_CATEGORIES, UNRELATED, Claim, Judgement, JudgeCase,
                                            RuleJudge)
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl
 from mmfaith.schema import schema_errors, validator

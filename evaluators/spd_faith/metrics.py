@@ -55,10 +55,10 @@ from typing import Any
 import numpy as np
 
 from mmfaith.evaluators import stats
-from mmfaith.evaluators.spd_claims import (CLAIM_PROBES, CLAIM_TYPES, CONSISTENCY_LABELS, DRF_LABELS, OTHER, Claim,
+from mmfaith.evaluators.spd_faith.claims import (CLAIM_PROBES, CLAIM_TYPES, CONSISTENCY_LABELS, DRF_LABELS, OTHER, Claim,
                                            Judgement, JudgeCase, gold_claims)
-from mmfaith.evaluators.spd_parse import parse_claims, parse_count, parse_yes_no
-from mmfaith.evaluators.spd_prompts import PROBES
+from mmfaith.evaluators.spd_faith.parse import parse_claims, parse_count, parse_yes_no
+from mmfaith.evaluators.spd_faith.prompts import PROBES
 
 DEFINITIONS_VERSION = "spd-faith-metrics/1"
 GROUPS = ("easy", "medium", "hard", "multi")

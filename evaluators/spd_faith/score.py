@@ -27,14 +27,14 @@ from typing import Any
 from mmfaith import __version__
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.llm_judge import LlmJudge, claim_agreement
-from mmfaith.evaluators.spd_claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
-from mmfaith.evaluators.spd_metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
-from mmfaith.evaluators.spd_prompts import PROBES, TEMPLATES_SHA256
-from mmfaith.evaluators.spd_report import write_score_report
+from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
+from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
+from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
+from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
+from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
-from mmfaith.loaders.spd_faith import SpdDataset, open_spd_dataset
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
 from mmfaith.schema import schema_errors
 
 JUDGE_CACHE = "judge_cache.jsonl"

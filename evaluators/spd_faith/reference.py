@@ -32,7 +32,7 @@ import numpy as np
 
 from mmfaith.evaluators.image_payload import decode_png, png_size
 from mmfaith.images import place_name
-from mmfaith.loaders.spd_faith import SpdPair
+from mmfaith.loaders.spd_faith.dataset import SpdPair
 
 Claim = dict[str, str]
 

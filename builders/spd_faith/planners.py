@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 from PIL import Image, ImageDraw
 
-from mmfaith.builders.planning import EDIT_TYPES, PlannedEdit, SceneView, Slot, rule_plan, seeded_rng
+from mmfaith.builders.spd_faith.planning import EDIT_TYPES, PlannedEdit, SceneView, Slot, rule_plan, seeded_rng
 from mmfaith.clients import ModelEndpoint, ask_with_images, first_json_object
 from mmfaith.schema import schema_errors
 

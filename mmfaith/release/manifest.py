@@ -1,0 +1,147 @@
+"""manifest.json of an SPD-Faith release, and `verify_release`, which re-checks a release against it.
+
+The manifest names exactly what a release is: its name and version, the mmfaith version that
+wrote it, the build it came from (content hashes and recipe, no local paths, no times), what was
+kept and left out, the verification summary, every file's sha256 and size, every shard's rows, and
+one digest per pair (the sha256 of its canonical record) so the next release can say which pairs
+were added, removed or changed.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfaith.errors import MmfaithError
+from mmfaith.images import sha256_bytes, sha256_file
+from mmfaith.jsonl import canonical_json, read_json_object
+from mmfaith.loaders.spd_faith.rows import row_to_record
+from mmfaith.schema import schema_errors
+
+MANIFEST = "manifest.json"
+FORMAT = "mmfaith-spd-faith-release/1"
+
+
+def row_digest(record: dict[str, Any]) -> str:
+    """The digest of one pair as released: sha256 of its canonical record (image hashes included)."""
+    return sha256_bytes(canonical_json(record).encode("utf-8"))
+
+
+def file_entry(path: Path) -> dict[str, Any]:
+    return {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+
+
+def manifest_bytes(manifest: dict[str, Any]) -> bytes:
+    """The file's bytes: indented sorted JSON with a final newline (diff-friendly and reproducible)."""
+    return (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of a release folder; MmfaithError when it is missing or not this format."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise MmfaithError(f"{folder}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` wrote.")
+    manifest = read_json_object(path, "pass the folder `mmfaith release` wrote.")
+    if manifest.get("format") != FORMAT:
+        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {FORMAT!r}; "
+                           "this mmfaith cannot read that release.")
+    return manifest
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What `verify_release` checked; `problems` is empty when the release is intact."""
+
+    files: int
+    rows: int
+    problems: list[str]
+
+
+def verify_release(folder: Path) -> VerifyReport:
+    """Re-hash every file the manifest lists and schema-check every row of every shard.
+
+    Checks: each listed file exists with its sha256 and size; no parquet file under data/ is
+    unlisted; each shard's row count, config and split match the manifest; every row read back is
+    a valid SPD-Faith record of its config, its two images hash to the record's image_*_sha256,
+    and its digest equals the manifest's. Returns every problem found (file, row and field named).
+    """
+    import pyarrow.parquet as pq
+
+    manifest = read_manifest(folder)
+    problems: list[str] = []
+    rows = 0
+    listed = manifest["files"]
+    for name in sorted(str(p.relative_to(folder)) for p in (folder / "data").rglob("*.parquet")):
+        if name not in listed:
+            problems.append(f"{name}: shard not listed in {MANIFEST}; remove it or re-run `mmfaith release`.")
+    for name, entry in sorted(listed.items()):
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{name}: listed in {MANIFEST} but missing.")
+            continue
+        actual = file_entry(path)
+        if actual != {"sha256": entry["sha256"], "bytes": entry["bytes"]}:
+            problems.append(f"{name}: sha256 {actual['sha256'][:16]}... ({actual['bytes']} bytes) differs from the "
+                            f"manifest's {entry['sha256'][:16]}... ({entry['bytes']} bytes): the file was changed.")
+            continue
+        if "config" in entry:
+            found = (row for batch in pq.ParquetFile(path).iter_batches(batch_size=64) for row in batch.to_pylist())
+            count = 0
+            for number, row in enumerate(found):
+                count += 1
+                problems.extend(_check_row(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"]))
+            if count != entry["rows"]:
+                problems.append(f"{name}: {count} rows, the manifest says {entry['rows']}.")
+            rows += count
+    return VerifyReport(files=len(listed), rows=rows, problems=problems)
+
+
+def _check_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:
+    """Problems of one shard row: readable as a record, valid, in its config, images and digest as listed."""
+    try:
+        record = row_to_record(row)
+    except (KeyError, TypeError, ValueError) as exc:
+        return [f"{where}: cannot be read as a record ({exc!r})."]
+    problems = []
+    errors = schema_errors("spd_faith_pair", record)
+    if errors:
+        problems.append(f"{where}: not a valid SPD-Faith record: {'; '.join(errors[:3])}")
+    if record["subset"] != entry["config"]:
+        problems.append(f"{where}: subset {record['subset']!r} in config {entry['config']!r}.")
+    for side in ("image_a", "image_b"):
+        if sha256_bytes(row[side]["bytes"] or b"") != record[f"{side}_sha256"]:
+            problems.append(f"{where}: {side} bytes do not hash to {side}_sha256.")
+    if digests.get(record["id"]) != row_digest(record):
+        problems.append(f"{where}: record digest differs from the manifest's rows entry.")
+    return problems
+
+
+def previous_manifest(source: str) -> dict[str, Any]:
+    """The manifest of the previous release: a local release folder, or `ORG/NAME[@REVISION]` on the Hub."""
+    if Path(source).is_dir():
+        return read_manifest(Path(source))
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    repo_id, _, revision = source.partition("@")
+    try:
+        path = hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=revision or None)
+    except (HfHubHTTPError, LocalEntryNotFoundError, ValueError) as exc:
+        raise MmfaithError(f"--previous {source}: no local release folder of that name, and its {MANIFEST} "
+                           f"cannot be fetched from the Hub ({exc.__class__.__name__}).") from exc
+    return read_manifest(Path(path).parent)
+
+
+def changelog(previous: dict[str, Any] | None, digests: dict[str, str]) -> dict[str, Any] | None:
+    """Pairs added, removed and changed (same id, other digest) since `previous`; None without one."""
+    if previous is None:
+        return None
+    before = previous["rows"]
+    return {
+        "previous_name": previous["name"],
+        "previous_version": previous["version"],
+        "added": sorted(set(digests) - set(before)),
+        "removed": sorted(set(before) - set(digests)),
+        "changed": sorted(key for key in set(digests) & set(before) if digests[key] != before[key]),
+    }
