@@ -1,0 +1,185 @@
+"""The registry of benchmark families: what each family declares, in one place.
+
+A family is the unit of extension (docs/adding-a-family.md). Its declaration (`Family`) is cheap
+metadata that the CLI, `mmfaith families`, reports and plots read without importing the family's
+code: its record kinds, probes, metrics (with their meaning, direction, range and definition) and
+reference models. Its code (`FamilyParts`: builder, loader, probe plan, scorer, reference models,
+labeling) is imported only when a verb needs it, from the `parts` path the declaration names, so
+that every verb starts fast.
+
+Everything else (the CLI verbs, the run engine, the chat client, statistics, reports, release,
+the journal) is shared and reaches a family only through this registry.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mmfaith.errors import MmfaithError
+
+if TYPE_CHECKING:
+    from mmfaith.annotation.family import Family as Labeling
+    from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One metric as reports, plots and `mmfaith families` describe it.
+
+    `key` is its key in metrics.json's `overall` (a dotted key names another block of metrics.json:
+    `control.false_alarm_rate`); `better` is "higher", "lower" or "neither" (a
+    descriptive share such as a yes-ratio); `range` is its closed interval, None when unbounded
+    (counts); `kind` chooses the plot axis: "rate" (fixed [0, 1]), "signed" (fixed to `range`) or
+    "count" (integer ticks from 0); `doc` names the file and section holding its full definition.
+    """
+
+    key: str
+    name: str
+    meaning: str
+    better: str
+    range: tuple[float, float] | None
+    doc: str
+    kind: str = "rate"
+
+
+@dataclass(frozen=True)
+class ProbeInfo:
+    """One probe: its name in predictions.jsonl and what it asks."""
+
+    name: str
+    asks: str
+
+
+@dataclass(frozen=True)
+class FamilyParts:
+    """A family's code, imported on demand (see `Family.parts`).
+
+    - `add_build_options(parser)` / `build(args) -> exit status`: `mmfaith build FAMILY`; None
+      when the family has no builder of its own.
+    - `open_dataset(source) -> EvalDataset`: a build dir, release folder or Hub id, schema-checked.
+    - `add_run_options(parser)` / `probe_plan(options) -> ProbePlan`: the family's run flags (the
+      parsed values, by dest, that were given) and the plan the shared engine drives.
+    - `add_score_options(parser)` / `score(args) -> exit status`: `mmfaith score FAMILY`.
+    - `reference_model(name, dataset) -> ReferenceModel`: a model of `Family.reference_models`
+      over a dataset, for `serve-reference` and the tests.
+    - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
+    """
+
+    open_dataset: Callable[[Path | str], EvalDataset]
+    add_run_options: Callable[[argparse.ArgumentParser], None]
+    probe_plan: Callable[[dict[str, Any]], ProbePlan]
+    add_score_options: Callable[[argparse.ArgumentParser], None]
+    score: Callable[[argparse.Namespace], int]
+    reference_model: Callable[[str, EvalDataset], ReferenceModel]
+    add_build_options: Callable[[argparse.ArgumentParser], None] | None = None
+    build: Callable[[argparse.Namespace], int] | None = None
+    labeling: Callable[[], Labeling] | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family's declaration (see the module docstring).
+
+    `parts` is "module:attribute" naming a `FamilyParts` (or a function returning one), or the
+    `FamilyParts` itself (a family defined in a script or a test).
+    """
+
+    name: str
+    title: str
+    summary: str
+    record_kinds: tuple[str, ...]
+    probes: tuple[ProbeInfo, ...]
+    metrics: tuple[MetricInfo, ...]
+    reference_models: tuple[tuple[str, str], ...]
+    parts_source: str | FamilyParts = field(repr=False)
+
+    def parts(self) -> FamilyParts:
+        """The family's code, imported once."""
+        if isinstance(self.parts_source, FamilyParts):
+            return self.parts_source
+        module_name, _, attribute = self.parts_source.partition(":")
+        found = getattr(importlib.import_module(module_name), attribute)
+        parts = found() if callable(found) and not isinstance(found, FamilyParts) else found
+        object.__setattr__(self, "parts_source", parts)
+        return parts
+
+    def metric(self, key: str) -> MetricInfo | None:
+        """The declared description of a metrics.json key, None for one the family does not declare."""
+        return next((metric for metric in self.metrics if metric.key == key), None)
+
+
+SPD_DOC = "docs/spd_faith_metrics.md#metrics-items-with-at-least-one-difference-single-and-multi-pooled-in-overall"
+
+SPD_FAITH = Family(
+    name="spd-faith",
+    title="SPD-Faith",
+    summary="image pairs differing by 1-5 atomic edits (color, removal, position), from COCO",
+    record_kinds=("spd_faith_pair",),
+    probes=(
+        ProbeInfo("same", "are the two pictures the same? (+ the differences seen, \\boxed{yes/no})"),
+        ProbeInfo("different", "are the two pictures different? (+ the differences seen, \\boxed{yes/no})"),
+        ProbeInfo("count", "how many differences? (\\boxed{N})"),
+        ProbeInfo("describe", "find the N differences, N the model's own count (asked after count)"),
+    ),
+    metrics=(
+        MetricInfo("DS", "DS (difference sensitivity)", "closeness of the stated count to the true count",
+                   "higher", (0.0, 1.0), SPD_DOC),
+        MetricInfo("DQR", "DQR (difference quantity recognition)", "share of pairs whose count is exactly right",
+                   "higher", (0.0, 1.0), SPD_DOC),
+        MetricInfo("existence_rate", "existence rate", "share of pairs where some difference is reported",
+                   "higher", (0.0, 1.0), SPD_DOC),
+        MetricInfo("TF1", "TF1 (type F1)", "micro F1 of the described difference types against the gold",
+                   "higher", (0.0, 1.0), SPD_DOC),
+        MetricInfo("CF1", "CF1 (category F1)", "micro F1 of the described object categories against the gold",
+                   "higher", (0.0, 1.0), SPD_DOC),
+        MetricInfo("contradiction_rate", "contradiction rate",
+                   "share of pairs whose same? and different? answers agree in polarity",
+                   "lower", (0.0, 1.0), SPD_DOC),
+        MetricInfo("consistency_ratio", "consistency ratio",
+                   "agreement of the claims made under same? and different? (+1 agree, -1 contradict, "
+                   "+0.5 one-sided)", "higher", (-1.0, 1.0), SPD_DOC, kind="signed"),
+        MetricInfo("DRF", "DRF (description faithfulness)", "share of described differences that are real",
+                   "higher", (0.0, 1.0), SPD_DOC),
+        MetricInfo("DRF_coverage", "DRF coverage", "share of pairs with at least one described difference",
+                   "higher", (0.0, 1.0), SPD_DOC),
+        MetricInfo("yes_ratio_same", "yes-ratio (same?)",
+                   "share of parsed same? answers that are yes (a bias measure)", "neither", (0.0, 1.0), SPD_DOC),
+        MetricInfo("control.false_alarm_rate", "false-alarm rate (controls)",
+                   "share of identical pairs where a difference is reported", "lower", (0.0, 1.0), SPD_DOC),
+    ),
+    reference_models=(
+        ("oracle", "answers from the gold differences"),
+        ("blind", "ignores the images: reports no difference"),
+        ("pixel-diff", "compares the pixels of the two images (no weights)"),
+    ),
+    parts_source="mmfaith.evaluators.spd_faith.family:parts",
+)
+
+_REGISTRY: dict[str, Family] = {SPD_FAITH.name: SPD_FAITH}
+
+
+def register(family: Family) -> None:
+    """Add a family (a later registration of the same name replaces the earlier one)."""
+    _REGISTRY[family.name] = family
+
+
+def unregister(name: str) -> None:
+    """Remove a registered family (tests that register their own use it to clean up)."""
+    _REGISTRY.pop(name, None)
+
+
+def all_families() -> list[Family]:
+    """Every registered family, in registration order."""
+    return list(_REGISTRY.values())
+
+
+def get(name: str) -> Family:
+    """The family named `name`; a one-line error listing the known ones otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise MmfaithError(f"unknown family {name!r}; known: {', '.join(_REGISTRY)} (see `mmfaith families`).") from None
