@@ -1,0 +1,98 @@
+"""`mmfaith build spd-faith`: its options and their translation into a `BuildRequest`.
+
+Declared to the family registry through evaluators/spd_faith/family.py; the shared CLI makes the
+subparser and calls `run_build` with the parsed options.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mmfaith.errors import MmfaithError
+
+BUILD_EXAMPLE = """example (embedded COCO sample, offline):
+  mmfaith build spd-faith --out out/spd --per-tier 2 --multi 2 --controls 2 --seed 0
+then look at out/spd/preview.png and out/spd/records.jsonl."""
+
+
+def add_build_options(spd: argparse.ArgumentParser) -> None:
+    """The options of `mmfaith build spd-faith` (the shared CLI makes the subparser)."""
+    spd.description = ("Plan, make and quality-gate SPD-Faith image pairs from COCO instance annotations. "
+                       "With no source given, the COCO sample shipped with mmfaith is used.")
+    spd.epilog = BUILD_EXAMPLE
+    src = spd.add_argument_group("source")
+    src.add_argument("--coco-annotations", type=Path, metavar="FILE", help="COCO instances JSON (default: embedded sample)")
+    src.add_argument("--images", type=Path, metavar="DIR", help="folder of the images the annotations list")
+    src.add_argument("--allow-noderivs", action="store_true",
+                     help="also edit images whose license forbids derivatives (you then may not publish them)")
+    src.add_argument("--max-pixels", type=int, default=None, help="refuse larger images (default 50,000,000)")
+    what = spd.add_argument_group("how many pairs")
+    what.add_argument("--per-tier", type=int, default=0, metavar="N", help="single-difference pairs per difficulty tier")
+    what.add_argument("--multi", type=int, default=0, metavar="N", help="multi-difference pairs (2-5 edits), spread evenly")
+    what.add_argument("--paper-mix", type=int, default=None, metavar="N",
+                      help="N pairs in the paper's proportions (overrides --per-tier and --multi)")
+    what.add_argument("--controls", type=int, default=0, metavar="N", help="control pairs with no difference")
+    how = spd.add_argument_group("how")
+    how.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder (resumable)")
+    how.add_argument("--seed", type=int, default=0)
+    how.add_argument("--planner", choices=("rule", "llm"), default="rule")
+    how.add_argument("--planner-model", help="model name for --planner llm")
+    how.add_argument("--planner-base-url",
+                     help="server of the planner model: an OpenAI-compatible base URL such as a vLLM server's "
+                          "http://HOST:PORT/v1, or for Gemini the API root (the client adds /v1/models/...)")
+    how.add_argument("--planner-timeout", type=float, default=120.0, metavar="SECONDS", help="per planner request")
+    how.add_argument("--planner-max-retries", type=int, default=3, help="retries of a failed planner request")
+    how.add_argument("--planner-provider", choices=("openai", "gemini"), default="openai")
+    how.add_argument("--planner-api-key-env", metavar="NAME",
+                     help="environment variable holding the planner's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
+    how.add_argument("--edit-types", default="color,remove,position", metavar="LIST",
+                     help="comma-separated edit types the planner may use (default: all three)")
+    how.add_argument("--inpainter", choices=("auto", "lama", "telea", "ns"), default="auto",
+                     help="auto: LaMa when --lama-model/LAMA_MODEL names a checkpoint, else OpenCV Telea")
+    how.add_argument("--lama-model", metavar="FILE", help="big-lama.pt TorchScript checkpoint (or set LAMA_MODEL)")
+    how.add_argument("--workers", type=int, default=1, help="worker processes (one library thread each)")
+    how.add_argument("--min-delta-e", type=float, default=12.0, help="visibility gate: mean delta E over the edited region")
+    how.add_argument("--dilation", type=int, default=7, help="pixels the inpainting hole grows beyond the mask")
+    how.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_build(args: argparse.Namespace) -> int:
+    """`mmfaith build spd-faith`: the parsed options into a BuildRequest; prints the summary line."""
+    from mmfaith.builders.inpainters import resolve_inpainter
+    from mmfaith.builders.spd_faith.planners import PlannerSpec
+    from mmfaith.builders.spd_faith.planning import EDIT_TYPES
+    from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
+    from mmfaith.clients import ModelEndpoint
+    from mmfaith.images import DEFAULT_MAX_PIXELS
+
+    edit_types = tuple(t.strip() for t in args.edit_types.split(",") if t.strip())
+    unknown = [t for t in edit_types if t not in EDIT_TYPES]
+    if unknown or not edit_types:
+        raise MmfaithError(f"--edit-types {args.edit_types!r}: use a comma-separated subset of {', '.join(EDIT_TYPES)}.")
+    edit_types = tuple(t for t in EDIT_TYPES if t in edit_types)
+    planner = PlannerSpec("rule", None, edit_types)
+    if args.planner == "llm":
+        if not args.planner_model:
+            raise MmfaithError("--planner llm needs --planner-model NAME (and --planner-base-url for a local server).")
+        endpoint = ModelEndpoint(args.planner_provider, args.planner_model, args.planner_base_url,
+                                 args.planner_api_key_env, args.planner_timeout, args.planner_max_retries)
+        planner = PlannerSpec("llm", endpoint, edit_types)
+    for name in ("per_tier", "multi", "controls", "paper_mix"):
+        value = getattr(args, name)
+        if value is not None and value < 0:
+            raise MmfaithError(f"--{name.replace('_', '-')} must be 0 or more, not {value}.")
+    if args.workers < 1:
+        raise MmfaithError(f"--workers must be 1 or more, not {args.workers}.")
+    request = BuildRequest(
+        out=args.out, annotations=args.coco_annotations, images=args.images, seed=args.seed,
+        per_tier=args.per_tier, multi=args.multi, paper_mix=args.paper_mix, controls=args.controls,
+        planner=planner, inpainter=resolve_inpainter(args.inpainter, args.lama_model),
+        allow_noderivs=args.allow_noderivs, workers=args.workers, dilation=args.dilation,
+        min_delta_e=args.min_delta_e, max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS,
+        progress=not args.no_progress)
+    summary = build_spd_faith(request)
+    made = sum(summary.accepted.values())
+    rejected = sum(summary.rejected.values())
+    print(f"built {made} pairs in {summary.out} ({rejected} candidates rejected; see rejected.jsonl); "
+          f"preview: {summary.out / 'preview.png'}")
+    return 0
