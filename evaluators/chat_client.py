@@ -78,15 +78,20 @@ def estimate_prompt_tokens(text: str, image_sizes: Iterable[tuple[int, int]]) ->
     return math.ceil(len(text) / TEXT_CHARS_PER_TOKEN) + patches
 
 
-def chat_body(*, model: str, max_tokens: int, temperature: float, image_parts: list[bytes], text: str) -> bytes:
-    """The JSON body of a one-turn chat request: one user message of the image parts, then the text."""
+def chat_body(*, model: str, max_tokens: int, temperature: float, messages: list[tuple[str, list[bytes]]]) -> bytes:
+    """The JSON body of a chat request: each message is (role, its content parts, already serialized).
+
+    Image parts are serialized once per run (`image_payload.image_part`) and spliced in here, one
+    copy per request, never re-encoded.
+    """
     head = canonical_json({"max_tokens": max_tokens, "model": model, "temperature": temperature})
-    text_part = canonical_json({"type": "text", "text": text})
-    pieces = [head[:-1].encode("utf-8"), b',"messages":[{"role":"user","content":[']
-    for part in image_parts:
-        pieces += [part, b","]
-    pieces += [text_part.encode("utf-8"), b"]}]}"]
-    return b"".join(pieces)  # one copy of the (large) image parts per request
+    pieces = [head[:-1].encode("utf-8"), b',"messages":[']
+    for number, (role, parts) in enumerate(messages):
+        if number:
+            pieces.append(b",")
+        pieces += [b'{"role":', canonical_json(role).encode("utf-8"), b',"content":[', b",".join(parts), b"]}"]
+    pieces.append(b"]}")
+    return b"".join(pieces)
 
 
 def retry_after_s(headers: Any) -> float | None:

@@ -52,10 +52,50 @@ def image_part(data_url: str) -> bytes:
 
 @dataclass(frozen=True)
 class ImageRef:
-    """One stored image: its content hash (the record's image_*_sha256) and its file."""
+    """One stored image: its content hash (the record's image sha256) and its file."""
 
     sha256: str
     path: Path
+
+    @property
+    def key(self) -> str:
+        """What payloads are cached by: the content hash."""
+        return self.sha256
+
+    def load(self) -> bytes:
+        """The file's bytes, as stored."""
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            raise MmfaithError(f"{self.path}: cannot read the image ({exc.strerror}); check the dataset folder.") from exc
+
+    def size(self) -> tuple[int, int]:
+        """(width, height) from the file's PNG header."""
+        with open(self.path, "rb") as handle:
+            return png_size(handle.read(24))
+
+
+@dataclass(frozen=True)
+class DerivedImage:
+    """An image made from stored ones (a side-by-side canvas, a crop, a perturbed copy) as PNG bytes.
+
+    `key` names it for the payload cache (equal keys, equal bytes); `sources` are the stored images
+    it is made from and `transform` says how (recorded with what a request showed); `make()`
+    returns its PNG bytes; `size()` its (width, height) without making it where possible.
+    """
+
+    key: str
+    sources: tuple[ImageRef, ...]
+    transform: str
+    make: Callable[[], bytes] = field(compare=False)
+    size: Callable[[], tuple[int, int]] = field(compare=False)
+
+    def load(self) -> bytes:
+        return self.make()
+
+
+Shown = ImageRef | DerivedImage
+"""An image a message shows."""
 
 
 @dataclass
@@ -106,50 +146,34 @@ def split_side_by_side(canvas_png: bytes) -> tuple[bytes, bytes] | None:
 class ImagePayloads:
     """The serialized image parts a run shows, each made once and dropped after its last use.
 
-    `views` lists, once per pair the run will ask about, the (first, second) images in the order
-    shown. `parts(first, second)` gives that pair's serialized image parts for the message (two
-    for "separate", one canvas for "side-by-side"); `release(first, second)` says the pair is done.
+    `uses` lists every image once per item that will show it; `part(image)` gives its serialized
+    message part, made on first use; `release(images)` says an item that showed them is finished, and
+    drops what no later item needs. Images not listed in `uses` (made from answers, e.g. crops)
+    are made when asked and kept until released.
     """
 
-    def __init__(self, layout: str, views: Iterable[tuple[ImageRef, ImageRef]]) -> None:
-        self.layout = layout
+    def __init__(self, uses: Iterable[Shown]) -> None:
         self.stats = PayloadStats()
-        self._uses: Counter[tuple[str, ...]] = Counter(key for view in views for key, _ in self._parts(*view))
-        self._parts_made: dict[tuple[str, ...], asyncio.Future[bytes]] = {}
+        self._uses: Counter[str] = Counter(image.key for image in uses)
+        self._parts_made: dict[str, asyncio.Future[bytes]] = {}
         self._stats_lock = threading.Lock()
 
-    def _parts(self, first: ImageRef, second: ImageRef) -> list[tuple[tuple[str, ...], Callable[[], bytes]]]:
-        """(cache key, how to make the PNG bytes) of each image in the message."""
-        if self.layout == "side-by-side":
-            return [((first.sha256, second.sha256), lambda: self._canvas(first, second))]
-        return [((first.sha256,), lambda: _read(first)), ((second.sha256,), lambda: _read(second))]
-
-    async def parts(self, first: ImageRef, second: ImageRef) -> list[bytes]:
-        """The image parts for one pair shown in this order, made on first use.
+    async def part(self, image: Shown) -> bytes:
+        """The image's serialized part, made on first use.
 
         Made in a worker thread (a canvas costs about 0.1 s of CPU) so the event loop keeps serving
-        the requests in flight; pairs that need an image being made wait for that one making.
+        the requests in flight; items that need an image being made wait for that one making.
         """
-        found = []
-        for key, make in self._parts(first, second):
-            if key not in self._parts_made:
-                self._parts_made[key] = asyncio.ensure_future(asyncio.to_thread(self._encode, make))
-            found.append(await self._parts_made[key])
-        return found
+        if image.key not in self._parts_made:
+            self._parts_made[image.key] = asyncio.ensure_future(asyncio.to_thread(self._encode, image.load))
+        return await self._parts_made[image.key]
 
-    def release(self, first: ImageRef, second: ImageRef) -> None:
-        """One pair that shows these images is finished; drop what no later pair needs."""
-        for key, _ in self._parts(first, second):
-            self._uses[key] -= 1
-            if self._uses[key] <= 0:
-                self._parts_made.pop(key, None)
-
-    @staticmethod
-    def _canvas(first: ImageRef, second: ImageRef) -> bytes:
-        try:
-            return side_by_side(_read(first), _read(second))
-        except ValueError as exc:
-            raise MmfaithError(f"{second.path}: {exc}; use --pair-layout separate for pairs of unequal sizes.") from exc
+    def release(self, images: Iterable[Shown]) -> None:
+        """One item that shows these images is finished; drop what no later item needs."""
+        for image in images:
+            self._uses[image.key] -= 1
+            if self._uses[image.key] <= 0:
+                self._parts_made.pop(image.key, None)
 
     def _encode(self, make: Callable[[], bytes]) -> bytes:
         start = time.thread_time()
@@ -163,20 +187,3 @@ class ImagePayloads:
         return part
 
 
-def _read(ref: ImageRef) -> bytes:
-    try:
-        return ref.path.read_bytes()
-    except OSError as exc:
-        raise MmfaithError(f"{ref.path}: cannot read the image ({exc.strerror}); check the dataset folder.") from exc
-
-
-def sizes_shown(layout: str, first: ImageRef, second: ImageRef) -> list[tuple[int, int]]:
-    """(width, height) of each image a message of this layout shows, from the files' PNG headers."""
-    sizes = []
-    for ref in (first, second):
-        with open(ref.path, "rb") as handle:
-            sizes.append(png_size(handle.read(24)))
-    if layout == "side-by-side":
-        (w1, h1), (w2, h2) = sizes
-        return [(w1 + GAP_PX + w2, h1)]  # side_by_side requires one size
-    return sizes

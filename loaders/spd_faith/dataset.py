@@ -45,6 +45,11 @@ class SpdDataset:
     dataset_id: str
     revision: str
 
+    @property
+    def items(self) -> list[SpdPair]:
+        """The pairs, as the shared run engine and reference server name a dataset's items."""
+        return self.pairs
+
     def by_id(self) -> dict[str, SpdPair]:
         return {pair.id: pair for pair in self.pairs}
 

@@ -1,0 +1,476 @@
+"""The run engine every family shares: a dataset's items, a family's probe plan, a model -> predictions.jsonl.
+
+Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
+------------------------------------------------------------------
+- A family supplies a `ProbePlan`: the probes each item expects, the images each item shows, and
+  `run_item(item, asker)`, a coroutine that asks the item's probes through the `ItemAsker`. It
+  expresses independent probes (gather several `asker.ask`), dependent ones (await one answer,
+  then ask with it), and multi-turn conversations whose later turns carry images made from
+  earlier answers (`Turn`s holding `DerivedImage`s); any number of images per message.
+- Every finished call is appended to RUN_DIR/predictions.jsonl at once (one durable line,
+  schemas/prediction.schema.json), so a kill loses at most the calls in flight. A call whose
+  attempts all failed is an error line (response null, meta.error); `asker.fail` records a call
+  that was not made (e.g. its prerequisite failed). For an (id, probe) the last answered line wins.
+- Resume: the same settings on the same RUN_DIR ask only the (id, probe) without an answer
+  (failed calls included). RUN_DIR/run.json holds the provenance; a RUN_DIR whose run.json names
+  another family, model or any of the plan's `resume_settings` is refused.
+- Scheduling: requests, not items, are bounded by `concurrency` (the client's slots serve
+  waiting calls lowest `priority` first: a plan gives the calls that close an item the lowest);
+  at most `concurrency` items are open at once, which bounds the images held in memory. Images are
+  read as stored and base64-encoded once per run (`ImagePayloads`), however many probes or turns
+  show them.
+- `dry_run` prints each request that would be sent (images abridged to their size) and a token
+  estimate, and sends and writes nothing.
+- The API key is read from the environment (`api_key_env`, else OPENAI_API_KEY, else "EMPTY" for
+  local servers) and never printed or written.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from tqdm import tqdm
+
+from mmfaith import __version__
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
+from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.schema import check_record
+
+PREDICTIONS = "predictions.jsonl"
+RUN_JSON = "run.json"
+BASE_RESUME_FIELDS = ("family", "model")
+"""run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
+
+ItemKey = tuple[str, str]  # (item id, probe)
+T = TypeVar("T")
+
+
+class EvalItem(Protocol):
+    """One item of a dataset as the engine sees it: its id and its source (the bootstrap's unit)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def source_key(self) -> str: ...
+
+
+class EvalDataset(Protocol):
+    """A family's opened dataset: its items in order, and where it came from."""
+
+    @property
+    def items(self) -> Sequence[EvalItem]: ...
+
+    dataset_id: str
+    revision: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of a conversation: its role and its content, images (`Shown`) and text in order."""
+
+    role: str
+    content: tuple[Shown | str, ...]
+
+
+class ProbePlan(Protocol):
+    """What a family asks of each item (see the module docstring)."""
+
+    def expected_probes(self, item: Any) -> tuple[str, ...]:
+        """Every probe this item gets a line for."""
+
+    def images(self, item: Any) -> list[Shown]:
+        """The stored or derived images this item's probes show (each once), known before asking."""
+
+    def resume_settings(self) -> dict[str, Any]:
+        """run.json fields that must match for a run to resume (layout, order, prompt templates' hash, ...)."""
+
+    def provenance(self) -> dict[str, Any]:
+        """Further run.json fields, recorded but not compared."""
+
+    async def run_item(self, item: Any, asker: ItemAsker) -> None:
+        """Ask the item's pending probes through `asker`."""
+
+
+class ReferenceModel(Protocol):
+    """A deterministic model the reference server serves: it resolves a request to (item, probe) and answers.
+
+    `answer(text, images, body)` gets the request's text parts (joined by newlines), the decoded
+    bytes of its images in order, and the whole body; it returns the answer's text, or raises
+    `reference_server.RequestRefused` for a request that is not one of its dataset's probes.
+    """
+
+    name: str
+
+    def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str: ...
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How to run, shared by every family (the CLI's shared flags, one field each)."""
+
+    dataset: Path | str
+    model: str
+    base_urls: tuple[str, ...]
+    out: Path
+    concurrency: int = 16
+    limit: int | None = None
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    timeout_s: float = 300.0
+    max_attempts: int = 5
+    dry_run: bool = False
+    api_key_env: str | None = None
+    progress: bool = True
+    backoff_s: float = 1.0
+    """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The state of RUN_DIR after a session, and what the session itself did."""
+
+    out: Path
+    model: str
+    items: int
+    expected: int  # (id, probe) items over the run's items
+    answered: int  # items with an answer, over all sessions
+    failed: int  # items whose last call failed and that have no answer
+    requests: int  # calls this session made (for a dry run: would make)
+    elapsed_s: float
+    prompt_tokens: int  # over every call recorded in predictions.jsonl
+    completion_tokens: int
+    images_encoded: int  # base64 encodings this session made
+    image_cpu_s: float  # CPU seconds this session spent on images
+    dry_run: bool
+
+    def line(self) -> str:
+        """The one-line summary the CLI prints after a run (a dry run prints its own last line)."""
+        rate = self.requests / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        text = (f"{self.model}: {self.answered}/{self.expected} answered, {self.failed} failed; "
+                f"{self.requests} requests in {self.elapsed_s:.1f} s ({rate:.1f}/s); "
+                f"predictions: {self.out / PREDICTIONS}")
+        if self.failed:
+            text += "; re-run the same command to retry the failed calls"
+        return text
+
+
+class PredictionLog:
+    """RUN_DIR/predictions.jsonl as a resumable record: answers, failures and token totals."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.answered: dict[ItemKey, dict[str, Any]] = {}
+        self.failed: set[ItemKey] = set()
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        if path.exists():
+            for number, line in read_jsonl(path):
+                check_record("prediction", line, f"{path}:{number}")
+                self.add(line)
+
+    def add(self, line: dict[str, Any]) -> None:
+        """Account for one line (already on disk)."""
+        key = (line["id"], line["probe"])
+        meta = line.get("meta") or {}
+        self.prompt_tokens += meta.get("prompt_tokens") or 0
+        self.completion_tokens += meta.get("completion_tokens") or 0
+        if line["response"] is not None:
+            self.answered[key] = line
+            self.failed.discard(key)
+        elif key not in self.answered:
+            self.failed.add(key)
+
+
+class ItemAsker:
+    """What a plan asks one item's probes through: the answers so far, and asking (or recording a failure)."""
+
+    def __init__(self, session: _Session, item: EvalItem) -> None:
+        self._session = session
+        self.item = item
+        self.dry_run = session.settings.dry_run
+
+    def answered(self, probe: str) -> dict[str, Any] | None:
+        """The answered line of this item's probe, None when it has no answer yet."""
+        return self._session.log.answered.get((self.item.id, probe))
+
+    def pending(self, probe: str) -> bool:
+        """Whether this probe still needs an answer."""
+        return self.answered(probe) is None
+
+    async def ask(self, probe: str, turns: Sequence[Turn], meta: dict[str, Any], *, priority: int = 0,
+                  temperature: float | None = None, dry_run_note: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send one chat call and append its line; returns the line (response None when every attempt failed).
+
+        `meta` is the family's part of the line's meta; the engine adds the call's figures.
+        `temperature` overrides the run's for this call. In a dry run the request is printed
+        (with `dry_run_note`) and a line with response None is returned, nothing written.
+        """
+        return await self._session.ask(self.item, probe, turns, meta, priority, temperature, dry_run_note)
+
+    async def fail(self, probe: str, meta: dict[str, Any], error: str) -> dict[str, Any]:
+        """Append an error line for a call that was not made (in a dry run: nothing)."""
+        line = self._session.line(self.item, probe, meta, None, error)
+        if not self.dry_run:
+            await self._session.write(line)
+        return line
+
+
+def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
+    """Ask every item's probes (see the module docstring) and return the run's summary."""
+    _check_settings(settings)
+    items = list(dataset.items[:settings.limit] if settings.limit else dataset.items)
+    provenance = _provenance(family, settings, dataset, plan, len(items))
+    previous = _previous_run(settings.out, provenance, plan)
+    log = PredictionLog(settings.out / PREDICTIONS)
+    todo = [item for item in items if _pending(plan, log, item)]
+    if settings.dry_run:
+        session = _Session(settings, plan, log, ImagePayloads(()), total=0)
+        try:
+            asyncio.run(session.dry_run(todo))
+        finally:
+            session.close()
+        return _summary(settings, plan, items, log, session.requests, 0.0, None, dry_run=True)
+
+    api_key = _api_key(settings.api_key_env)
+    settings.out.mkdir(parents=True, exist_ok=True)
+    provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
+    _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
+    payloads = ImagePayloads(image for item in todo for image in plan.images(item))
+    session = _Session(settings, plan, log, payloads, total=sum(len(_pending(plan, log, item)) for item in todo))
+    clock = time.perf_counter()
+    try:
+        asyncio.run(session.run(todo, api_key))
+    finally:
+        session.close()
+        elapsed = time.perf_counter() - clock
+        provenance["sessions"][-1]["finished"] = _now()
+        provenance["sessions"][-1]["requests"] = session.requests
+        _write_run_json(settings.out, provenance, plan, log, items,
+                        sorted(set(previous.get("image_sizes", [])) | payloads.stats.sizes))
+    return _summary(settings, plan, items, log, session.requests, elapsed, payloads, dry_run=False)
+
+
+class _Session:
+    """One session's asking: the client, the predictions file, the images and the progress bar."""
+
+    def __init__(self, settings: RunSettings, plan: ProbePlan, log: PredictionLog, payloads: ImagePayloads,
+                 total: int) -> None:
+        self.settings = settings
+        self.plan = plan
+        self.log = log
+        self.payloads = payloads
+        self.requests = 0
+        self.prompt_tokens_estimate = 0
+        self._appender: JsonlAppender | None = None
+        # One writer thread: appends stay in order and their fsync does not block the event loop.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="predictions")
+        self._progress = tqdm(total=total, unit="req", desc=settings.model,
+                              disable=not settings.progress or settings.dry_run, dynamic_ncols=True)
+        self._client: ChatClient | None = None
+
+    async def run(self, items: list[EvalItem], api_key: str) -> None:
+        settings = self.settings
+        self._appender = JsonlAppender(self.log.path)
+        async with ChatClient(settings.base_urls, api_key, concurrency=settings.concurrency,
+                              timeout_s=settings.timeout_s, max_attempts=settings.max_attempts,
+                              backoff_s=settings.backoff_s) as client:
+            self._client = client
+            await _each_bounded(items, self._item, settings.concurrency)
+
+    async def dry_run(self, items: list[EvalItem]) -> None:
+        for item in items:
+            await self.plan.run_item(item, ItemAsker(self, item))
+        settings = self.settings
+        print(f"dry run: {self.requests} requests to {', '.join(settings.base_urls)}; about "
+              f"{self.prompt_tokens_estimate} prompt tokens and at most {self.requests * settings.max_tokens} "
+              "completion tokens; nothing sent.")
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)
+        if self._appender is not None:
+            self._appender.close()
+        self._progress.close()
+
+    async def _item(self, item: EvalItem) -> None:
+        try:
+            await self.plan.run_item(item, ItemAsker(self, item))
+        finally:
+            self.payloads.release(self.plan.images(item))
+
+    async def ask(self, item: EvalItem, probe: str, turns: Sequence[Turn], meta: dict[str, Any], priority: int,
+                  temperature: float | None, dry_run_note: dict[str, Any] | None) -> dict[str, Any]:
+        temperature = self.settings.temperature if temperature is None else temperature
+        if self.settings.dry_run:
+            self._print_request(item, probe, turns, meta, temperature, dry_run_note)
+            return self.line(item, probe, meta, None, "dry run: not sent")
+        assert self._client is not None
+        messages = [(turn.role, [await self._part(piece) for piece in turn.content]) for turn in turns]
+        body = chat_body(model=self.settings.model, max_tokens=self.settings.max_tokens, temperature=temperature,
+                         messages=messages)
+        result = await self._client.complete(body, priority=priority)
+        self.requests += 1
+        line = self.line(item, probe, meta, result, None)
+        await self.write(line)
+        return line
+
+    async def _part(self, piece: Shown | str) -> bytes:
+        if isinstance(piece, str):
+            return canonical_json({"type": "text", "text": piece}).encode("utf-8")
+        return await self.payloads.part(piece)
+
+    def line(self, item: EvalItem, probe: str, meta: dict[str, Any], result: ChatResult | None,
+             error: str | None) -> dict[str, Any]:
+        """A predictions line: a call's result, or (result None) an error for a call not made."""
+        meta = dict(meta)
+        if result is None:
+            meta.update(latency_s=None, prompt_tokens=None, completion_tokens=None, finish_reason=None,
+                        reasoning=None, error=error)
+        else:
+            meta.update(latency_s=round(result.latency_s, 4), prompt_tokens=result.prompt_tokens,
+                        completion_tokens=result.completion_tokens, attempts=result.attempts,
+                        finish_reason=result.finish_reason, reasoning=result.reasoning, error=result.error)
+        return {"id": item.id, "probe": probe, "response": None if result is None else result.text,
+                "model": self.settings.model, "meta": meta}
+
+    async def write(self, line: dict[str, Any]) -> None:
+        assert self._appender is not None
+        await asyncio.get_running_loop().run_in_executor(self._writer, self._appender.append, line)
+        self.log.add(line)
+        self._progress.update(1)
+        self._progress.set_postfix(answered=len(self.log.answered), failed=len(self.log.failed), refresh=False)
+
+    def _print_request(self, item: EvalItem, probe: str, turns: Sequence[Turn], meta: dict[str, Any],
+                       temperature: float, note: dict[str, Any] | None) -> None:
+        sizes = [piece.size() for turn in turns for piece in turn.content if not isinstance(piece, str)]
+        placeholders = iter(image_part(f"<image {w}x{h} PNG, base64 data URL>") for w, h in sizes)
+        messages = [(turn.role, [next(placeholders) if not isinstance(piece, str)
+                                 else canonical_json({"type": "text", "text": piece}).encode("utf-8")
+                                 for piece in turn.content]) for turn in turns]
+        text = "\n".join(piece for turn in turns for piece in turn.content if isinstance(piece, str))
+        estimate = estimate_prompt_tokens(text, sizes)
+        body = json.loads(chat_body(model=self.settings.model, max_tokens=self.settings.max_tokens,
+                                    temperature=temperature, messages=messages))
+        shown = {key: value for key, value in meta.items() if value is not None}
+        print(canonical_json({"id": item.id, "probe": probe, **shown, "prompt_tokens_estimate": estimate,
+                              **(note or {}), "request": body}))
+        self.requests += 1
+        self.prompt_tokens_estimate += estimate
+
+
+async def _each_bounded(items: Iterable[T], worker: Callable[[T], Coroutine[Any, Any, None]], limit: int) -> None:
+    """worker(item) for every item, at most `limit` open at once, started in order; raises the first error."""
+    window = asyncio.Semaphore(limit)
+    failed = asyncio.Event()
+
+    def finished(task: asyncio.Task[None]) -> None:
+        window.release()
+        if not task.cancelled() and task.exception() is not None:
+            failed.set()
+
+    tasks = []
+    for item in items:
+        await window.acquire()
+        if failed.is_set():
+            break
+        task = asyncio.create_task(worker(item))
+        task.add_done_callback(finished)
+        tasks.append(task)
+    await asyncio.gather(*tasks)
+
+
+def _pending(plan: ProbePlan, log: PredictionLog, item: EvalItem) -> list[str]:
+    return [probe for probe in plan.expected_probes(item) if (item.id, probe) not in log.answered]
+
+
+def _check_settings(settings: RunSettings) -> None:
+    problems = [
+        (not settings.base_urls, "--base-url is required (e.g. http://127.0.0.1:8000/v1)"),
+        (settings.concurrency < 1, f"--concurrency must be 1 or more, not {settings.concurrency}"),
+        (settings.limit is not None and settings.limit < 1, f"--limit must be 1 or more, not {settings.limit}"),
+        (settings.max_tokens < 1, f"--max-tokens must be 1 or more, not {settings.max_tokens}"),
+        (settings.timeout_s <= 0, f"--timeout must be more than 0 seconds, not {settings.timeout_s}"),
+        (settings.max_attempts < 1, f"--max-attempts must be 1 or more, not {settings.max_attempts}"),
+    ]
+    for bad, message in problems:
+        if bad:
+            raise MmfaithError(message + ".")
+
+
+def _api_key(env_name: str | None) -> str:
+    if env_name is None:
+        return os.environ.get("OPENAI_API_KEY") or "EMPTY"
+    key = os.environ.get(env_name)
+    if not key:
+        raise MmfaithError(f"--api-key-env {env_name}: that environment variable is not set; export it first.")
+    return key
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan,
+                items: int) -> dict[str, Any]:
+    return {
+        "family": family, "model": settings.model, "servers": list(settings.base_urls),
+        "temperature": settings.temperature, "max_tokens": settings.max_tokens,
+        **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
+        "dataset": {"path": str(settings.dataset), "id": dataset.dataset_id, "revision": dataset.revision,
+                    "items": items, "limit": settings.limit},
+        "client": {"concurrency": settings.concurrency, "timeout_s": settings.timeout_s,
+                   "max_attempts": settings.max_attempts, "api_key_env": settings.api_key_env},
+    }
+
+
+def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dict[str, Any]:
+    """The existing run.json of RUN_DIR ({} for a new one); refuses one made with other settings."""
+    run_json = out / RUN_JSON
+    if not run_json.exists():
+        if (out / PREDICTIONS).exists():
+            raise MmfaithError(f"{out / PREDICTIONS} exists but {run_json} does not; use a new --out for this run.")
+        return {}
+    try:
+        previous = json.loads(run_json.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MmfaithError(f"{run_json}: cannot read it ({exc}); use a new --out or restore the file.") from exc
+    for name in (*BASE_RESUME_FIELDS, *plan.resume_settings()):
+        if previous.get(name) != provenance[name]:
+            raise MmfaithError(f"{run_json}: field {name!r} is {previous.get(name)!r} but this run has "
+                               f"{provenance[name]!r}; resume with the same settings or use a new --out.")
+    return previous
+
+
+def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem]) -> dict[str, int]:
+    keys = [(item.id, probe) for item in items for probe in plan.expected_probes(item)]
+    return {"expected": len(keys), "answered": sum(key in log.answered for key in keys),
+            "failed": sum(key in log.failed for key in keys)}
+
+
+def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log: PredictionLog,
+                    items: list[EvalItem], image_sizes: list[str]) -> None:
+    sessions = provenance["sessions"]
+    document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items),
+                "tokens": {"prompt": log.prompt_tokens, "completion": log.completion_tokens},
+                "started": sessions[0]["started"], "finished": sessions[-1]["finished"]}
+    write_atomic(out / RUN_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log: PredictionLog, requests: int,
+             elapsed_s: float, payloads: ImagePayloads | None, dry_run: bool) -> RunSummary:
+    counts = _counts(plan, log, items)
+    return RunSummary(out=settings.out, model=settings.model, items=len(items), expected=counts["expected"],
+                      answered=counts["answered"], failed=counts["failed"], requests=requests, elapsed_s=elapsed_s,
+                      prompt_tokens=log.prompt_tokens, completion_tokens=log.completion_tokens,
+                      images_encoded=payloads.stats.encodings if payloads else 0,
+                      image_cpu_s=payloads.stats.cpu_s if payloads else 0.0, dry_run=dry_run)
