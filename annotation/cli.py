@@ -11,8 +11,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mmfaith import families
 from mmfaith.annotation.family import Family
 from mmfaith.annotation.merge import POLICIES
+from mmfaith.cli_help import HelpFormatter
 from mmfaith.errors import MmfaithError
 
 if TYPE_CHECKING:  # label_studio_sdk takes about 1 s to import: only the handlers that talk to a server load it
@@ -28,12 +30,13 @@ EXAMPLE = """example (a local server, see `mmfaith annotate serve -h`):
   mmfaith annotate status out/spd"""
 
 
-def _families() -> dict[str, Family]:
-    """The families that can be annotated, by CLI name."""
-    from mmfaith.annotation.spd_faith import tasks as spd_faith_tasks
-
-    family = spd_faith_tasks.family()
-    return {family.name: family}
+def _labeling(args: argparse.Namespace) -> Family:
+    """The labeling of the build's family (`--family`, else the one its build.json names), from the registry."""
+    family = families.get(args.family or families.family_of_dataset(args.build_dir))
+    labeling = family.parts().labeling
+    if labeling is None:
+        raise MmfaithError(f"{family.name} has no Label Studio labeling config yet.")
+    return labeling()
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,14 +45,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "annotate", help="verify a build by people on Label Studio: push, pull, status, serve",
         description="Round trip of a build through Label Studio: push tasks, pull verdicts and corrections "
                     "back into records.jsonl, count them, or start a local server.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE, formatter_class=HelpFormatter)
     verbs = annotate.add_subparsers(dest="annotate_verb", required=True, metavar="VERB")
 
     def server_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("build_dir", type=Path, metavar="BUILD_DIR")
         p.add_argument("--url", required=True, help="Label Studio base URL, e.g. http://127.0.0.1:8080")
         p.add_argument("--project", required=True, metavar="TITLE", help="project title (found, or created by push)")
-        p.add_argument("--family", choices=sorted(_families()), default="spd-faith")
+        p.add_argument("--family", metavar="NAME",
+                       help="the build's family (default: the one its build.json names; see `mmfaith families`)")
         p.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV, metavar="NAME",
                        help=f"environment variable holding the API token (default {DEFAULT_API_KEY_ENV})")
 
@@ -81,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p_serve.add_argument("--data-dir", type=Path, required=True, metavar="DIR", help="server data (SQLite, uploads)")
     p_serve.add_argument("--files-root", type=Path, required=True, metavar="DIR",
                          help="local-files document root: a folder above the build dirs you will push")
-    p_serve.add_argument("--port", type=int, default=8080)
+    p_serve.add_argument("--port", type=int, default=8080, help="port Label Studio listens on (127.0.0.1)")
     p_serve.add_argument("--username", required=True, metavar="EMAIL", help="the admin account's email")
     p_serve.add_argument("--password-env", default="LABEL_STUDIO_PASSWORD", metavar="NAME",
                          help="environment variable holding the admin password (default LABEL_STUDIO_PASSWORD)")
@@ -100,7 +104,7 @@ def _run_push(args: argparse.Namespace) -> int:
                            "or that variable set.")
     if args.annotators_per_task is not None and args.annotators_per_task < 1:
         raise MmfaithError(f"--annotators-per-task must be 1 or more, not {args.annotators_per_task}.")
-    family = _families()[args.family]
+    family = _labeling(args)
     report = push(connect(args.url, args.api_key_env), args.build_dir, args.project, family, Path(args.files_root),
                   args.annotators_per_task)
     print(f"project {args.project!r} (id {report.project_id}{', created' if report.created else ''}): "
@@ -140,7 +144,7 @@ def _print_pull(report: "PullReport") -> None:
 def _run_pull(args: argparse.Namespace) -> int:
     from mmfaith.annotation.label_studio import connect, pull
 
-    family = _families()[args.family]
+    family = _labeling(args)
     report = pull(connect(args.url, args.api_key_env), args.build_dir, args.project, family, args.policy)
     _print_pull(report)
     return 0

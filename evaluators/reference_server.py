@@ -2,22 +2,22 @@
 
 Contract
 --------
-`ReferenceServer(dataset, model_name, host="127.0.0.1", port=0, latency_s=0.0)` serves one
-reference model (evaluators/reference_models.py) over one SPD-Faith dataset from threads
-(stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a deep accept queue), as a context manager
-(`with ReferenceServer(...) as server: server.base_url`) or in the foreground (`serve_forever`,
-Ctrl-C stops it).
+`ReferenceServer(dataset, model_name, host="127.0.0.1", port=0, latency_s=0.0, family="spd-faith")`
+serves one reference model of a family (the family's `reference_model(name, dataset)`, a
+`run_engine.ReferenceModel`) from threads (stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a
+deep accept queue), as a context manager (`with ReferenceServer(...) as server: server.base_url`)
+or in the foreground (`serve_forever`, Ctrl-C stops it). The server is family-neutral: the model
+resolves each request to its (item, probe) from what the request shows (image hashes, prompt
+text) and answers it.
 
-- ``POST /v1/chat/completions``: the request's images are base64 data URLs; two images are the
-  pair in the order shown, one image is a side-by-side canvas, split at its known gap. The pair
-  is found by the images' sha256 (the records' image_a_sha256 / image_b_sha256), the probe by
-  `probe_of_prompt`. The answer is a `chat.completion` with usage (prompt tokens estimated as a
-  run's dry run does, completion tokens at 4 characters each) and finish_reason "stop", after
-  `latency_s` (a simulated model time, for load tests).
+- ``POST /v1/chat/completions``: the request's images are base64 data URLs, decoded in order and
+  handed to the model with the text parts. The answer is a `chat.completion` with usage (prompt
+  tokens estimated as a run's dry run does, completion tokens at 4 characters each) and
+  finish_reason "stop", after `latency_s` (a simulated model time, for load tests).
 - ``GET /v1/models`` lists the model; ``GET /health`` answers 200.
-- Requests for another model get 404; images not in the dataset, a text that is no SPD-Faith
-  probe or a body that is not a chat request get 400; all with OpenAI's error body
-  ``{"error": {"message", "type", "param", "code"}}``.
+- Requests for another model get 404; requests the model cannot resolve (images not in the
+  dataset, a text that is no probe) or a body that is not a chat request get 400; all with
+  OpenAI's error body ``{"error": {"message", "type", "param", "code"}}``.
 """
 from __future__ import annotations
 
@@ -31,14 +31,11 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mmfaith.evaluators.chat_client import TEXT_CHARS_PER_TOKEN, estimate_prompt_tokens
-from mmfaith.evaluators.image_payload import png_size, split_side_by_side
-from mmfaith.evaluators.spd_faith.reference import ProbeQuery, answer, make_model
-from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt
-from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair
-
+from mmfaith import families
 from mmfaith.background_http import BackgroundHTTP
-from mmfaith.images import sha256_bytes
+from mmfaith.evaluators.chat_client import TEXT_CHARS_PER_TOKEN, estimate_prompt_tokens
+from mmfaith.evaluators.image_payload import png_size
+from mmfaith.evaluators.run_engine import EvalDataset
 
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -66,18 +63,11 @@ class ReferenceServer(BackgroundHTTP):
 
     thread_name = "reference-server"
 
-    def __init__(self, dataset: SpdDataset, model_name: str, host: str = "127.0.0.1", port: int = 0,
-                 latency_s: float = 0.0) -> None:
-        self.model = make_model(model_name)
+    def __init__(self, dataset: EvalDataset, model_name: str, host: str = "127.0.0.1", port: int = 0,
+                 latency_s: float = 0.0, family: str = "spd-faith") -> None:
+        self.model = families.get(family).parts().reference_model(model_name, dataset)
         self.host = host
         self.latency_s = latency_s
-        self._pairs: dict[tuple[str, str], tuple[SpdPair, str]] = {}
-        for pair in dataset.pairs:  # a control pair shows one image twice: it is "original-first"
-            a, b = pair.record["image_a_sha256"], pair.record["image_b_sha256"]
-            self._pairs.setdefault((a, b), (pair, "original-first"))
-            self._pairs.setdefault((b, a), (pair, "edited-first"))
-        self._canvases: dict[str, tuple[bytes, bytes]] = {}
-        self._split_lock = threading.Lock()
         self._lock = threading.Lock()
         self.requests_seen = 0
         self._httpd = _Server((host, port), self._handler_class())
@@ -99,11 +89,7 @@ class ReferenceServer(BackgroundHTTP):
             raise RequestRefused(404, f"The model `{body.get('model')}` does not exist; this server serves "
                                       f"`{self.model.name}`.", "not_found_error")
         text, images = _text_and_images(body["messages"])
-        probe = probe_of_prompt(text)
-        if probe is None:
-            raise RequestRefused(400, "the text is not an SPD-Faith probe (see evaluators/spd_prompts.py)")
-        query = self._query(images, probe)
-        content = answer(self.model, query)
+        content = self.model.answer(text, images, body)
         if self.latency_s:
             time.sleep(self.latency_s)
         prompt_tokens = estimate_prompt_tokens(text, [png_size(image) for image in images])
@@ -114,35 +100,6 @@ class ReferenceServer(BackgroundHTTP):
                              "logprobs": None, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                           "total_tokens": prompt_tokens + completion_tokens}}
-
-    def _query(self, images: list[bytes], probe: str) -> ProbeQuery:
-        if len(images) == 1:
-            first, second = self._split(images[0])
-        elif len(images) == 2:
-            first, second = images
-        else:
-            raise RequestRefused(400, f"expected two images or one side-by-side image, got {len(images)}")
-        shas = (sha256_bytes(first), sha256_bytes(second))
-        found = self._pairs.get(shas)
-        if found is None:
-            raise RequestRefused(400, "the images are not a pair of this server's dataset (matched by sha256)")
-        pair, order = found
-        return ProbeQuery(pair, order, probe, first, second, *shas)
-
-    def _split(self, canvas: bytes) -> tuple[bytes, bytes]:
-        """The two pictures of a side-by-side canvas, made once per canvas (its four probes arrive together)."""
-        key = sha256_bytes(canvas)
-        with self._split_lock:  # one split at a time: the probes of one canvas wait for the first
-            halves = self._canvases.get(key)
-            if halves is None:
-                try:
-                    halves = split_side_by_side(canvas)
-                except (OSError, ValueError) as exc:
-                    raise RequestRefused(400, f"the image cannot be decoded ({exc})") from exc
-                if halves is None or (sha256_bytes(halves[0]), sha256_bytes(halves[1])) not in self._pairs:
-                    raise RequestRefused(400, "the image is not a side-by-side pair of this server's dataset")
-                self._canvases[key] = halves
-        return halves
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self

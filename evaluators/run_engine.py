@@ -43,6 +43,7 @@ from mmfaith import __version__
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
+from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
 from mmfaith.schema import check_record
 
@@ -113,27 +114,6 @@ class ReferenceModel(Protocol):
     name: str
 
     def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str: ...
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """How to run, shared by every family (the CLI's shared flags, one field each)."""
-
-    dataset: Path | str
-    model: str
-    base_urls: tuple[str, ...]
-    out: Path
-    concurrency: int = 16
-    limit: int | None = None
-    max_tokens: int = 1024
-    temperature: float = 0.0
-    timeout_s: float = 300.0
-    max_attempts: int = 5
-    dry_run: bool = False
-    api_key_env: str | None = None
-    progress: bool = True
-    backoff_s: float = 1.0
-    """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""
 
 
 @dataclass(frozen=True)

@@ -1,34 +1,78 @@
-"""The `mmfaith` command: one verb per stage of DESIGN.md's flow.
+"""The `mmfaith` command: one verb per stage of the flow, families dispatched from the registry.
 
 This module only parses arguments and calls the stage's entry function; errors users can meet
-(MmfaithError) print as one line and exit with status 2.
+(MmfaithError) print as one line and exit with status 2. Verbs that act on one family
+(`build`, `run`, `score`) take it as their first word and list the registered families in their
+help; `mmfaith families` describes each.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from mmfaith import __version__
-from mmfaith.release import cli as release_cli
 from mmfaith.annotation import cli as annotate_cli
-from mmfaith.cli_help import HelpFormatter
+from mmfaith.cli_help import HelpFormatter, HelpParser
 from mmfaith.errors import MmfaithError
-from mmfaith.families import all_families
 from mmfaith.evaluators import run_cli, score_cli
+from mmfaith.families import Family, all_families
+from mmfaith.release import cli as release_cli
+
 
 def _add_build(subparsers: argparse._SubParsersAction) -> None:
+    names = ", ".join(family.name for family in all_families() if family.parts().build is not None)
     build = subparsers.add_parser("build", help="build a benchmark family's candidate records into a build dir",
-                                  description="Build candidate records and images for one benchmark family. "
-                                              f"Families: {_family_list('build')}.")
-    families = build.add_subparsers(dest="family", required=True, metavar="FAMILY")
+                                  description=f"Build candidate records and images for one benchmark family. "
+                                              f"Families: {names}.")
+    by_family = build.add_subparsers(dest="family", required=True, metavar="FAMILY")
     for family in all_families():
         parts = family.parts()
         if parts.add_build_options is None or parts.build is None:
             continue
-        parser = families.add_parser(family.name, help=f"{family.title}: {family.summary}", formatter_class=HelpFormatter)
+        parser = by_family.add_parser(family.name, help=f"{family.title}: {family.summary}",
+                                      formatter_class=HelpFormatter)
         parts.add_build_options(parser)
         parser.set_defaults(handler=parts.build)
+
+
+def _add_families(subparsers: argparse._SubParsersAction) -> None:
+    listing = subparsers.add_parser(
+        "families", help="list the benchmark families with their records, probes, metrics and reference models",
+        description="Every registered family: what its records are, which probes a run asks, which metrics a "
+                    "score reports (meaning, better direction, range, definition) and its reference models.",
+        formatter_class=HelpFormatter)
+    listing.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    listing.set_defaults(handler=_run_families)
+
+
+def _run_families(args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps([_family_summary(family) for family in all_families()], indent=2))
+        return 0
+    for family in all_families():
+        print(f"{family.name}: {family.title}, {family.summary}")
+        print(f"  records: {', '.join(family.record_kinds)} (schemas/<name>.schema.json)")
+        print("  probes:")
+        for probe in family.probes:
+            print(f"    {probe.name:<18} {probe.asks}")
+        print("  metrics:")
+        for metric in family.metrics:
+            span = "-" if metric.range is None else f"[{metric.range[0]:g}, {metric.range[1]:g}]"
+            print(f"    {metric.key:<24} {metric.better:<7} better  {span:<9} {metric.meaning}")
+        print(f"  reference models: {', '.join(f'{name} ({what})' for name, what in family.reference_models)}")
+    return 0
+
+
+def _family_summary(family: Family) -> dict[str, object]:
+    return {"name": family.name, "title": family.title, "summary": family.summary,
+            "record_kinds": list(family.record_kinds),
+            "probes": [{"name": probe.name, "asks": probe.asks} for probe in family.probes],
+            "metrics": [{"key": m.key, "name": m.name, "meaning": m.meaning, "better": m.better,
+                         "range": None if m.range is None else list(m.range), "doc": m.doc, "kind": m.kind}
+                        for m in family.metrics],
+            "reference_models": [{"name": name, "what": what} for name, what in family.reference_models]}
 
 
 def _add_quickstart(subparsers: argparse._SubParsersAction) -> None:
@@ -36,14 +80,15 @@ def _add_quickstart(subparsers: argparse._SubParsersAction) -> None:
         "quickstart", help="the whole flow offline: build, run three reference models over HTTP, score, report",
         description="Build a small SPD-Faith set from the embedded COCO sample, serve the oracle, blind and "
                     "pixel-diff reference models on 127.0.0.1, run each through the real client, score them, "
-                    "and write one report comparing the three.")
-    quick.add_argument("--out", type=Path, required=True, metavar="DIR")
-    quick.add_argument("--per-tier", type=int, default=2, metavar="N")
-    quick.add_argument("--multi", type=int, default=4, metavar="N")
-    quick.add_argument("--controls", type=int, default=2, metavar="N")
-    quick.add_argument("--seed", type=int, default=0)
-    quick.add_argument("--workers", type=int, default=1)
-    quick.add_argument("--no-progress", action="store_true")
+                    "and write one report comparing the three.", formatter_class=HelpFormatter)
+    quick.add_argument("--out", type=Path, required=True, metavar="DIR",
+                       help="folder for the build, the runs, the scores and the report")
+    quick.add_argument("--per-tier", type=int, default=2, metavar="N", help="single-difference pairs per difficulty tier")
+    quick.add_argument("--multi", type=int, default=4, metavar="N", help="pairs with 2-5 differences")
+    quick.add_argument("--controls", type=int, default=2, metavar="N", help="control pairs with no difference")
+    quick.add_argument("--seed", type=int, default=0, help="build seed")
+    quick.add_argument("--workers", type=int, default=1, help="build worker processes")
+    quick.add_argument("--no-progress", action="store_true", help="no progress bars")
     quick.set_defaults(handler=_run_quickstart)
 
 
@@ -57,16 +102,13 @@ def _run_quickstart(args: argparse.Namespace) -> int:
     return 0
 
 
-def _family_list(stage: str) -> str:
-    return ", ".join(family.name for family in all_families())
-
-
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(
+    root = HelpParser(
         prog="mmfaith", description="Build, verify, release, load and score benchmarks of faithful multimodal reasoning.")
     root.add_argument("--version", action="version", version=f"mmfaith {__version__}")
     subparsers = root.add_subparsers(dest="verb", required=True, metavar="VERB")
     _add_quickstart(subparsers)
+    _add_families(subparsers)
     _add_build(subparsers)
     run_cli.register(subparsers)
     score_cli.register(subparsers)

@@ -9,7 +9,16 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         help_text = action.help or ""
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in help_text or not action.option_strings:
+        unset = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        if unset or action.default == [] or "default" in help_text or not action.option_strings:
             return help_text
         return super()._get_help_string(argparse.Action(action.option_strings, action.dest, default=action.default,
                                                         help=help_text or " "))
+
+
+class HelpParser(argparse.ArgumentParser):
+    """The root parser's class: every subparser made from it (argparse reuses the class) uses HelpFormatter."""
+
+    def __init__(self, *args: object, formatter_class: type[argparse.HelpFormatter] = HelpFormatter,
+                 **kwargs: object) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)  # type: ignore[arg-type]

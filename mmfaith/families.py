@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,9 @@ class FamilyParts:
     - `add_score_options(parser)` / `score(args) -> exit status`: `mmfaith score FAMILY`.
     - `reference_model(name, dataset) -> ReferenceModel`: a model of `Family.reference_models`
       over a dataset, for `serve-reference` and the tests.
+    - `compare(score_dirs, out, n_bootstrap, seed, all_pairs) -> comparison`: `mmfaith report`.
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
+    - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
     """
 
     open_dataset: Callable[[Path | str], EvalDataset]
@@ -77,7 +80,9 @@ class FamilyParts:
     reference_model: Callable[[str, EvalDataset], ReferenceModel]
     add_build_options: Callable[[argparse.ArgumentParser], None] | None = None
     build: Callable[[argparse.Namespace], int] | None = None
+    compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
+    release: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,39 @@ def unregister(name: str) -> None:
 def all_families() -> list[Family]:
     """Every registered family, in registration order."""
     return list(_REGISTRY.values())
+
+
+def family_of_dataset(source: Path | str) -> str:
+    """The family a build dir (build.json's recipe) or release folder (manifest.json) names.
+
+    An error naming the fix when neither names one (a Hub id, another layout).
+    """
+    for name in ("build.json", "manifest.json"):
+        path = Path(source) / name
+        if not path.is_file():
+            continue
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for found in (document.get("family"), (document.get("recipe") or {}).get("family"),
+                      ((document.get("build") or {}).get("recipe") or {}).get("family")):
+            if isinstance(found, str):
+                return found
+    raise MmfaithError(f"{source}: no build.json or manifest.json naming its family; name it: "
+                       f"mmfaith VERB FAMILY ... or --family NAME (families: {', '.join(_REGISTRY)}).")
+
+
+def family_of_score_dir(score_dir: Path) -> str:
+    """The family a score dir's metrics.json names in its provenance; an error naming the fix otherwise."""
+    path = Path(score_dir) / "metrics.json"
+    try:
+        family = json.loads(path.read_text(encoding="utf-8"))["provenance"]["family"]
+    except (OSError, ValueError, KeyError, TypeError):
+        family = None
+    if not isinstance(family, str):
+        raise MmfaithError(f"{path}: no provenance.family; pass --family NAME (families: {', '.join(_REGISTRY)}).")
+    return family
 
 
 def get(name: str) -> Family:

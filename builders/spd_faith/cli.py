@@ -34,15 +34,17 @@ def add_build_options(spd: argparse.ArgumentParser) -> None:
     what.add_argument("--controls", type=int, default=0, metavar="N", help="control pairs with no difference")
     how = spd.add_argument_group("how")
     how.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder (resumable)")
-    how.add_argument("--seed", type=int, default=0)
-    how.add_argument("--planner", choices=("rule", "llm"), default="rule")
+    how.add_argument("--seed", type=int, default=0, help="seed of every choice (same seed and inputs: same bytes)")
+    how.add_argument("--planner", choices=("rule", "llm"), default="rule",
+                     help="rule: deterministic, offline; llm: a model chooses the edits (--planner-model)")
     how.add_argument("--planner-model", help="model name for --planner llm")
     how.add_argument("--planner-base-url",
                      help="server of the planner model: an OpenAI-compatible base URL such as a vLLM server's "
                           "http://HOST:PORT/v1, or for Gemini the API root (the client adds /v1/models/...)")
     how.add_argument("--planner-timeout", type=float, default=120.0, metavar="SECONDS", help="per planner request")
     how.add_argument("--planner-max-retries", type=int, default=3, help="retries of a failed planner request")
-    how.add_argument("--planner-provider", choices=("openai", "gemini"), default="openai")
+    how.add_argument("--planner-provider", choices=("openai", "gemini"), default="openai",
+                     help="protocol of the planner's server: OpenAI-compatible (e.g. vLLM) or Gemini")
     how.add_argument("--planner-api-key-env", metavar="NAME",
                      help="environment variable holding the planner's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
     how.add_argument("--edit-types", default="color,remove,position", metavar="LIST",

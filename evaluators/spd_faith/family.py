@@ -4,17 +4,30 @@ Only light modules are imported here: each part imports its stage's code when it
 """
 from __future__ import annotations
 
+from typing import Any
+
 from mmfaith.builders.spd_faith import cli as build_cli
+from mmfaith.evaluators.spd_faith import cli as evaluator_cli
 from mmfaith.families import FamilyParts
 
 
 def parts() -> FamilyParts:
     """SPD-Faith's builder, loader, probe plan, scorer, reference models and labeling."""
-    from mmfaith.annotation.spd_faith.tasks import family as labeling
-    from mmfaith.evaluators.spd_faith import family_hooks as hooks
-
     return FamilyParts(
         add_build_options=build_cli.add_build_options, build=build_cli.run_build,
-        open_dataset=hooks.open_dataset, add_run_options=hooks.add_run_options, probe_plan=hooks.probe_plan,
-        add_score_options=hooks.add_score_options, score=hooks.score, reference_model=hooks.reference_model,
-        labeling=labeling)
+        open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
+        probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
+        score=evaluator_cli.score, compare=evaluator_cli.compare, reference_model=evaluator_cli.reference_model,
+        labeling=_labeling, release=_release)
+
+
+def _labeling() -> Any:
+    from mmfaith.annotation.spd_faith.tasks import family
+
+    return family()
+
+
+def _release(request: Any) -> Any:
+    from mmfaith.release.writer import release_spd_faith
+
+    return release_spd_faith(request)

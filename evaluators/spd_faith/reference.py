@@ -25,14 +25,17 @@ import json
 import threading
 from dataclasses import dataclass
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import cv2
 import numpy as np
 
-from mmfaith.evaluators.image_payload import decode_png, png_size
-from mmfaith.images import place_name
-from mmfaith.loaders.spd_faith.dataset import SpdPair
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.image_payload import decode_png, png_size, split_side_by_side
+from mmfaith.evaluators.reference_server import RequestRefused
+from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt
+from mmfaith.images import place_name, sha256_bytes
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair
 
 Claim = dict[str, str]
 
@@ -59,14 +62,14 @@ class ProbeQuery:
     second_sha256: str
 
 
-class ReferenceModel(Protocol):
+class ClaimModel(Protocol):
     name: str
 
     def claims(self, query: ProbeQuery) -> tuple[str, list[Claim]]:
         """(one reasoning sentence, the differences seen, in the order shown)."""
 
 
-def answer(model: ReferenceModel, query: ProbeQuery) -> str:
+def answer(model: ClaimModel, query: ProbeQuery) -> str:
     """The model's full answer to the query's probe (format in the module docstring)."""
     reasoning, claims = model.claims(query)
     final = {"same": "no" if claims else "yes", "different": "yes" if claims else "no"}.get(query.probe, len(claims))
@@ -134,11 +137,63 @@ class PixelDiff:
         return _reasoning(found, "Comparing the two pictures pixel by pixel"), found
 
 
-MODELS: dict[str, Callable[[], ReferenceModel]] = {"oracle": Oracle, "blind": Blind, "pixel-diff": PixelDiff}
+MODELS: dict[str, Callable[[], ClaimModel]] = {"oracle": Oracle, "blind": Blind, "pixel-diff": PixelDiff}
 
 
-def make_model(name: str) -> ReferenceModel:
-    return MODELS[name]()
+class SpdReference:
+    """A reference model over an SPD-Faith dataset, as the shared reference server serves it.
+
+    Resolves a request to (pair, order, probe): two images are the pair in the order shown, one
+    image is a side-by-side canvas split at its known gap (`image_payload.split_side_by_side`); the
+    pair is found by the images' sha256 (the records' image_a_sha256 / image_b_sha256), the probe by
+    `prompts.probe_of_prompt`. Anything else is refused (HTTP 400).
+    """
+
+    def __init__(self, model_name: str, dataset: SpdDataset) -> None:
+        if model_name not in MODELS:
+            raise MmfaithError(f"--model {model_name!r}: SPD-Faith's reference models are {', '.join(MODELS)}.")
+        self.model = MODELS[model_name]()
+        self.name = self.model.name
+        self._pairs: dict[tuple[str, str], tuple[SpdPair, str]] = {}
+        for pair in dataset.pairs:  # a control pair shows one image twice: it is "original-first"
+            a, b = pair.record["image_a_sha256"], pair.record["image_b_sha256"]
+            self._pairs.setdefault((a, b), (pair, "original-first"))
+            self._pairs.setdefault((b, a), (pair, "edited-first"))
+        self._canvases: dict[str, tuple[bytes, bytes]] = {}
+        self._split_lock = threading.Lock()
+
+    def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str:
+        """The model's answer to one request (see the class docstring)."""
+        probe = probe_of_prompt(text)
+        if probe is None:
+            raise RequestRefused(400, "the text is not an SPD-Faith probe (see evaluators/spd_faith/prompts.py)")
+        if len(images) == 1:
+            first, second = self._split(images[0])
+        elif len(images) == 2:
+            first, second = images
+        else:
+            raise RequestRefused(400, f"expected two images or one side-by-side image, got {len(images)}")
+        shas = (sha256_bytes(first), sha256_bytes(second))
+        found = self._pairs.get(shas)
+        if found is None:
+            raise RequestRefused(400, "the images are not a pair of this server's dataset (matched by sha256)")
+        pair, order = found
+        return answer(self.model, ProbeQuery(pair, order, probe, first, second, *shas))
+
+    def _split(self, canvas: bytes) -> tuple[bytes, bytes]:
+        """The two pictures of a side-by-side canvas, made once per canvas (its four probes arrive together)."""
+        key = sha256_bytes(canvas)
+        with self._split_lock:  # one split at a time: the probes of one canvas wait for the first
+            halves = self._canvases.get(key)
+            if halves is None:
+                try:
+                    halves = split_side_by_side(canvas)
+                except (OSError, ValueError) as exc:
+                    raise RequestRefused(400, f"the image cannot be decoded ({exc})") from exc
+                if halves is None or (sha256_bytes(halves[0]), sha256_bytes(halves[1])) not in self._pairs:
+                    raise RequestRefused(400, "the image is not a side-by-side pair of this server's dataset")
+                self._canvases[key] = halves
+        return halves
 
 
 def changed_regions(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, list[tuple[int, ...]]]:

@@ -24,7 +24,8 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, ImageRef, Shown, side_by_side
-from mmfaith.evaluators.run_engine import ItemAsker, RunSettings, RunSummary, Turn, run_benchmark
+from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
+from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.evaluators.spd_faith.parse import parse_count
 from mmfaith.evaluators.spd_faith.prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION,
                                                   TEMPLATES_SHA256, prompt_text)

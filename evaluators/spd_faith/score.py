@@ -131,6 +131,7 @@ def _judge(request: ScoreRequest) -> Judge:
 
 def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions, judge: Judge) -> dict[str, Any]:
     return {
+        "family": "spd-faith",
         "mmfaith_version": __version__,
         "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
         "model": predictions.model,

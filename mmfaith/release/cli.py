@@ -1,10 +1,11 @@
-"""The `mmfaith release` and `mmfaith verify` verbs: argument parsing only (see builders/release*.py)."""
+"""The `mmfaith release` and `mmfaith verify` verbs: argument parsing only; the family's release comes from the registry."""
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
 
+from mmfaith.cli_help import HelpFormatter
 from mmfaith.errors import MmfaithError
 
 RELEASE_EXAMPLE = """examples:
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write the Hub layout of an SPD-Faith release (README.md card, data/<config>/*.parquet with "
                     "the images inside, manifest.json with every hash) to a new folder, and with --push upload "
                     "it in one commit tagged vX.Y.Z.",
-        epilog=RELEASE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=RELEASE_EXAMPLE, formatter_class=HelpFormatter)
     release.add_argument("build", type=Path, metavar="BUILD_DIR", help="output of `mmfaith build spd-faith`")
     release.add_argument("--out", type=Path, required=True, metavar="RELEASE_DIR", help="new (or empty) folder")
     release.add_argument("--name", required=True, metavar="[ORG/]NAME", help="dataset name the card's examples load")
@@ -32,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="also release edited NoDerivs images (the card says so); you must have the right to")
     release.add_argument("--previous", metavar="RELEASE_DIR|ORG/NAME[@REV]",
                          help="the previous release, for the card's changelog (pairs added, removed, changed)")
+    release.add_argument("--family", metavar="NAME",
+                         help="the build's family (default: the one its build.json names; see `mmfaith families`)")
     release.add_argument("--push", action="store_true", help="upload to the Hub (token from HF_TOKEN) and tag vX.Y.Z")
     release.add_argument("--repo", metavar="ORG/NAME", help="Hub dataset repo for --push")
     release.set_defaults(handler=_run_release)
@@ -44,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_release(args: argparse.Namespace) -> int:
-    from mmfaith.release.writer import ReleaseRequest, release_spd_faith
+    from mmfaith import families
+    from mmfaith.release.writer import ReleaseRequest
 
     if args.push and not args.repo:
         raise MmfaithError("--push needs --repo ORG/NAME (the Hub dataset repo to upload to).")
@@ -53,7 +57,11 @@ def _run_release(args: argparse.Namespace) -> int:
     token = os.environ.get("HF_TOKEN") if args.push else None
     if args.push and not token:
         raise MmfaithError("--push needs a Hub token in the HF_TOKEN environment variable (write access to --repo).")
-    summary = release_spd_faith(ReleaseRequest(build=args.build, out=args.out, name=args.name, version=args.version,
+    family = families.get(args.family or families.family_of_dataset(args.build))
+    release = family.parts().release
+    if release is None:
+        raise MmfaithError(f"{family.name} has no release layout yet.")
+    summary = release(ReleaseRequest(build=args.build, out=args.out, name=args.name, version=args.version,
                                                include=args.include, allow_noderivs=args.allow_noderivs,
                                                previous=args.previous))
     rows = ", ".join(f"{config} {n}" for config, n in summary.rows.items())

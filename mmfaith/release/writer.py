@@ -109,7 +109,7 @@ def _write_release(request: ReleaseRequest, out: Path, build_info: dict[str, Any
     files = dict(shards)
     files["README.md"] = file_entry(out / "README.md")
     manifest = {
-        "format": FORMAT, "name": request.name, "version": request.version, "tag": f"v{request.version}",
+        "format": FORMAT, "family": "spd-faith", "name": request.name, "version": request.version, "tag": f"v{request.version}",
         "mmfaith_version": __version__, "include": request.include, "allow_noderivs": request.allow_noderivs,
         "split": SPLIT, "configs": rows, "excluded": excluded, "build": provenance,
         "verification": verification, "changelog": changes, "files": files, "rows": digests,

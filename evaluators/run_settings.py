@@ -1,0 +1,29 @@
+"""How a run goes, for every family: the shared flags of `mmfaith run`, one field each.
+
+Kept apart from the engine so that the CLI reads the defaults without importing the client.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How to run, shared by every family (the CLI's shared flags, one field each)."""
+
+    dataset: Path | str
+    model: str
+    base_urls: tuple[str, ...]
+    out: Path
+    concurrency: int = 16
+    limit: int | None = None
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    timeout_s: float = 300.0
+    max_attempts: int = 5
+    dry_run: bool = False
+    api_key_env: str | None = None
+    progress: bool = True
+    backoff_s: float = 1.0
+    """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""

@@ -1,0 +1,94 @@
+"""SPD-Faith's own options of the shared `run` and `score` verbs, and the hooks the registry names.
+
+The shared verbs (evaluators/run_cli.py, score_cli.py) make each family's subparser, add the
+options every family has, then call these to add SPD-Faith's; their handlers call back here.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, ORDER_CHOICES
+
+if TYPE_CHECKING:  # the stage modules load when a hook runs
+    from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
+
+RUN_DESCRIPTION = "Ask every SPD-Faith pair's four probes; describe is asked with the model's own count."
+SCORE_DESCRIPTION = ("Validate predictions.jsonl, judge every answer and write metrics.json, items.jsonl, report.md "
+                     "and plots: DS, DQR, TF1, CF1, contradiction and consistency ratio, DRF. A submission holds one "
+                     "answer per id and probe; every bad line is reported at once.")
+
+
+def open_dataset(source: Path | str) -> EvalDataset:
+    """A build dir, release folder or Hub id, opened for the run engine and the reference server."""
+    from mmfaith.loaders.spd_faith import open_spd_dataset
+
+    return open_spd_dataset(Path(source))
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How the pairs are shown: layout, order, seed."""
+    parser.description = RUN_DESCRIPTION
+    how = parser.add_argument_group("how the pairs are shown")
+    how.add_argument("--pair-layout", choices=LAYOUTS, default="separate", dest="layout",
+                     help="two images in one message, or one canvas with both side by side")
+    how.add_argument("--order", choices=ORDER_CHOICES, default="original-first",
+                     help="which image comes first; random is fixed by --seed and the pair id")
+    how.add_argument("--seed", type=int, default=0, help="seed of --order random")
+
+
+def probe_plan(options: dict[str, Any]) -> ProbePlan:
+    """The plan for the parsed run options (`layout`, `order`, `seed`)."""
+    from mmfaith.evaluators.spd_faith.run import SpdProbePlan
+
+    return SpdProbePlan(**options)
+
+
+def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
+    """oracle, blind or pixel-diff over an SPD-Faith dataset."""
+    from mmfaith.evaluators.spd_faith.reference import SpdReference
+
+    return SpdReference(name, dataset)  # type: ignore[arg-type]
+
+
+def add_score_options(parser: argparse.ArgumentParser) -> None:
+    """The judge of the claims: the rule judge, or an LLM over the OpenAI protocol or Gemini."""
+    parser.description = SCORE_DESCRIPTION
+    judge = parser.add_argument_group("judge")
+    judge.add_argument("--judge", default="rule", metavar="rule|MODEL",
+                       help="rule (deterministic, offline) or the model name of an LLM judge")
+    judge.add_argument("--judge-base-url", metavar="URL",
+                       help="OpenAI-compatible base URL of the judge (e.g. http://HOST:PORT/v1)")
+    judge.add_argument("--judge-provider", choices=("openai", "gemini"), default="openai",
+                       help="protocol of the judge's server: OpenAI-compatible (e.g. vLLM) or Gemini")
+    judge.add_argument("--judge-api-key-env", metavar="NAME",
+                       help="environment variable holding the judge's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
+    judge.add_argument("--judge-workers", type=int, default=4, metavar="N", help="parallel judge calls")
+    judge.add_argument("--judge-agreement", action="store_true",
+                       help="also report how often the rule and LLM judges extract the same claims")
+
+
+def score(args: argparse.Namespace) -> int:
+    """`mmfaith score spd-faith`: the parsed options into a ScoreRequest; prints the headline line."""
+    from mmfaith.clients import ModelEndpoint
+    from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
+
+    judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
+                                                            args.judge_api_key_env)
+    metrics = score_spd_faith(ScoreRequest(
+        dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=judge,
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
+        n_bootstrap=args.bootstrap, seed=args.seed))
+    overall = metrics["overall"]
+    print(f"scored {metrics['counts']['n_items']} pairs of {metrics['provenance']['model']}: "
+          + ", ".join(f"{k} {overall[k]:.3f}" for k in ("DS", "DQR", "TF1", "CF1", "DRF") if overall[k] is not None)
+          + f"; see {args.out / 'report.md'}")
+    return 0
+
+
+def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
+    """`mmfaith report` over SPD-Faith score dirs."""
+    from mmfaith.evaluators.spd_faith.report import compare_scores
+
+    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)
