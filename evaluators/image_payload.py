@@ -25,13 +25,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from mmfaith.clients import png_data_url
 from mmfaith.errors import MmfaithError
-from mmfaith.images import png_bytes
+from mmfaith.images import png_bytes, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 GAP_PX = 16
@@ -156,6 +157,7 @@ class ImagePayloads:
         self.stats = PayloadStats()
         self._uses: Counter[str] = Counter(image.key for image in uses)
         self._parts_made: dict[str, asyncio.Future[bytes]] = {}
+        self._made_sha256: dict[str, str] = {}
         self._stats_lock = threading.Lock()
 
     async def part(self, image: Shown) -> bytes:
@@ -165,8 +167,16 @@ class ImagePayloads:
         the requests in flight; items that need an image being made wait for that one making.
         """
         if image.key not in self._parts_made:
-            self._parts_made[image.key] = asyncio.ensure_future(asyncio.to_thread(self._encode, image.load))
+            self._parts_made[image.key] = asyncio.ensure_future(asyncio.to_thread(self._encode, image))
         return await self._parts_made[image.key]
+
+    def provenance(self, image: Shown) -> dict[str, Any]:
+        """What a request showed, for its prediction line: the sha256 of the bytes sent and, for a
+        derived image, the hashes of its sources and its transform (after `part` made it)."""
+        if isinstance(image, ImageRef):
+            return {"sha256": image.sha256}
+        return {"sha256": self._made_sha256[image.key], "sources": [source.sha256 for source in image.sources],
+                "transform": image.transform}
 
     def release(self, images: Iterable[Shown]) -> None:
         """One item that shows these images is finished; drop what no later item needs."""
@@ -175,11 +185,13 @@ class ImagePayloads:
             if self._uses[image.key] <= 0:
                 self._parts_made.pop(image.key, None)
 
-    def _encode(self, make: Callable[[], bytes]) -> bytes:
+    def _encode(self, image: Shown) -> bytes:
         start = time.thread_time()
-        png = make()
+        png = image.load()
         part = image_part(png_data_url(png))
         width, height = png_size(png)
+        if isinstance(image, DerivedImage):
+            self._made_sha256[image.key] = sha256_bytes(png)
         with self._stats_lock:
             self.stats.encodings += 1
             self.stats.sizes.add(f"{width}x{height}")

@@ -27,6 +27,7 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import time
@@ -98,6 +99,11 @@ class ProbePlan(Protocol):
 
     def provenance(self) -> dict[str, Any]:
         """Further run.json fields, recorded but not compared."""
+
+    def shows(self, item: Any) -> dict[str, Any]:
+        """What the item's probes show the model, as JSON: its images' sha256 and any question and option
+        text not fixed by the prompt templates; never gold answers or verification. The run dir is bound
+        to the hash of every item's (`dataset_fingerprint`)."""
 
     async def run_item(self, item: Any, asker: ItemAsker) -> None:
         """Ask the item's pending probes through `asker`."""
@@ -211,6 +217,7 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
     _check_settings(settings)
     items = list(dataset.items[:settings.limit] if settings.limit else dataset.items)
     provenance = _provenance(family, settings, dataset, plan, len(items))
+    provenance["dataset_fingerprint"] = dataset_fingerprint(dataset.items, plan)
     previous = _previous_run(settings.out, provenance, plan)
     log = PredictionLog(settings.out / PREDICTIONS)
     todo = [item for item in items if _pending(plan, log, item)]
@@ -298,9 +305,11 @@ class _Session:
         messages = [(turn.role, [await self._part(piece) for piece in turn.content]) for turn in turns]
         body = chat_body(model=self.settings.model, max_tokens=self.settings.max_tokens, temperature=temperature,
                          messages=messages)
+        shown = [self.payloads.provenance(piece) for turn in turns for piece in turn.content
+                 if not isinstance(piece, str)]
         result = await self._client.complete(body, priority=priority)
         self.requests += 1
-        line = self.line(item, probe, meta, result, None)
+        line = self.line(item, probe, {**meta, "images": shown}, result, None)
         await self.write(line)
         return line
 
@@ -369,6 +378,13 @@ async def _each_bounded(items: Iterable[T], worker: Callable[[T], Coroutine[Any,
     await asyncio.gather(*tasks)
 
 
+def dataset_fingerprint(items: Iterable[EvalItem], plan: ProbePlan) -> str:
+    """sha256 of what the probes show, item by item (`ProbePlan.shows`): a rebuilt dataset whose images or
+    texts changed gets another fingerprint even where its ids did not change."""
+    shown = [{"id": item.id, **plan.shows(item)} for item in items]
+    return hashlib.sha256(canonical_json(shown).encode("utf-8")).hexdigest()
+
+
 def _pending(plan: ProbePlan, log: PredictionLog, item: EvalItem) -> list[str]:
     return [probe for probe in plan.expected_probes(item) if (item.id, probe) not in log.answered]
 
@@ -428,6 +444,11 @@ def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dic
         if previous.get(name) != provenance[name]:
             raise MmfaithError(f"{run_json}: field {name!r} is {previous.get(name)!r} but this run has "
                                f"{provenance[name]!r}; resume with the same settings or use a new --out.")
+    if previous.get("dataset_fingerprint", provenance["dataset_fingerprint"]) != provenance["dataset_fingerprint"]:
+        raise MmfaithError(
+            f"{run_json}: this run dir holds answers about another dataset (fingerprint "
+            f"{previous['dataset_fingerprint'][:12]}, this dataset {provenance['dataset_fingerprint'][:12]}: its "
+            f"images or questions changed); use a new --out for this dataset.")
     return previous
 
 

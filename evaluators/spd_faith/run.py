@@ -95,6 +95,10 @@ class SpdProbePlan:
         return {"gap_px": GAP_PX if self.layout == "side-by-side" else None,
                 "prompt_template_version": TEMPLATE_VERSION}
 
+    def shows(self, pair: SpdPair) -> dict[str, Any]:
+        """The two images (the prompts are fixed by the templates, whose hash the run dir records)."""
+        return {"images": [pair.record["image_a_sha256"], pair.record["image_b_sha256"]]}
+
     def images(self, pair: SpdPair) -> list[Shown]:
         first, second = shown_images(pair, pair_order(self.order, self.seed, pair.id))
         if self.layout == "side-by-side":
