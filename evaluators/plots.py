@@ -104,11 +104,14 @@ def panels_for(metrics: Sequence[MetricInfo]) -> list[tuple[ValueAxis, list[Metr
 
 def _new_figure(width: float, height: float = PANEL_HEIGHT) -> Figure:
     try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
         raise MmfaithError("the report's plots need matplotlib: pip install matplotlib "
                            "(metrics.json and items.jsonl are already written).") from exc
-    return Figure(figsize=(width, height), layout="constrained")
+    figure = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(figure)  # its own Agg canvas: drawable and inspectable without pyplot
+    return figure
 
 
 def _limits(axis: ValueAxis, values: Sequence[float], intervals: Sequence[_Interval]) -> tuple[float, float, list[float]]:
@@ -197,16 +200,21 @@ def _colors(labels: Sequence[str]) -> dict[str, str]:
 
 
 def _na_notes(missing: Mapping[str, Mapping[str, str]]) -> list[str]:
-    """Footnote lines "n/a: CATEGORY for SERIES, SERIES (reason)", one per undefined category and reason.
+    """Footnote lines for the undefined values, one per (category, reason) listing the series
+    ("n/a: DRF for blind, garbled (no described differences)") or one per (series, reason) listing
+    the categories ("n/a: yes-ratio in easy, hard (no parsed answers)"), whichever is shorter.
 
     `missing[series][category]` is the reason (may be empty) a value is undefined.
     """
-    grouped: dict[tuple[str, str], list[str]] = {}
+    by_category: dict[tuple[str, str], list[str]] = {}
+    by_series: dict[tuple[str, str], list[str]] = {}
     for label, reasons in missing.items():
         for category, reason in reasons.items():
-            grouped.setdefault((category, reason), []).append(label)
-    return [f"{NA}: {category.replace(chr(10), ' ')} for {', '.join(labels)}" + (f" ({reason})" if reason else "")
-            for (category, reason), labels in grouped.items()]
+            by_category.setdefault((category.replace("\n", " "), reason), []).append(label)
+            by_series.setdefault((label, reason), []).append(category.replace("\n", " "))
+    grouped, joint = (by_category, "for") if len(by_category) <= len(by_series) else (by_series, "in")
+    return [f"{NA}: {head} {joint} {', '.join(members)}" + (f" ({reason})" if reason else "")
+            for (head, reason), members in grouped.items()]
 
 
 def bar_chart(title: str, categories: Sequence[str], series: Mapping[str, Sequence[float | None]], axis: ValueAxis,

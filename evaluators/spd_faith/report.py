@@ -103,7 +103,7 @@ def score_figures(metrics: Mapping[str, Any]) -> dict[str, Figure]:
     model, groups, overall = metrics["provenance"]["model"], metrics["by_difficulty"], metrics["overall"]
     plotted = [_info(key) for key in PLOT_METRICS]
     trend = [_info(key) for key in TREND_METRICS]
-    group_reasons = {g: _reasons(metrics, PLOT_METRICS, groups[g]) for g in GROUPS}
+    group_reasons = {g: _reasons(metrics, (*PLOT_METRICS, *TREND_METRICS), groups[g]) for g in GROUPS}
     return {
         "metrics_by_difficulty.png": plots.metric_chart(
             f"{model}: metrics by difficulty (95% CI)", plotted,
