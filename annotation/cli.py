@@ -9,6 +9,7 @@ import argparse
 import os
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from mmfaith import families
@@ -96,8 +97,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p_serve.set_defaults(handler=_run_serve)
 
 
+INSTALL_HINT = "mmfaith annotate push/pull need label-studio-sdk: pip install 'mmfaith[annotate]'"
+
+
+def _label_studio() -> ModuleType:
+    """mmfaith.annotation.label_studio, or a one-line MmfaithError naming the extra to install when
+    label-studio-sdk (the `annotate` extra) is missing."""
+    try:
+        from mmfaith.annotation import label_studio
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "label_studio_sdk":
+            raise
+        raise MmfaithError(INSTALL_HINT) from None
+    return label_studio
+
+
 def _run_push(args: argparse.Namespace) -> int:
-    from mmfaith.annotation.label_studio import connect, push
+    label_studio = _label_studio()
+    connect, push = label_studio.connect, label_studio.push
 
     if args.files_root is None:
         raise MmfaithError("push needs --files-root DIR (the server's LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT), "
@@ -142,7 +159,8 @@ def _print_pull(report: "PullReport") -> None:
 
 
 def _run_pull(args: argparse.Namespace) -> int:
-    from mmfaith.annotation.label_studio import connect, pull
+    label_studio = _label_studio()
+    connect, pull = label_studio.connect, label_studio.pull
 
     family = _labeling(args)
     report = pull(connect(args.url, args.api_key_env), args.build_dir, args.project, family, args.policy)

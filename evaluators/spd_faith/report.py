@@ -1,5 +1,9 @@
 """Human-readable SPD-Faith results: one model's report.md and plots, and `mmfaith report` comparisons.
 
+Both report.md files open with a key to the metrics shown (name, meaning, better direction, range,
+where the definition is), read from the family's declarations (mmfaith.families), and write an
+undefined value as "n/a (why)", the reason taken from the counts in metrics.json.
+
 One score dir (`write_score_report`): report.md (dataset, model, prompt hash, judge, counts, every
 overall metric with its 95% interval, per-difficulty and control tables, TF1 by type, DRF error
 classes) and three plots as in the paper's figures: metrics_by_difficulty.png, drf_errors.png and
@@ -13,7 +17,8 @@ for the binary per-item metrics DQR and existence. Written: report.md, compariso
 compare_overall.png, compare_by_difficulty.png. The score dirs must share the dataset revision
 and the scoring definitions.
 
-Plots use matplotlib's Agg canvas with no Software metadata, so the PNG bytes depend only on the numbers.
+Plots are drawn by the shared evaluators/plots.py (value labels, "n/a" marks, axes from each metric's
+declared kind and range); `score_figures` and `comparison_figures` return them unsaved.
 """
 from __future__ import annotations
 
@@ -21,84 +26,64 @@ import json
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import stats
+from mmfaith.evaluators import plots, stats
 from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components)
+from mmfaith.evaluators.report_tables import (fmt, fmt_ci, md_table, metric_block, metric_value, metrics_key,
+                                              why_undefined)
+from mmfaith.families import MetricInfo
+from mmfaith.families import get as get_family
 from mmfaith.jsonl import read_jsonl, write_atomic
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+FAMILY = get_family("spd-faith")
+
 PLOT_METRICS = ("DS", "DQR", "existence_rate", "TF1", "CF1", "DRF", "contradiction_rate", "consistency_ratio")
+TREND_METRICS = ("yes_ratio_same", "contradiction_rate")
 BINARY_METRICS = {"DQR": "DQR", "existence_rate": "existence"}
+SHOWN = (*CI_METRICS, "control.false_alarm_rate")
+"""Every metric report.md shows, in the order of its "Metrics shown" table."""
+WHY_LEFT_OUT = {
+    "contradiction_rate": "no item with both same? and different? parsed",
+    "consistency_ratio": "neither same? nor different? names a difference",
+    "DRF": "no described differences",
+    "yes_ratio_same": "no parsed same? answers",
+    "control.false_alarm_rate": "no parsed answers",
+}
+"""Why an item is left out of a metric that is undefined for some items (metrics.LEFT_OUT)."""
+DRF_AXIS = plots.ValueAxis("describe claims", 0.0, None, integer=True, decimals=0)
 
 
-def _fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
+def _info(key: str) -> MetricInfo:
+    metric = FAMILY.metric(key)
+    if metric is None:
+        raise KeyError(f"{key}: not declared by the {FAMILY.name} family")
+    return metric
 
 
-def _fmt_ci(value: float | None, interval: Sequence[float] | None) -> str:
-    return _fmt(value) + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+def _cell(metrics: Mapping[str, Any], key: str, block: Mapping[str, Any] | None = None,
+          ci: Mapping[str, Any] | None = None) -> str:
+    """A table cell: the value with its interval, or "n/a (why)"."""
+    value = metric_value(metrics, key, block)
+    why = "" if value is not None else why_undefined(key, metric_block(metrics, key, block), WHY_LEFT_OUT)
+    interval = (metrics["ci95"] if block is None else block.get("ci95", {})) if ci is None else ci
+    return fmt_ci(value, interval.get(key), why)
 
 
 def _block_rows(blocks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """Table rows (n_items, then every rate with its interval) of blocks side by side (by_difficulty groups)."""
     return [["n_items", *(str(b["n_items"]) for b in blocks)],
-            *([m, *(_fmt_ci(b[m], b["ci95"].get(m)) for b in blocks)] for m in CI_METRICS)]
+            *([m, *(_cell({}, m, b) for b in blocks)] for m in CI_METRICS)]
 
 
-def _figure(width: float) -> Any:
-    """A matplotlib Figure on the Agg canvas (no pyplot, no global backend state)."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise MmfaithError("the report's plots need matplotlib: pip install matplotlib "
-                           "(metrics.json and items.jsonl are already written).") from exc
-    return Figure(figsize=(width, 4.0))
-
-
-def _bars(path: Path, title: str, categories: Sequence[str], series: Mapping[str, Sequence[float | None]],
-          intervals: Mapping[str, Sequence[Sequence[float] | None]], ylabel: str = "") -> None:
-    """Grouped bar chart, one bar per series in each category, with interval error bars where known."""
-    figure = _figure(max(6.0, 1.1 * len(categories) + 1.0))
-    axes = figure.add_subplot()
-    width = 0.8 / max(1, len(series))
-    for k, (label, values) in enumerate(series.items()):
-        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(categories))]
-        heights = [v if v is not None else 0.0 for v in values]
-        bounds = intervals.get(label, [None] * len(values))
-        low = [h - b[0] if b else 0.0 for h, b in zip(heights, bounds)]
-        high = [b[1] - h if b else 0.0 for h, b in zip(heights, bounds)]
-        axes.bar(xs, heights, width, label=label, yerr=[low, high] if any(bounds) else None, capsize=3)
-    axes.set_xticks(range(len(categories)), categories, rotation=20, ha="right")
-    axes.axhline(0.0, color="black", linewidth=0.6)
-    axes.set_title(title)
-    axes.set_ylabel(ylabel)
-    if len(series) > 1:
-        axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, format="png", dpi=100, metadata={"Software": None})
-
-
-def _lines(path: Path, title: str, categories: Sequence[str], series: Mapping[str, Sequence[float | None]],
-           intervals: Mapping[str, Sequence[Sequence[float] | None]]) -> None:
-    """Line plot over ordered categories with interval error bars (missing points left out)."""
-    figure = _figure(6.0)
-    axes = figure.add_subplot()
-    for label, values in series.items():
-        known = [(i, v, b) for i, (v, b) in enumerate(zip(values, intervals[label])) if v is not None]
-        axes.errorbar([i for i, _, _ in known], [v for _, v, _ in known], capsize=3, marker="o", label=label,
-                      yerr=[[v - b[0] if b else 0.0 for _, v, b in known],
-                            [b[1] - v if b else 0.0 for _, v, b in known]])
-    axes.set_xticks(range(len(categories)), categories)
-    axes.set_ylim(-0.05, 1.05)
-    axes.set_title(title)
-    axes.legend(fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, format="png", dpi=100, metadata={"Software": None})
+def _reasons(metrics: Mapping[str, Any], keys: Sequence[str], block: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """{key: why it is undefined} for the keys whose value is null in the block (plot footnotes: no counts)."""
+    return {key: why_undefined(key, metric_block(metrics, key, block), WHY_LEFT_OUT, counts=False)
+            for key in keys if metric_value(metrics, key, block) is None}
 
 
 def _header(metrics: Mapping[str, Any]) -> list[str]:
@@ -113,47 +98,66 @@ def _header(metrics: Mapping[str, Any]) -> list[str]:
             f"{p['bootstrap']['n']} replicates by {p['bootstrap']['unit']}, seed {p['bootstrap']['seed']}"]
 
 
-def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
-    """report.md and the three plots of one score dir (module docstring)."""
+def score_figures(metrics: Mapping[str, Any]) -> dict[str, Figure]:
+    """The three plots of one score dir, by file name (module docstring), not yet saved."""
+    model, groups, overall = metrics["provenance"]["model"], metrics["by_difficulty"], metrics["overall"]
+    plotted = [_info(key) for key in PLOT_METRICS]
+    trend = [_info(key) for key in TREND_METRICS]
+    group_reasons = {g: _reasons(metrics, (*PLOT_METRICS, *TREND_METRICS), groups[g]) for g in GROUPS}
+    return {
+        "metrics_by_difficulty.png": plots.metric_chart(
+            f"{model}: metrics by difficulty (95% CI)", plotted,
+            {g: {key: groups[g][key] for key in PLOT_METRICS} for g in GROUPS},
+            intervals={g: groups[g]["ci95"] for g in GROUPS}, reasons=group_reasons, legend_title="difficulty"),
+        "drf_errors.png": plots.bar_chart(
+            f"{model}: DRF error classes of the describe claims", [k.replace("_", " ") for k in DRF_ERRORS],
+            {"claims": [overall["DRF_errors"][k] for k in DRF_ERRORS]}, DRF_AXIS, xlabel="error class"),
+        "yes_ratio_same.png": plots.bar_chart(
+            f"{model}: same? yes-ratio and contradiction rate (95% CI)", list(GROUPS),
+            {plots.series_label(m): [groups[g][m.key] for g in GROUPS] for m in trend},
+            plots.ValueAxis.for_metrics(trend), xlabel="difficulty",
+            intervals={plots.series_label(m): [groups[g]["ci95"].get(m.key) for g in GROUPS] for m in trend},
+            reasons={plots.series_label(m): {g: group_reasons[g][m.key] for g in GROUPS if m.key in group_reasons[g]}
+                     for m in trend}, legend_title="metric"),
+    }
+
+
+def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figure]:
+    """report.md and the three plots of one score dir (module docstring); returns the plots drawn, by file name."""
     overall, groups, counts, control = (metrics[k] for k in ("overall", "by_difficulty", "counts", "control"))
     lines = [f"# SPD-Faith scores: {metrics['provenance']['model']}", "", *_header(metrics), "",
+             *metrics_key(FAMILY, SHOWN), "",
              f"{counts['n_items']} pairs: {counts['n_scored']} with differences, {counts['n_control']} controls; "
              f"{counts['n_errors']} failed calls.", "",
-             *_table(["probe", "unparsed", "truncated", "missing"],
-                     [[p, str(counts["n_unparsed"][p]), str(counts["n_truncated"][p]), str(counts["n_missing"][p])]
-                      for p in counts["n_unparsed"]]),
+             *md_table(["probe", "unparsed", "truncated", "missing"],
+                       [[p, str(counts["n_unparsed"][p]), str(counts["n_truncated"][p]), str(counts["n_missing"][p])]
+                        for p in counts["n_unparsed"]]),
              "", "## Overall (items with at least one difference)", "",
-             *_table(["metric", "value [95% CI]"],
-                     [[m, _fmt_ci(overall[m], metrics["ci95"].get(m))] for m in CI_METRICS]),
+             *md_table(["metric", "value [95% CI]"], [[m, _cell(metrics, m)] for m in CI_METRICS]),
              "", "Left out (undefined for the item): " +
              ", ".join(f"{k} {v}" for k, v in overall["n_left_out"].items()), "",
              "## By difficulty", "",
-             *_table(["metric", *GROUPS], _block_rows([groups[g] for g in GROUPS])),
+             *md_table(["metric", *GROUPS], _block_rows([groups[g] for g in GROUPS])),
              "", "## TF1 by type", "",
-             *_table(["type", "precision", "recall", "F1"],
-                     [[t, *(_fmt(v[k]) for k in ("precision", "recall", "f1"))]
-                      for t, v in overall["TF1_by_type"].items()]),
+             *md_table(["type", "precision", "recall", "F1"],
+                       [[t, *(fmt(v[k], "no claims or gold of this type") for k in ("precision", "recall", "f1"))]
+                        for t, v in overall["TF1_by_type"].items()]),
              "", "## DRF error classes (claim counts)", "",
-             *_table(list(DRF_ERRORS), [[str(overall["DRF_errors"][k]) for k in DRF_ERRORS]]),
+             *md_table(list(DRF_ERRORS), [[str(overall["DRF_errors"][k]) for k in DRF_ERRORS]]),
              "", "## Control pairs (no difference)", "",
-             f"false alarm rate {_fmt(control['false_alarm_rate'])} over {control['n_items']} controls "
-             f"({control['n_left_out']} left out); by probe: " +
-             ", ".join(f"{p} {_fmt(v)}" for p, v in control["false_alarm_by_probe"].items()), "",
+             f"false alarm rate {_cell(metrics, 'control.false_alarm_rate', ci={})} over {control['n_items']} "
+             f"controls ({control['n_left_out']} left out); by probe: " +
+             ", ".join(f"{p} {fmt(v)}" for p, v in control["false_alarm_by_probe"].items()), "",
              *([f"Judge agreement ({metrics['judge_agreement']['measure']}): "
-                f"{_fmt(metrics['judge_agreement']['claims_multiset'])} over "
+                f"{fmt(metrics['judge_agreement']['claims_multiset'])} over "
                 f"{metrics['judge_agreement']['n_responses']} responses.", ""] if "judge_agreement" in metrics else []),
              "![metrics by difficulty](metrics_by_difficulty.png)", "", "![DRF error classes](drf_errors.png)", "",
              "![yes-ratio of same? by difficulty](yes_ratio_same.png)", ""]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
-    _bars(out / "metrics_by_difficulty.png", "Metrics by difficulty", PLOT_METRICS,
-          {g: [groups[g][m] for m in PLOT_METRICS] for g in GROUPS},
-          {g: [groups[g]["ci95"].get(m) for m in PLOT_METRICS] for g in GROUPS})
-    _bars(out / "drf_errors.png", "DRF error classes (describe claims)", DRF_ERRORS,
-          {"claims": [overall["DRF_errors"][k] for k in DRF_ERRORS]}, {}, ylabel="claims")
-    trend = ("yes_ratio_same", "contradiction_rate")
-    _lines(out / "yes_ratio_same.png", 'Yes-ratio of "same?" and contradiction rate by difficulty', GROUPS,
-           {m: [groups[g][m] for g in GROUPS] for m in trend},
-           {m: [groups[g]["ci95"].get(m) for g in GROUPS] for m in trend})
+    figures = score_figures(metrics)
+    for name, figure in figures.items():
+        plots.save_png(figure, out / name)
+    return figures
 
 
 def load_score_dir(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -215,13 +219,30 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     _write_comparison_md(out, labels, metrics, comparison)
-    _bars(out / "compare_overall.png", "Overall metrics (95% CI)", PLOT_METRICS,
-          {label: [m["overall"][k] for k in PLOT_METRICS] for label, m in zip(labels, metrics)},
-          {label: [m["ci95"].get(k) for k in PLOT_METRICS] for label, m in zip(labels, metrics)})
-    _bars(out / "compare_by_difficulty.png", "DQR by difficulty (95% CI)", GROUPS,
-          {label: [m["by_difficulty"][g]["DQR"] for g in GROUPS] for label, m in zip(labels, metrics)},
-          {label: [m["by_difficulty"][g]["ci95"].get("DQR") for g in GROUPS] for label, m in zip(labels, metrics)})
+    for name, figure in comparison_figures(labels, metrics).items():
+        plots.save_png(figure, out / name)
     return comparison
+
+
+def comparison_figures(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> dict[str, Figure]:
+    """The two comparison plots (compare_overall.png, compare_by_difficulty.png) by file name, not yet saved."""
+    plotted = [_info(key) for key in PLOT_METRICS]
+    dqr = _info("DQR")
+    return {
+        "compare_overall.png": plots.metric_chart(
+            "Overall metrics by model (95% CI)", plotted,
+            {label: {key: m["overall"][key] for key in PLOT_METRICS} for label, m in zip(labels, metrics)},
+            intervals={label: m["ci95"] for label, m in zip(labels, metrics)},
+            reasons={label: _reasons(m, PLOT_METRICS) for label, m in zip(labels, metrics)}),
+        "compare_by_difficulty.png": plots.bar_chart(
+            "DQR by difficulty and model (95% CI)", list(GROUPS),
+            {label: [m["by_difficulty"][g]["DQR"] for g in GROUPS] for label, m in zip(labels, metrics)},
+            plots.ValueAxis.for_metrics([dqr], label=f"{plots.short_name(dqr)} (0 to 1)"), xlabel="difficulty",
+            intervals={label: [m["by_difficulty"][g]["ci95"].get("DQR") for g in GROUPS]
+                       for label, m in zip(labels, metrics)},
+            reasons={label: {g: r["DQR"] for g in GROUPS if "DQR" in (r := _reasons(m, ["DQR"], m["by_difficulty"][g]))}
+                     for label, m in zip(labels, metrics)}, legend_title="model"),
+    }
 
 
 def _write_comparison_md(out: Path, labels: Sequence[str], metrics: Sequence[Mapping[str, Any]],
@@ -229,16 +250,16 @@ def _write_comparison_md(out: Path, labels: Sequence[str], metrics: Sequence[Map
     lines = ["# SPD-Faith comparison", "", *_header(metrics[0]), "",
              "Models: " + ", ".join(f"`{label}` (judge `{m['provenance']['judge']['name']}`)"
                                     for label, m in zip(labels, metrics)), "",
+             *metrics_key(FAMILY, SHOWN), "",
              "## Overall (95% CI)", "",
-             *_table(["metric", *labels], [[k, *(_fmt_ci(m["overall"][k], m["ci95"].get(k)) for m in metrics)]
-                                           for k in CI_METRICS])]
+             *md_table(["metric", *labels], [[k, *(_cell(m, k) for m in metrics)] for k in SHOWN])]
     for group in GROUPS:
         lines += ["", f"## {group}", "",
-                  *_table(["metric", *labels], _block_rows([m["by_difficulty"][group] for m in metrics]))]
+                  *md_table(["metric", *labels], _block_rows([m["by_difficulty"][group] for m in metrics]))]
     for pair in comparison["pairs"]:
         lines += ["", f"## {pair['a']} minus {pair['b']} ({pair['n_shared']} shared items, paired bootstrap)", "",
-                  *_table(["metric", "difference [95% CI]", "McNemar p (a only / b only)"],
-                          [[k, _fmt_ci(d["value"], d["ci95"]),
+                  *md_table(["metric", "difference [95% CI]", "McNemar p (a only / b only)"],
+                          [[k, fmt_ci(d["value"], d["ci95"], "undefined for a model"),
                             (f"{pair['mcnemar'][k]['p_value']:.4f} ({pair['mcnemar'][k]['a_only']} / "
                              f"{pair['mcnemar'][k]['b_only']})") if k in pair["mcnemar"] else ""]
                            for k, d in pair["difference"].items()])]
