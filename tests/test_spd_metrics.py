@@ -1,4 +1,4 @@
-"""Hand-computed golden cases for every SPD-Faith scoring definition (evaluators/spd_metrics.py).
+"""Hand-computed golden cases for every SPD-Faith scoring definition (evaluators/spd_faith/metrics.py).
 
 Items are built from minimal gold records and real response texts, judged by the rule judge, so
 each case also exercises claim normalisation. The arithmetic is written next to each expectation.

@@ -1,7 +1,7 @@
 """`mmfaith build spd-faith`: COCO scenes in, gated SPD-Faith image pairs out (BUILD_DIR).
 
 Flow (SPD-Faith section 3.1 and appendix A): quotas -> a deterministic stream of slots per quota
-(image, visit) -> in workers: plan, edit, gate (spd_pairs.make_pair) -> in the main process, in slot
+(image, visit) -> in workers: plan, edit, gate (pairs.make_pair) -> in the main process, in slot
 order: write the PNGs, then append the record to records.jsonl or the reason to rejected.jsonl.
 
 Determinism and resume: the slot streams depend only on the seed and the source, results are

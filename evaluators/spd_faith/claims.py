@@ -25,7 +25,7 @@ type word, or a color after a change word, and a category is one claim; a typed 
 category takes the last unclaimed category of its sentence ("The cup, which was red, turned
 blue"); negated clauses ("nothing was removed") are skipped.
 
-Relations (what a judge labels; the metrics in spd_metrics match on them):
+Relations (what a judge labels; the metrics in spd_faith/metrics.py match on them):
 - DRF, claim vs gold (SPD-Faith appendix B.2.3, phase 2): `faithful` (same type and category,
   colors equal when both give one), `attribute_error` (same type and category, other color),
   `type_confusion` (same category, other type), `type_category_mismatch` (same type, other

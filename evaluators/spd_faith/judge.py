@@ -6,7 +6,7 @@ only (the gold differences stand in for the images), temperature 0. The answer m
 object valid against schemas/spd_faith_judge.schema.json whose indices point at real claims and
 gold differences; a bad answer is asked again once with the reason, and a second bad answer falls
 back to the rule judge for that item (counted in `fallbacks`, source `rule-fallback`). The judge
-only extracts and labels: every metric is recomputed from its claims and labels (spd_metrics).
+only extracts and labels: every metric is recomputed from its claims and labels (spd_faith/metrics.py).
 
 Valid answers are cached in `<score dir>/judge_cache.jsonl`, keyed by the SHA-256 of the model
 name and the full prompt, so re-scoring asks nothing new and gives the same bytes.

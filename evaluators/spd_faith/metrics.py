@@ -2,7 +2,7 @@
 
 Definitions (fixed by the project, issue 3; paper sections 3.2 and appendix B.2):
 
-Answers (spd_parse): the last \\boxed{}; without one, the last yes/no word or number of the final
+Answers (spd_faith/parse.py): the last \\boxed{}; without one, the last yes/no word or number of the final
 sentence; otherwise unparsed. A response cut by the token limit (finish_reason "length") has
 status `truncated` (counted apart from `unparsed`, scored on whatever it parses to); a probe with
 no answer has status `missing` and is scored like an unparsed one. A `describe` response without

@@ -6,7 +6,7 @@ A model turns a `ProbeQuery` (the pair found from the request's images, the orde
 shown in, the probe, and the images' PNG bytes) into `(reasoning, claims)`: one sentence and the
 differences it reports, each `{"type": color|remove|position, "object", "detail"}`, told in the
 order shown (the first picture, then the second). `answer(model, query)` renders them in the
-probe's format (evaluators/spd_prompts.py): the reasoning, a fenced ```json list of the claims for
+probe's format (evaluators/spd_faith/prompts.py): the reasoning, a fenced ```json list of the claims for
 `same`, `different` and `describe`, and the final answer in \\boxed{}: `same` -> yes exactly when
 there are no claims, `different` -> the opposite, `count` and `describe` -> the number of claims.
 

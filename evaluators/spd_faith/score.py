@@ -13,7 +13,7 @@ probe with no answer is `missing` (counted per probe and scored as unanswered).
 
 Outputs in the score dir: metrics.json (schemas/spd_faith_metrics.schema.json), items.jsonl
 (schemas/spd_faith_item_scores.schema.json, one line per pair in dataset order), report.md and
-PNG plots (spd_report), and judge_cache.jsonl with an LLM judge. The same inputs give the same
+PNG plots (spd_faith/report.py), and judge_cache.jsonl with an LLM judge. The same inputs give the same
 bytes (the bootstrap is seeded; LLM judge answers are cached).
 """
 from __future__ import annotations

@@ -60,7 +60,7 @@ def record_to_row(record: dict[str, Any], image_a: bytes, image_b: bytes) -> dic
     extra = sorted(set(record["source"]) - set(SOURCE_KEYS))
     if extra:
         raise MmfaithError(f"record {record['id']}: source field(s) {', '.join(extra)} have no release column; "
-                           "add them to loaders/spd_rows.py features() before releasing.")
+                           "add them to loaders/spd_faith/rows.py features() before releasing.")
     source = record["source"]
     return {
         "id": record["id"],

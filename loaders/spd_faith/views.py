@@ -1,6 +1,6 @@
 """Typed views of SPD-Faith rows: a pair with its two PIL images and its differences as dataclasses.
 
-Two row formats are read: mmfaith's release rows (loaders/spd_rows.py; also what
+Two row formats are read: mmfaith's release rows (loaders/spd_faith/rows.py; also what
 `load_spd_faith` makes from a build dir) and the official SPD-Faith release
 (Hub `Jackson-Lv/SPD-Faith-Bench`: `qid`, one side-by-side `image`, `modifications[{type,
 category}]`, `question`), adapted by `official_pair_view`. `spd_pairs(dataset)` picks the adapter

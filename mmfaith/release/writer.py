@@ -3,7 +3,7 @@
 Output (RELEASE_DIR): `README.md` (the dataset card, cards/spd_faith.md filled in, with the Hub
 YAML front matter that declares the configs), `data/<config>/test-NNNNN-of-NNNNN.parquet` (one
 split, `test`; configs `single`, `multi`, `control` when they have rows; images as `datasets`
-Image features with the PNG bytes inside the parquet) and `manifest.json` (builders/release_manifest.py).
+Image features with the PNG bytes inside the parquet) and `manifest.json` (mmfaith/release/manifest.py).
 
 Which pairs ship: `include="accepted"` only verified pairs, `include="all"` verified and pending
 ones; rejected pairs never; edited pairs of NoDerivs images only with `allow_noderivs`.
