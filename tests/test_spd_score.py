@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +259,7 @@ def llm_score(build: Path, predictions: Path, out: Path, server: ChatServer, **o
     return score(build, predictions, out, judge=ModelEndpoint("openai", "judge-model", server.openai_base_url), **options)
 
 
-def test_llm_judge_scores_from_its_labels_and_caches(build: Path, tmp_path: Path) -> None:
+def test_llm_judge_scores_from_its_labels_and_caches(build: Path, tmp_path: Path, own_cache_dir: Path) -> None:
     predictions = write_lines(tmp_path / "p.jsonl", prediction_lines(build, oracle_responses, "oracle"))
     with ChatServer(default=judge_reply()) as server:
         metrics = llm_score(build, predictions, tmp_path / "s", server, judge_agreement=True)
@@ -278,7 +279,21 @@ def test_llm_judge_scores_from_its_labels_and_caches(build: Path, tmp_path: Path
     assert "Judge agreement" in (tmp_path / "s" / "report.md").read_text()
     items = assert_valid_outputs(tmp_path / "s")
     assert {item["claims_source"]["describe"] for item in items} == {"llm"}
-    assert len((tmp_path / "s" / "judge_cache.jsonl").read_text().splitlines()) == 14
+    assert len(list((own_cache_dir / "judge").rglob("*.json"))) == 14
+    assert sorted(p.name for p in (tmp_path / "s").iterdir() if "cache" in p.name) == []
+
+
+def test_replacing_a_score_folder_keeps_the_paid_for_judge_answers(build: Path, tmp_path: Path) -> None:
+    predictions = write_lines(tmp_path / "p.jsonl", prediction_lines(build, oracle_responses, "oracle"))
+    with ChatServer(default=judge_reply()) as server:
+        llm_score(build, predictions, tmp_path / "s", server)
+        asked = len(server.completion_requests())
+        before = {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()}
+        shutil.rmtree(tmp_path / "s")
+        llm_score(build, predictions, tmp_path / "s", server)
+        llm_score(build, predictions, tmp_path / "elsewhere", server)
+        assert len(server.completion_requests()) == asked == 14  # nothing asked twice
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()} == before
 
 
 def test_llm_judge_labels_not_arithmetic_drive_the_metrics(build: Path, tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ probe with no answer is `missing` (counted per probe and scored as unanswered).
 
 Outputs in the score dir: metrics.json (schemas/spd_faith_metrics.schema.json), items.jsonl
 (schemas/spd_faith_item_scores.schema.json, one line per pair in dataset order), report.md and
-PNG plots (spd_report), and judge_cache.jsonl with an LLM judge. The same inputs give the same
-bytes (the bootstrap is seeded; LLM judge answers are cached).
+PNG plots (spd_report). The same inputs give the same bytes (the bootstrap is seeded; LLM judge
+answers are cached under the mmfaith cache dir, `mmfaith.cache`, never in the score dir).
 """
 from __future__ import annotations
 
@@ -36,9 +36,6 @@ from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
 from mmfaith.schema import schema_errors
-
-JUDGE_CACHE = "judge_cache.jsonl"
-
 
 @dataclass(frozen=True)
 class ScoreRequest:
@@ -126,7 +123,7 @@ def _judge(request: ScoreRequest) -> Judge:
         return RuleJudge()
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
-    return LlmJudge(request.judge, request.out / JUDGE_CACHE, request.judge_workers)
+    return LlmJudge(request.judge, request.judge_workers)
 
 
 def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions, judge: Judge) -> dict[str, Any]:
