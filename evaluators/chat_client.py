@@ -20,6 +20,8 @@ manager. `await client.complete(body)` POSTs a request body made by `chat_body` 
   or `error` after `max_attempts`, and always `attempts` and the last attempt's latency.
 
 The API key is passed to the clients and nowhere else: it is never part of a result or an error.
+Every failure message passes through `mmfaith.redact.redact` with the key, so a server that
+quotes the key back (a 401 body echoing the Authorization header) cannot put it in a record.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from typing import Any
 import openai
 
 from mmfaith.jsonl import canonical_json
+from mmfaith.redact import redact
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_BACKOFF_S = 60.0
@@ -159,6 +162,7 @@ class ChatClient:
             for _ in range(shards) for url in urls]  # interleaved: consecutive attempts go to different URLs
         self._slots = _PrioritySlots(concurrency)
         self._next = 0
+        self._secrets = (api_key,)
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
@@ -195,7 +199,8 @@ class ChatClient:
             if failure is None:
                 return _result(completion, attempt, latency)
             if not failure.retryable or attempt >= self.max_attempts:
-                return ChatResult(None, None, None, None, None, attempt, latency, failure.message)
+                return ChatResult(None, None, None, None, None, attempt, latency,
+                                  redact(failure.message, self._secrets))
             await asyncio.sleep(failure.retry_after_s if failure.retry_after_s is not None
                                 else random.uniform(0, min(MAX_BACKOFF_S, self.backoff_s * 2 ** (attempt - 1))))
 

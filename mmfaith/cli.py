@@ -118,11 +118,27 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one verb. A user-caused error (MmfaithError, or an OSError such as a path that cannot be
+    read or written) prints as one `mmfaith: error: ...` line and returns 2; with MMFAITH_DEBUG=1 in
+    the environment it is re-raised with its traceback instead."""
+    import os
+
     args = parser().parse_args(argv)
+    debug = os.environ.get("MMFAITH_DEBUG") == "1"
     try:
         return args.handler(args)
     except MmfaithError as exc:
+        if debug:
+            raise
         print(f"mmfaith: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path the user gave that the OS refuses: not a bug of mmfaith
+        if debug:
+            raise
+        where = " -> ".join(str(name) for name in (exc.filename, exc.filename2) if name is not None)
+        reason = exc.strerror or str(exc)
+        print(f"mmfaith: error: {where + ': ' if where else ''}{reason}; check the path, its permissions and free "
+              "space (MMFAITH_DEBUG=1 shows the traceback).", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mmfaith: interrupted; re-run the same command to resume.", file=sys.stderr)

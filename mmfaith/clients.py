@@ -1,7 +1,9 @@
 """Blocking one-shot calls to a chat model with images: OpenAI-compatible servers or Gemini.
 
-Used where a build step asks a model once per item (the LLM planner). Keys come from the
-environment variable the user names and are never printed or stored.
+Used where a build step asks a model once per item (the LLM planner) and by the LLM judge. Keys
+come from the environment variable the user names and are never printed or stored: a failed call
+raises `ModelCallError`, whose message (the client's exception type and text) has passed through
+`mmfaith.redact.redact` with the key, so a server quoting the key back cannot put it in a record.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.redact import redact
 
 PROVIDERS = ("openai", "gemini")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
@@ -33,6 +36,15 @@ class ModelEndpoint:
         return os.environ.get(self.api_key_env or DEFAULT_KEY_ENV[self.provider])
 
 
+class ModelCallError(RuntimeError):
+    """A model call failed (connection, HTTP status, timeout); the message is redacted."""
+
+
+def failure_text(exc: BaseException) -> str:
+    """One line for a failed call or a bad answer: `ModelCallError`'s own (redacted) message, else type and text."""
+    return str(exc) if isinstance(exc, ModelCallError) else f"{type(exc).__name__}: {exc}"
+
+
 def png_data_url(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
@@ -48,9 +60,21 @@ def first_json_object(text: str) -> Any:
 
 
 def ask_with_images(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int = 1024) -> str:
-    """The model's text answer to one user turn of images then text (temperature 0)."""
-    if endpoint.provider == "gemini":
-        return _ask_gemini(endpoint, text, images_png, max_tokens)
+    """The model's text answer to one user turn of images then text (temperature 0).
+
+    Raises MmfaithError for a setup problem (missing package or key), ModelCallError for a failed call.
+    """
+    try:
+        if endpoint.provider == "gemini":
+            return _ask_gemini(endpoint, text, images_png, max_tokens)
+        return _ask_openai(endpoint, text, images_png, max_tokens)
+    except MmfaithError:
+        raise
+    except Exception as exc:  # the clients' own errors: connection, HTTP status, timeout, bad body
+        raise ModelCallError(redact(f"{type(exc).__name__}: {exc}", (endpoint.api_key(),))) from None
+
+
+def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
     import openai
 
     client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key() or "EMPTY",

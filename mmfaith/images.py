@@ -15,8 +15,16 @@ DEFAULT_MAX_PIXELS = 50_000_000
 """Images larger than this are refused before decoding (decompression-bomb guard)."""
 
 
+class UnreadableImage(MmfaithError):
+    """An image file that exists but cannot be used: not decodable, truncated, or over the pixel limit."""
+
+
 def read_rgb(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
-    """Decode an image file to an HxWx3 uint8 RGB array, refusing missing, unreadable or huge files."""
+    """Decode an image file to an HxWx3 uint8 RGB array, refusing missing, unreadable or huge files.
+
+    A missing file raises MmfaithError; an existing one that cannot be decoded (truncated, not an
+    image) or has more than `max_pixels` pixels raises its subclass UnreadableImage.
+    """
     if not path.is_file():
         raise MmfaithError(f"{path}: image file not found; check --images or the annotations' file_name.")
     try:
@@ -25,7 +33,7 @@ def read_rgb(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
             with Image.open(path) as image:
                 width, height = image.size
                 if width * height > max_pixels:
-                    raise MmfaithError(
+                    raise UnreadableImage(
                         f"{path}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels}; "
                         "raise --max-pixels if the image is trusted."
                     )
@@ -33,7 +41,7 @@ def read_rgb(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     except MmfaithError:
         raise
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
-        raise MmfaithError(f"{path}: cannot decode image ({exc}).") from exc
+        raise UnreadableImage(f"{path}: cannot decode image ({exc}).") from exc
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:

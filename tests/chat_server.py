@@ -16,7 +16,9 @@ thread (stdlib ThreadingHTTPServer); use it as a context manager. It speaks:
 Every completion request (either protocol) takes the next reply from one shared queue; when the
 queue is empty the `default` reply repeats. A reply is a content string, an int HTTP status (an
 error answer), or a callable that takes the parsed request JSON and returns either of those.
-With `retry_after_ms`, error answers carry ``retry-after-ms`` (OpenAI's clients honour it, so their
+With `echo_key_401`, every completion request is refused with 401 and a body quoting its
+Authorization header, as some servers do ("Incorrect API key provided: Bearer sk-..."): the
+hostile case for secrets. With `retry_after_ms`, error answers carry ``retry-after-ms`` (OpenAI's clients honour it, so their
 retries take milliseconds instead of seconds of backoff).
 
 Every request is recorded (`requests`: method, path, headers, parsed JSON body, protocol), and
@@ -114,11 +116,13 @@ class ChatServer(BackgroundHTTP):
     thread_name = "chat-server"
 
     def __init__(self, script: Iterable[Reply] = (), default: Reply = "OK", *,
-                 model_ids: Iterable[str] = ("test-model",), retry_after_ms: int | None = None) -> None:
+                 model_ids: Iterable[str] = ("test-model",), retry_after_ms: int | None = None,
+                 echo_key_401: bool = False) -> None:
         self._script: deque[Reply] = deque(script)
         self.default = default
         self.model_ids = tuple(model_ids)
         self.retry_after_ms = retry_after_ms
+        self.echo_key_401 = echo_key_401
         self._requests: list[RecordedRequest] = []
         self._errors: list[BaseException] = []
         self._lock = threading.Lock()
@@ -202,8 +206,8 @@ class ChatServer(BackgroundHTTP):
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _error(self, status: int, protocol: str) -> None:
-                message = f"chat-server: {status} {HTTPStatus(status).phrase}"
+            def _error(self, status: int, protocol: str, message: str | None = None) -> None:
+                message = message or f"chat-server: {status} {HTTPStatus(status).phrase}"
                 if protocol == "gemini":
                     payload = {"error": {"code": status, "message": message,
                                          "status": GOOGLE_STATUS.get(status, "UNKNOWN")}}
@@ -229,6 +233,9 @@ class ChatServer(BackgroundHTTP):
                     self._send(200, {"object": "list", "data": [
                         {"id": m, "object": "model", "created": 0, "owned_by": "chat-server"}
                         for m in server.model_ids]})
+                elif method == "POST" and server.echo_key_401 and protocol != "other":
+                    self._error(401, protocol, "Incorrect API key provided: "
+                                f"{headers.get('authorization') or headers.get('x-goog-api-key')}")
                 elif method == "POST" and path == OPENAI_CHAT and isinstance(body, dict):
                     reply = server._next_reply(body)
                     if isinstance(reply, int):

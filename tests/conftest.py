@@ -48,6 +48,15 @@ def read_records(build_dir: Path, name: str = "records.jsonl") -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.fixture(autouse=True)
+def own_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets an empty mmfaith cache ($MMFAITH_CACHE, inherited by subprocesses): no test
+    reads another's cached judge answers, and none writes to the user's ~/.cache."""
+    folder = tmp_path_factory.mktemp("mmfaith-cache")
+    monkeypatch.setenv("MMFAITH_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def sample() -> tuple[Path, Path]:
     """(annotations file, images folder) of the embedded sample."""

@@ -326,3 +326,37 @@ def test_card_and_manifest_give_the_annotators_agreement(mixed_build: Path, tmp_
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["verification"]["agreement"] == pytest.approx(-1 / 3, abs=1e-6)
     assert "Fleiss' kappa -0.333 on the verdicts" in (out / "README.md").read_text()
+
+
+def test_verify_fails_on_an_unlisted_file(released: Path, tmp_path: Path, capsys) -> None:
+    broken = tmp_path / "stray"
+    shutil.copytree(released, broken)
+    (broken / "data" / "notes.txt").write_text("not part of the release")
+    (broken / ".git").mkdir()  # a clone's own files are not the release's
+    (broken / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert verify_release(broken).problems == [
+        "data/notes.txt: file not listed in manifest.json; remove it or re-run `mmfaith release`."]
+    assert cli(["verify", str(broken)]) == 2
+
+
+@pytest.mark.parametrize("cut, named", [
+    (lambda m: m.pop("files"), "no 'files' map"),
+    (lambda m: m["files"]["README.md"].pop("sha256"), "files.README.md lacks sha256"),
+])
+def test_verify_of_a_manifest_missing_fields_is_one_line(released: Path, tmp_path: Path, capsys, cut, named) -> None:
+    broken = tmp_path / "cut"
+    shutil.copytree(released, broken)
+    manifest = json.loads((broken / "manifest.json").read_text())
+    cut(manifest)
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    assert cli(["verify", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mmfaith: error: ") and err.count("\n") == 1 and named in err, err
+
+
+def test_release_out_under_a_file_is_one_line(mixed_build: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "f").write_text("mine")
+    assert cli(["release", str(mixed_build), "--out", str(tmp_path / "f" / "r"), "--name", "x", "--version", "1.0.0",
+                "--include", "all"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"release --out {tmp_path / 'f' / 'r'}: {tmp_path / 'f'} is a file" in err, err

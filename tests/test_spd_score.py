@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +259,7 @@ def llm_score(build: Path, predictions: Path, out: Path, server: ChatServer, **o
     return score(build, predictions, out, judge=ModelEndpoint("openai", "judge-model", server.openai_base_url), **options)
 
 
-def test_llm_judge_scores_from_its_labels_and_caches(build: Path, tmp_path: Path) -> None:
+def test_llm_judge_scores_from_its_labels_and_caches(build: Path, tmp_path: Path, own_cache_dir: Path) -> None:
     predictions = write_lines(tmp_path / "p.jsonl", prediction_lines(build, oracle_responses, "oracle"))
     with ChatServer(default=judge_reply()) as server:
         metrics = llm_score(build, predictions, tmp_path / "s", server, judge_agreement=True)
@@ -278,7 +279,21 @@ def test_llm_judge_scores_from_its_labels_and_caches(build: Path, tmp_path: Path
     assert "Judge agreement" in (tmp_path / "s" / "report.md").read_text()
     items = assert_valid_outputs(tmp_path / "s")
     assert {item["claims_source"]["describe"] for item in items} == {"llm"}
-    assert len((tmp_path / "s" / "judge_cache.jsonl").read_text().splitlines()) == 14
+    assert len(list((own_cache_dir / "judge").rglob("*.json"))) == 14
+    assert sorted(p.name for p in (tmp_path / "s").iterdir() if "cache" in p.name) == []
+
+
+def test_replacing_a_score_folder_keeps_the_paid_for_judge_answers(build: Path, tmp_path: Path) -> None:
+    predictions = write_lines(tmp_path / "p.jsonl", prediction_lines(build, oracle_responses, "oracle"))
+    with ChatServer(default=judge_reply()) as server:
+        llm_score(build, predictions, tmp_path / "s", server)
+        asked = len(server.completion_requests())
+        before = {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()}
+        shutil.rmtree(tmp_path / "s")
+        llm_score(build, predictions, tmp_path / "s", server)
+        llm_score(build, predictions, tmp_path / "elsewhere", server)
+        assert len(server.completion_requests()) == asked == 14  # nothing asked twice
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()} == before
 
 
 def test_llm_judge_labels_not_arithmetic_drive_the_metrics(build: Path, tmp_path: Path) -> None:
@@ -318,3 +333,66 @@ def test_unreachable_judge_is_one_clear_error(build: Path, tmp_path: Path) -> No
         with pytest.raises(MmfaithError, match=r"judge judge-model at http://127\.0\.0\.1:\d+/v1 failed .*--judge-base-url"):
             llm_score(build, predictions, tmp_path / "s", server, judge_workers=1)
     assert not (tmp_path / "s" / "metrics.json").exists()
+
+
+# -- what score refuses, and what it tells ---------------------------------------------------------
+
+def cli_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    from mmfaith.cli import main
+
+    code = main(list(args))
+    message = capsys.readouterr().err
+    assert code == 2, message
+    assert message.startswith("mmfaith: error: ") and message.count("\n") == 1, message
+    return message
+
+
+def test_predictions_with_no_answer_at_all_are_refused(build: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    failed = [{**line, "response": None, "meta": {"error": "HTTP 401: bad key"}}
+              for line in prediction_lines(build, oracle_responses, "m")]
+    path = write_lines(tmp_path / "p.jsonl", failed)
+    message = cli_error(capsys, "score", "spd-faith", "--dataset", str(build), "--predictions", str(path),
+                        "--from-run", "--out", str(tmp_path / "s"))
+    assert str(path) in message and "no answer at all" in message and f"{len(failed)} failed calls" in message
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_answered_share_is_counted(build: Path, tmp_path: Path) -> None:
+    lines = prediction_lines(build, oracle_responses, "m")
+    metrics = score(build, write_lines(tmp_path / "p.jsonl", lines[: len(lines) // 4]), tmp_path / "s")
+    assert metrics["counts"]["n_answered"] == len(lines) // 4
+    assert metrics["counts"]["answered_share"] == round((len(lines) // 4) / len(lines), 6)
+    assert json.loads((tmp_path / "s" / "metrics.json").read_text())["counts"]["answered_share"] < 0.3
+
+
+def test_score_out_that_is_a_file_is_one_line(build: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_lines(tmp_path / "p.jsonl", prediction_lines(build, oracle_responses, "m"))
+    (tmp_path / "s").write_text("mine")
+    message = cli_error(capsys, "score", "spd-faith", "--dataset", str(build), "--predictions", str(path),
+                        "--out", str(tmp_path / "s"))
+    assert f"score --out {tmp_path / 's'}: is a file, not a folder" in message
+    assert (tmp_path / "s").read_text() == "mine"
+
+
+def test_score_out_into_a_foreign_folder_is_refused_unless_overwrite(build: Path, tmp_path: Path) -> None:
+    oracle = write_lines(tmp_path / "oracle.jsonl", prediction_lines(build, oracle_responses, "oracle"))
+    blind = write_lines(tmp_path / "blind.jsonl", prediction_lines(build, blind_responses, "blind"))
+    out = tmp_path / "s"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    with pytest.raises(MmfaithError, match=r"not empty \(notes.txt\).*--overwrite"):
+        score(build, oracle, out)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    score(build, oracle, out, overwrite=True)  # replaced whole
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    before = (out / "metrics.json").read_bytes()
+    (out / "stale.png").write_bytes(b"old plot")
+    score(build, oracle, out)  # a previous score of the same inputs: replaced whole, same bytes
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES) and (out / "metrics.json").read_bytes() == before
+    with pytest.raises(MmfaithError, match="not a score of these predictions"):
+        score(build, blind, out)  # other predictions: refused, the oracle's score stays
+    assert (out / "metrics.json").read_bytes() == before
+    with pytest.raises(MmfaithError, match="holds the --predictions input"):
+        score(build, oracle.rename(out / "p.jsonl"), out, overwrite=True)
+    assert not list(tmp_path.glob(".s.*"))  # no staging folder left behind

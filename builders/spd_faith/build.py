@@ -36,6 +36,7 @@ from mmfaith.builders.worker_pool import Pending, WorkerPool
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
+from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
 MAX_VISITS = 12
@@ -139,7 +140,13 @@ def _slots(quota: Quota, scenes: list[Scene], seed: int) -> Iterator[tuple[Slot,
 
 
 class _Journal:
-    """records.jsonl and rejected.jsonl of a build dir: what was done, and appending more."""
+    """records.jsonl and rejected.jsonl of a build dir: what was done, and appending more.
+
+    Reading checks that every line is a line of an mmfaith SPD-Faith build (MmfaithError naming the
+    file and line otherwise) and writes nothing; `open()` then starts appending. `repairs` lists
+    the accepted pairs whose PNG files are missing (deleted since), with the "ann_id:type" options
+    that earlier pairs of their image and subset had taken when they were made.
+    """
 
     def __init__(self, out: Path) -> None:
         self.records_path = out / "records.jsonl"
@@ -148,15 +155,35 @@ class _Journal:
         self.signatures: set[str] = set()
         self.used: dict[tuple[str, str], set[str]] = {}
         self.rejected_reasons: Counter[str] = Counter()
+        self.repairs: list[tuple[dict[str, Any], frozenset[str]]] = []
         for path, accepted in ((self.records_path, True), (self.rejected_path, False)):
             if path.exists():
-                for _, line in read_jsonl(path):
-                    key = line["build"]["slot"] if accepted else line["slot"]
-                    self.done[key] = accepted
-                    if accepted:
-                        self.remember(line)
-                    else:
-                        self.rejected_reasons[line["stage"]] += 1
+                for number, line in read_jsonl(path):
+                    try:
+                        self._note(line, accepted, out)
+                    except (KeyError, TypeError, AttributeError) as exc:
+                        fields = "id, image_a, image_b, subset, source, build.slot" if accepted else "slot, stage"
+                        raise MmfaithError(f"{path}:{number}: not a line of an mmfaith SPD-Faith build (it needs "
+                                           f"{fields}), so {out} is not a build dir to resume; choose a new --out "
+                                           "(or an empty folder).") from exc
+
+    def _note(self, line: dict[str, Any], accepted: bool, out: Path) -> None:
+        """Take in one journal line (KeyError, TypeError or AttributeError when it is not mmfaith's)."""
+        key = line["build"]["slot"] if accepted else line["slot"]
+        if not isinstance(key, str):
+            raise TypeError(f"slot {key!r} is not a string")
+        if not accepted:
+            self.rejected_reasons[str(line["stage"])] += 1
+            self.done[key] = False
+            return
+        missing = [side for side in ("image_a", "image_b") if not (out / line[side]).is_file()]
+        if missing:
+            self.repairs.append((line, self.used_options(line["source"]["file_name"], line["subset"])))
+        self.remember(line)
+        self.done[key] = True
+
+    def open(self) -> None:
+        """Start appending (a torn last line left by a crash is cut first)."""
         self.records = JsonlAppender(self.records_path)
         self.rejected = JsonlAppender(self.rejected_path)
 
@@ -212,15 +239,23 @@ def _write_outcome(out: Path, outcome: SlotOutcome, journal: _Journal) -> bool:
 
 
 def build_spd_faith(request: BuildRequest) -> BuildSummary:
-    """Build (or resume) an SPD-Faith set in request.out; see the module docstring for the contract."""
+    """Build (or resume) an SPD-Faith set in request.out; see the module docstring for the contract.
+
+    Before anything is written into request.out, the folder is checked (`prepare_out_dir`), and so
+    are its journal (every line mmfaith's) and build.json (same recipe). A resumed build rebuilds
+    the PNGs of journaled pairs that were deleted since, byte-identical. Once build.json says
+    "running", any error ends it as "failed" (with the error) or "interrupted", never "running".
+    """
     started = time.time()
+    if request.max_pixels < 1:
+        raise MmfaithError(f"--max-pixels must be 1 or more, not {request.max_pixels}; leave it out for the default "
+                           f"({DEFAULT_MAX_PIXELS}).")
     source = _source(request)
     quotas = make_quotas(request.per_tier, request.multi, request.paper_mix, request.controls)
     if not quotas:
         raise MmfaithError("nothing to build: give --per-tier N, --multi N, --paper-mix N or --controls N.")
-    out = request.out
-    for folder in ("images/original", "images/edited", "images/control"):
-        (out / folder).mkdir(parents=True, exist_ok=True)
+    out = prepare_out_dir(request.out, "build")
+    journal = _Journal(out)
     recipe = _recipe(request, source)
     build_json = out / "build.json"
     if build_json.exists():
@@ -229,36 +264,75 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
             changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
             raise MmfaithError(f"{out} holds a build made with other settings ({', '.join(changed)} differ); "
                                "re-run with the same arguments to resume, or choose a new --out.")
+    for folder in ("images/original", "images/edited", "images/control"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
     settings = PairSettings(
         seed=request.seed, dilation=request.dilation, blend_radius=request.blend_radius,
         min_delta_e=request.min_delta_e, max_pixels=request.max_pixels, inpainter=request.inpainter,
         planner=request.planner, dataset=source.dataset_name, split=source.split, version=__version__)
     _write_build_json(build_json, recipe, request, source, started, None, status="running")
-
-    journal = _Journal(out)
-    usable, skipped = _usable_scenes(source, request)
-    pool = WorkerPool(request.workers)
-    bar = tqdm(total=sum(q.count for q in quotas), unit="pair", desc="spd-faith", disable=not request.progress,
-               dynamic_ncols=True)
-    runs = [_QuotaRun(quota, _slots(quota, [s for s in usable if _serves(s, source, quota, request)], request.seed))
-            for quota in quotas]
-    finished = False
     try:
-        _Pipeline(request, settings, journal, pool, bar).run(runs)
-        write_preview(out, request.preview_pairs, pool.map)
-        finished = True
+        summary = _build(request, source, quotas, settings, journal)
+    except MmfaithError as exc:
+        _write_build_json(build_json, recipe, request, source, started, None, status="failed", error=str(exc))
+        raise
+    except BaseException as exc:
+        _write_build_json(build_json, recipe, request, source, started, None, status="interrupted",
+                          error=f"{type(exc).__name__}: {exc}")
+        raise
+    _write_build_json(build_json, recipe, request, source, started, summary, status="complete")
+    return summary
+
+
+def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], settings: PairSettings,
+           journal: _Journal) -> BuildSummary:
+    """Repair, fill the quotas and write the preview; the summary for build.json."""
+    out = request.out
+    journal.open()
+    try:
+        _repair_missing_images(out, journal, source, settings)
+        usable, skipped = _usable_scenes(source, request)
+        runs = [_QuotaRun(quota, _slots(quota, [s for s in usable if _serves(s, source, quota, request)],
+                                        request.seed)) for quota in quotas]
+        pool = WorkerPool(request.workers)
+        bar = tqdm(total=sum(q.count for q in quotas), unit="pair", desc="spd-faith", disable=not request.progress,
+                   dynamic_ncols=True)
+        finished = False
+        try:
+            _Pipeline(request, settings, journal, pool, bar).run(runs)
+            write_preview(out, request.preview_pairs, pool.map)
+            finished = True
+        finally:
+            bar.close()
+            pool.close(abort=not finished)
     finally:
-        bar.close()
-        pool.close(abort=not finished)
         journal.close()
     accepted = {run.quota.key: run.made for run in runs}
     shortfall = {run.quota.key: run.quota.count - run.made for run in runs if run.made < run.quota.count}
     for key, missing in shortfall.items():
         print(f"warning: {key}: made {accepted[key]} of {accepted[key] + missing} pairs; the source has too few "
               "suitable objects (add images, allow more edit types, or lower the count).", file=sys.stderr)
-    summary = BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), out)
-    _write_build_json(build_json, recipe, request, source, started, summary, status="complete")
-    return summary
+    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), out)
+
+
+def _repair_missing_images(out: Path, journal: _Journal, source: CocoSource, settings: PairSettings) -> None:
+    """Rebuild the PNGs of journaled pairs whose files were deleted (the same slot makes the same bytes).
+
+    MmfaithError when the rebuilt pair is not the journaled one (its id or image hashes differ).
+    """
+    for record, used in journal.repairs:
+        slot = Slot.from_key(record["build"]["slot"])
+        outcome = make_pair(slot, source.scene(slot.image_id), settings, None, used)
+        made = outcome.record or {}
+        if [made.get(k) for k in ("id", "image_a_sha256", "image_b_sha256")] != \
+                [record[k] for k in ("id", "image_a_sha256", "image_b_sha256")]:
+            raise MmfaithError(f"{out / record['image_b']}: missing, and remaking pair {record['id']} does not give "
+                               "the same images (did the source images change?); restore the file or choose a new "
+                               "--out.")
+        for side, data in (("image_a", outcome.original_png), ("image_b", outcome.edited_png)):
+            if not (out / record[side]).is_file():
+                assert data is not None
+                write_atomic(out / record[side], data)
 
 
 @dataclass
@@ -345,7 +419,7 @@ class _Pipeline:
 
 
 def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest, source: CocoSource,
-                      started: float, summary: BuildSummary | None, status: str) -> None:
+                      started: float, summary: BuildSummary | None, status: str, error: str | None = None) -> None:
     """Provenance of the build; the only file of a build dir that holds wall-clock time."""
     document = {
         "status": status,
@@ -361,6 +435,8 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
         "environment": {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
     }
+    if error is not None:
+        document["error"] = error
     if summary is not None:
         document.update({
             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

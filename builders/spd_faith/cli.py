@@ -90,7 +90,7 @@ def run_build(args: argparse.Namespace) -> int:
         per_tier=args.per_tier, multi=args.multi, paper_mix=args.paper_mix, controls=args.controls,
         planner=planner, inpainter=resolve_inpainter(args.inpainter, args.lama_model),
         allow_noderivs=args.allow_noderivs, workers=args.workers, dilation=args.dilation,
-        min_delta_e=args.min_delta_e, max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS,
+        min_delta_e=args.min_delta_e, max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
         progress=not args.no_progress)
     summary = build_spd_faith(request)
     made = sum(summary.accepted.values())

@@ -16,8 +16,7 @@ from mmfaith.builders.gates import mean_delta_e, outside_changes
 from mmfaith.builders.inpainters import Inpainter, InpainterSpec
 from mmfaith.builders.spd_faith.planners import PlannerSpec, SlotPlanner
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot
-from mmfaith.errors import MmfaithError
-from mmfaith.images import place_name, png_bytes, read_rgb, sha256_bytes
+from mmfaith.images import UnreadableImage, place_name, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 ID_PREFIX = "spdf-"
@@ -125,18 +124,25 @@ def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter,
 
 def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256: str | None,
               used: frozenset[str] = frozenset()) -> SlotOutcome:
-    """Plan, edit and gate one slot; never raises for a bad plan or a failed gate (those are rejections).
+    """Plan, edit and gate one slot; never raises for a bad plan, a failed gate or a source image that
+    cannot be read, is too large or does not match its annotations (those are rejections, stage "source").
 
     `original_sha256`: the hash of the scene's original PNG when the build has it already (then it
     is not encoded again); None asks for its bytes in the outcome. `used`: the "ann_id:type" options
     that earlier pairs of this image and subset took (planners.SlotPlanner).
     """
-    rgb = read_rgb(scene.path, settings.max_pixels)
-    if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
-        raise MmfaithError(f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations say "
-                           f"{scene.width}x{scene.height}; the masks would not fit it.")
     result = SlotOutcome(slot.key)
     common = {"slot": slot.key, "image_id": scene.image_id, "file_name": scene.file_name}
+    try:
+        rgb = read_rgb(scene.path, settings.max_pixels)
+    except UnreadableImage as exc:  # one bad source image is skipped, not the end of the build
+        result.rejection = {**common, "stage": "source", "reason": str(exc)}
+        return result
+    if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
+        result.rejection = {**common, "stage": "source",
+                            "reason": f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations "
+                                      f"say {scene.width}x{scene.height}; the masks would not fit it."}
+        return result
     if slot.subset == "control":
         record_id = pair_id(settings.dataset, scene, "control", [])
         original = png_bytes(rgb)

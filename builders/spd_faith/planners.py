@@ -18,7 +18,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from mmfaith.builders.spd_faith.planning import EDIT_TYPES, PlannedEdit, SceneView, Slot, rule_plan, seeded_rng
-from mmfaith.clients import ModelEndpoint, ask_with_images, first_json_object
+from mmfaith.clients import ModelEndpoint, ask_with_images, failure_text, first_json_object
 from mmfaith.schema import schema_errors
 
 PLANNER_CHOICES = ("rule", "llm")
@@ -129,7 +129,7 @@ class LlmPlanner:
             edits = self._validate(answer, view, slot, numbered, options, rng)
         except Exception as exc:  # any failure of the model or its answer means: fall back, and say why
             fallback = self.rule.plan(view, slot, seed, used)
-            reason = f"{type(exc).__name__}: {exc}"[:300]
+            reason = failure_text(exc)[:300]
             return PlanResult(fallback.edits, {**provenance, "fallback": reason}, fallback.failure, calls=1)
         return PlanResult(edits, {**provenance, "fallback": None}, calls=1)
 

@@ -81,6 +81,20 @@ class Slot:
     def key(self) -> str:
         return f"{self.group}/{self.image_id}/{self.visit}"
 
+    @classmethod
+    def from_key(cls, key: str) -> Slot:
+        """The slot whose `key` this is (ValueError for a string no slot has as its key)."""
+        subset, group, image_id, visit = key.split("/")
+        if subset == "single":
+            slot = cls(subset, group, 1, int(image_id), int(visit))
+        elif subset in ("multi", "control"):
+            slot = cls(subset, None, int(group), int(image_id), int(visit))
+        else:
+            raise ValueError(f"not a slot key: {key!r}")
+        if slot.key != key:
+            raise ValueError(f"not a slot key: {key!r}")
+        return slot
+
 
 @dataclass(frozen=True)
 class PlannedEdit:

@@ -8,8 +8,9 @@ gold differences; a bad answer is asked again once with the reason, and a second
 back to the rule judge for that item (counted in `fallbacks`, source `rule-fallback`). The judge
 only extracts and labels: every metric is recomputed from its claims and labels (spd_faith/metrics.py).
 
-Valid answers are cached in `<score dir>/judge_cache.jsonl`, keyed by the SHA-256 of the model
-name and the full prompt, so re-scoring asks nothing new and gives the same bytes.
+Valid answers are cached in the mmfaith cache (`mmfaith.cache`: ``<cache_dir>/judge/``), keyed by
+the SHA-256 of the provider, the model name and the full prompt, never in the score folder: so
+re-scoring asks nothing new and gives the same bytes, even into a new or replaced score folder.
 `prompt_sha256` hashes the judge's template, version and answer schema (provenance).
 """
 from __future__ import annotations
@@ -18,19 +19,21 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from mmfaith.builders.colors import COLOR_NAMES
-from mmfaith.clients import ModelEndpoint, ask_with_images, first_json_object
+from mmfaith.clients import ModelCallError, ModelEndpoint, ask_with_images, first_json_object
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith.claims import (CLAIM_PROBES, COCO_CATEGORIES, UNRELATED, Claim, Judgement, JudgeCase,
                                            RuleJudge)
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl
+from mmfaith.cache import ContentCache
+from mmfaith.jsonl import canonical_json
+from mmfaith.redact import redact_url
 from mmfaith.schema import schema_errors, validator
 
 JUDGE_VERSION = "spd-faith-llm-judge/1"
 MAX_TOKENS = 2048
+CACHE_NAMESPACE = "judge"
 _QUESTIONS = {"same": "Are the two pictures the same?", "different": "Are the two pictures different?",
               "describe": "Can you find the differences? (describe them)"}
 TEMPLATE = """You judge answers to an image-pair benchmark (SPD-Faith). A model saw an original picture and an edited copy and answered three questions. You do not see the pictures; the true differences are listed below.
@@ -102,14 +105,12 @@ class LlmJudge:
 
     prompt_sha256 = PROMPT_SHA256
 
-    def __init__(self, endpoint: ModelEndpoint, cache_path: Path, workers: int = 4) -> None:
+    def __init__(self, endpoint: ModelEndpoint, workers: int = 4, cache: ContentCache | None = None) -> None:
         self.endpoint = endpoint
         self.name = endpoint.model
         self.workers = workers
-        self.cache_path = cache_path
+        self.cache = cache or ContentCache(CACHE_NAMESPACE)
         self.fallbacks = 0
-        self._cache = {entry["key"]: entry["answer"] for _, entry in read_jsonl(cache_path)} \
-            if cache_path.exists() else {}
 
     def _key(self, prompt: str) -> str:
         return hashlib.sha256(f"{self.endpoint.provider}\n{self.endpoint.model}\n{prompt}".encode("utf-8")).hexdigest()
@@ -117,11 +118,9 @@ class LlmJudge:
     def _ask(self, prompt: str) -> str:
         try:
             return ask_with_images(self.endpoint, prompt, [], max_tokens=MAX_TOKENS)
-        except MmfaithError:
-            raise
-        except Exception as exc:  # the client's own errors: connection, HTTP status, timeout
-            where = self.endpoint.base_url or self.endpoint.provider
-            raise MmfaithError(f"judge {self.endpoint.model} at {where} failed ({type(exc).__name__}: {exc}); "
+        except ModelCallError as exc:  # connection, HTTP status, timeout; the message is redacted
+            where = redact_url(self.endpoint.base_url or self.endpoint.provider)
+            raise MmfaithError(f"judge {self.endpoint.model} at {where} failed ({exc}); "
                                "check --judge-base-url, --judge-provider and the key in --judge-api-key-env.") from exc
 
     def _answer(self, prompt: str, responses: dict[str, str | None], n_gold: int) -> dict[str, Any] | None:
@@ -143,17 +142,18 @@ class LlmJudge:
         """Judgements of the cases, in order (cached answers first, new ones asked in parallel)."""
         prompts = [judge_prompt(case) for case in cases]
         keys = [self._key(p) for p in prompts]
-        todo = sorted({k: i for i, k in enumerate(keys) if k not in self._cache}.values())
-        with ThreadPoolExecutor(max_workers=self.workers) as pool, JsonlAppender(self.cache_path) as cache:
+        known = {key: answer for key in set(keys) if (answer := self.cache.get(key)) is not None}
+        todo = sorted({k: i for i, k in enumerate(keys) if k not in known}.values())
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
             answers = pool.map(lambda i: self._answer(prompts[i], cases[i].responses, len(cases[i].gold)), todo)
             for i, answer in zip(todo, answers):
                 if answer is not None:
-                    self._cache[keys[i]] = answer
-                    cache.append({"key": keys[i], "model": self.endpoint.model, "answer": answer})
+                    known[keys[i]] = answer
+                    self.cache.put(keys[i], answer, model=self.endpoint.model, provider=self.endpoint.provider)
         judgements = []
         for case, key in zip(cases, keys, strict=True):
-            if key in self._cache:
-                judgements.append(judgement_of(self._cache[key], len(case.gold)))
+            if key in known:
+                judgements.append(judgement_of(known[key], len(case.gold)))
             else:
                 self.fallbacks += 1
                 rule = RuleJudge().judge(case)

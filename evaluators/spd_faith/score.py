@@ -11,14 +11,25 @@ answered line of an (id, probe) wins, and a torn last line (a crash mid-write) i
 modes a line whose response is null is a failed call (counted in `n_errors`), not an answer; a
 probe with no answer is `missing` (counted per probe and scored as unanswered).
 
+A prediction set with no answer at all (every line failed) is refused: there is nothing to score.
+metrics.json's counts carry `n_answered` and `answered_share` (of n_items x 4 probes).
+
+The score dir (`--out`) is checked first (`mmfaith.outdir`). It is written whole: the outputs go to
+a staging folder beside it, which then replaces it, so a failed score leaves the old one intact and
+no file of an older score survives. A non-empty `--out` is replaced only when it is a previous
+score of the same inputs (its metrics.json names the same dataset revision and predictions
+sha256) or with `overwrite` (`--overwrite`); otherwise it is refused.
+
 Outputs in the score dir: metrics.json (schemas/spd_faith_metrics.schema.json), items.jsonl
 (schemas/spd_faith_item_scores.schema.json, one line per pair in dataset order), report.md and
-PNG plots (spd_faith/report.py), and judge_cache.jsonl with an LLM judge. The same inputs give the same
-bytes (the bootstrap is seeded; LLM judge answers are cached).
+PNG plots (spd_faith/report.py). The same inputs give the same bytes (the bootstrap is seeded; LLM judge
+answers are cached under the mmfaith cache dir, `mmfaith.cache`, never in the score dir).
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +46,8 @@ from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
+from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import schema_errors
-
-JUDGE_CACHE = "judge_cache.jsonl"
-
 
 @dataclass(frozen=True)
 class ScoreRequest:
@@ -53,6 +62,7 @@ class ScoreRequest:
     from_run: bool = False
     n_bootstrap: int = 1000
     seed: int = 0
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,7 +136,7 @@ def _judge(request: ScoreRequest) -> Judge:
         return RuleJudge()
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
-    return LlmJudge(request.judge, request.out / JUDGE_CACHE, request.judge_workers)
+    return LlmJudge(request.judge, request.judge_workers)
 
 
 def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions, judge: Judge) -> dict[str, Any]:
@@ -151,7 +161,12 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     dataset = open_spd_dataset(request.dataset)
     predictions = load_predictions(request.predictions, {pair.id for pair in dataset.pairs}, request.from_run)
-    request.out.mkdir(parents=True, exist_ok=True)
+    if not predictions.answers:
+        raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
+                           "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "
+                           "resumes), then score again.")
+    out = prepare_out_dir(request.out, "score")  # after the inputs are checked: a refused score writes nothing
+    _check_score_dir(request, dataset, predictions)
     judge = _judge(request)
     answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
                for pair in dataset.pairs]
@@ -162,12 +177,51 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
                                "provenance": _provenance(request, dataset, predictions, judge),
                                **summarize(items, request.n_bootstrap, request.seed)}
-    metrics["counts"]["n_errors"] = predictions.n_errors
+    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
+    metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
+                             answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
     if request.judge_agreement:
         answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
         metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
-    write_atomic(request.out / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
-    write_atomic(request.out / "metrics.json",
+    staging = out.parent / f".{out.name}.scoring"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    write_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
+    write_atomic(staging / "metrics.json",
                  (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-    write_score_report(metrics, request.out)
+    write_score_report(metrics, staging)
+    _replace_folder(out, staging)
     return metrics
+
+
+def _check_score_dir(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions) -> None:
+    """Refuse a non-empty --out that is not a previous score of these inputs, unless `overwrite`."""
+    out = request.out
+    held = sorted(p.name for p in out.iterdir())
+    if not held:
+        return
+    for source, flag in ((request.predictions, "--predictions"), (request.dataset, "--dataset")):
+        if source.exists() and source.resolve().is_relative_to(out.resolve()):
+            raise MmfaithError(f"score --out {out}: holds the {flag} input {source}, and a score replaces its folder "
+                               "whole; choose another --out.")
+    if request.overwrite:
+        return
+    try:
+        previous = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["provenance"]
+        same = (previous["dataset"] == {"id": dataset.dataset_id, "revision": dataset.revision}
+                and previous["predictions_sha256"] == predictions.sha256)
+    except (OSError, ValueError, KeyError, TypeError):
+        same = False
+    if not same:
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise MmfaithError(f"score --out {out}: not empty ({shown}) and not a score of these predictions on this "
+                           "dataset; choose a new --out, or pass --overwrite to replace the folder whole.")
+
+
+def _replace_folder(out: Path, staging: Path) -> None:
+    """Put `staging` where `out` is, whole: the old folder is moved aside first and removed last."""
+    old = out.parent / f".{out.name}.replaced"
+    shutil.rmtree(old, ignore_errors=True)
+    os.replace(out, old)
+    os.replace(staging, out)
+    shutil.rmtree(old, ignore_errors=True)

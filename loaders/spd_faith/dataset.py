@@ -8,12 +8,12 @@ a release folder).
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import read_jsonl, write_atomic
@@ -60,8 +60,8 @@ HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@
 def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
     """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists.
 
-    `cache_dir` is where a release's images are written (default: $MMFAITH_CACHE or
-    ~/.cache/mmfaith), as images/<sha256>.png; an image is written only when absent, and its bytes
+    `cache_dir` is where a release's images are written (default: `mmfaith.cache.cache_dir()`), as
+    images/<sha256>.png; an image is written only when absent, and its bytes
     are checked against the record's hash first.
     """
     if (path / "manifest.json").is_file():
@@ -106,7 +106,7 @@ def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
     from mmfaith.loaders.spd_faith.rows import row_to_record
 
     manifest = read_manifest(folder)
-    images = (cache_dir or Path(os.environ.get("MMFAITH_CACHE") or Path.home() / ".cache" / "mmfaith")) / "images"
+    images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs = []
     seen: set[str] = set()

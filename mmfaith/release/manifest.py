@@ -61,8 +61,10 @@ class VerifyReport:
 def verify_release(folder: Path) -> VerifyReport:
     """Re-hash every file the manifest lists and schema-check every row of every shard.
 
-    Checks: each listed file exists with its sha256 and size; no parquet file under data/ is
-    unlisted; each shard's row count, config and split match the manifest; every row read back is
+    Checks: the manifest has its `files` and `rows` maps and every file entry its sha256 and size
+    (MmfaithError, one line, when not: nothing can be checked against it); each listed file exists
+    with its sha256 and size; no file under the folder is unlisted (manifest.json itself and
+    top-level hidden entries such as .git or .cache aside); each shard's row count, config and split match the manifest; every row read back is
     a valid SPD-Faith record of its config, its two images hash to the record's image_*_sha256,
     and its digest equals the manifest's. Returns every problem found (file, row and field named).
     """
@@ -71,10 +73,11 @@ def verify_release(folder: Path) -> VerifyReport:
     manifest = read_manifest(folder)
     problems: list[str] = []
     rows = 0
-    listed = manifest["files"]
-    for name in sorted(str(p.relative_to(folder)) for p in (folder / "data").rglob("*.parquet")):
+    listed = _listed_files(folder / MANIFEST, manifest)
+    for name in _files_under(folder):
         if name not in listed:
-            problems.append(f"{name}: shard not listed in {MANIFEST}; remove it or re-run `mmfaith release`.")
+            kind = "shard" if name.endswith(".parquet") else "file"
+            problems.append(f"{name}: {kind} not listed in {MANIFEST}; remove it or re-run `mmfaith release`.")
     for name, entry in sorted(listed.items()):
         path = folder / name
         if not path.is_file():
@@ -95,6 +98,26 @@ def verify_release(folder: Path) -> VerifyReport:
                 problems.append(f"{name}: {count} rows, the manifest says {entry['rows']}.")
             rows += count
     return VerifyReport(files=len(listed), rows=rows, problems=problems)
+
+
+def _listed_files(path: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest's `files` map, each entry with its sha256 and bytes; MmfaithError naming what is missing."""
+    fix = "the manifest was edited or cut: restore it, or re-run `mmfaith release`."
+    for key in ("files", "rows"):
+        if not isinstance(manifest.get(key), dict):
+            raise MmfaithError(f"{path}: no '{key}' map; {fix}")
+    for name, entry in sorted(manifest["files"].items()):
+        lacking = [key for key, kind in (("sha256", str), ("bytes", int)) + ((("rows", int),) if isinstance(entry, dict)
+                   and "config" in entry else ()) if not isinstance(entry, dict) or not isinstance(entry.get(key), kind)]
+        if lacking:
+            raise MmfaithError(f"{path}: files.{name} lacks {', '.join(lacking)}; {fix}")
+    return manifest["files"]
+
+
+def _files_under(folder: Path) -> list[str]:
+    """Relative names of the files under a release folder, less manifest.json and top-level hidden entries."""
+    return sorted(name for path in folder.rglob("*") if path.is_file()
+                  and not (name := path.relative_to(folder).as_posix()).startswith(".") and name != MANIFEST)
 
 
 def _check_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:

@@ -29,6 +29,7 @@ from mmfaith.release.card import CardFacts, render_card
 from mmfaith.release.manifest import (FORMAT, MANIFEST, changelog, file_entry, manifest_bytes,
                                                previous_manifest, row_digest)
 from mmfaith.errors import MmfaithError
+from mmfaith.outdir import prepare_out_dir
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.spd_faith.rows import features, record_to_row
@@ -77,9 +78,10 @@ def release_spd_faith(request: ReleaseRequest) -> ReleaseSummary:
     records = _read_records(request.build)
     kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build)
     previous = previous_manifest(request.previous) if request.previous else None
+    prepare_out_dir(request.out, "release")  # after the inputs are checked; empty, checked above
     staging = request.out.parent / f".{request.out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    staging.mkdir()
     try:
         rows = _write_release(request, staging, build_info, records, kept, excluded, previous)
         if request.out.exists():

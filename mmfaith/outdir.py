@@ -1,0 +1,42 @@
+"""The output folder of a verb: checked, then created, before anything is written into it.
+
+Contract
+--------
+`prepare_out_dir(path, verb, flag="--out")` returns `path` as an existing folder mmfaith can write
+into, creating it (and its parents) when absent. It raises MmfaithError, one sentence naming the
+verb, the flag, the path and the fix, when:
+
+- `path` (or one of its parents) exists and is not a folder (a regular file, say);
+- `path`, or the nearest existing parent it would be created in, is not writable by this user;
+- creating it fails for another reason (a read-only file system, a full disk).
+
+It writes nothing into the folder: what a verb does with a folder that already holds files
+(resume a build, refuse a foreign score folder) is the verb's own rule.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mmfaith.errors import MmfaithError
+
+
+def prepare_out_dir(path: Path, verb: str, flag: str = "--out") -> Path:
+    """`path` as a writable folder (created when absent); MmfaithError otherwise (module docstring)."""
+    where = f"{verb} {flag} {path}"
+    if path.exists() and not path.is_dir():
+        raise MmfaithError(f"{where}: is a file, not a folder; pass the path of a folder (it is created when absent).")
+    existing = path
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise MmfaithError(f"{where}: {existing} is a file, not a folder, so the folder cannot be made there; "
+                           f"choose another {flag}.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == path else f"cannot be created: {existing} is not writable"
+        raise MmfaithError(f"{where}: {what} by this user; choose another {flag} or fix the folder's permissions.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MmfaithError(f"{where}: cannot create the folder ({exc.strerror}); choose another {flag}.") from exc
+    return path
