@@ -188,7 +188,8 @@ def _run_status(args: argparse.Namespace) -> int:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    from mmfaith.annotation.server import ServerSpec, find_label_studio, start_server, stop_server, wait_ready
+    from mmfaith.annotation.server import ServerSpec, find_label_studio, start_server, wait_ready
+    from mmfaith.child_process import ended_with_parent
 
     token = os.environ.get(args.api_key_env, "").strip()
     password = os.environ.get(args.password_env, "")
@@ -203,12 +204,10 @@ def _run_serve(args: argparse.Namespace) -> int:
     log = spec.data_dir / "label-studio.log"
     spec.data_dir.mkdir(parents=True, exist_ok=True)
     process = start_server(spec, log)
-    try:
+    with ended_with_parent(process):  # Ctrl-C, SIGTERM, SIGHUP or this process's death stop the server too
         waited = wait_ready(spec, process, log)
         print(f"Label Studio ready at {spec.url} after {waited:.0f} s (log: {log}); log in as {spec.username}; "
               f"Ctrl-C stops it.", flush=True)
         while process.poll() is None:
             time.sleep(1)
         raise MmfaithError(f"label-studio exited with status {process.returncode}; see {log}.")
-    finally:
-        stop_server(process)

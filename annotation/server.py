@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -17,6 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmfaith.child_process import start_child, stop_child
 from mmfaith.errors import MmfaithError
 
 BIN_ENV = "MMFAITH_LABEL_STUDIO_BIN"
@@ -55,7 +55,8 @@ class ServerSpec:
 
 
 def start_server(spec: ServerSpec, log: Path) -> subprocess.Popen:
-    """Start the server in a new process group, output to `log`; returns at once (see wait_ready)."""
+    """Start the server (`mmfaith.child_process.start_child`: its own process group, ended with its
+    parent), output to `log`; returns at once (see wait_ready)."""
     spec.data_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ,
            "LABEL_STUDIO_BASE_DATA_DIR": str(spec.data_dir),
@@ -69,8 +70,7 @@ def start_server(spec: ServerSpec, log: Path) -> subprocess.Popen:
     command = [str(spec.executable), "start", "--no-browser", "--data-dir", str(spec.data_dir),
                "--internal-host", spec.host, "--host", spec.url, "--port", str(spec.port)]
     with open(log, "ab") as out:
-        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        return start_child(command, env=env, log=out)
 
 
 def wait_ready(spec: ServerSpec, process: subprocess.Popen, log: Path, timeout_s: float = 180.0) -> float:
@@ -92,18 +92,5 @@ def wait_ready(spec: ServerSpec, process: subprocess.Popen, log: Path, timeout_s
 
 
 def stop_server(process: subprocess.Popen, grace_s: float = 15.0) -> None:
-    """Stop the server's whole process group: SIGTERM, then SIGKILL after `grace_s`."""
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    except ProcessLookupError:
-        process.wait()
-    try:  # children that outlived the main process
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """Stop the server's whole process group: SIGTERM, then SIGKILL after `grace_s` (`stop_child`)."""
+    stop_child(process, grace_s)

@@ -35,7 +35,8 @@ SIGTERM, then SIGKILL after `stop_grace_s`. `VllmServer` is the same as a class 
   VLLM_CPU_KVCACHE_SPACE=1 (GiB of KV cache: ample for small models and tests; a larger model
   or context needs more, set it in the caller's environment) unless already set. GPU builds
   ignore that variable and run with CUDA graphs (no ``--enforce-eager``).
-- Process: its own session and process group (``start_new_session``), stdout and stderr to
+- Process: started by `mmfaith.child_process.start_child` (its own session and process group,
+  SIGTERM when its parent dies), stdout and stderr to
   `log_path` (truncated at start; default: a new ``mmfaith-vllm-*.log`` in the temp folder),
   kept after exit so a failure can be read.
 - Readiness: ``GET /health`` until 200, then ``POST /v1/chat/completions`` with one tiny PNG
@@ -51,7 +52,6 @@ import base64
 import json
 import os
 import shlex
-import signal
 import socket
 import struct
 import subprocess
@@ -66,6 +66,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmfaith.child_process import start_child, stop_child
 from mmfaith.errors import MmfaithError
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -182,8 +183,7 @@ class VllmServer:
         with open(self.log_path, "wb") as log:  # one log per start: its tail is this start's
             log.write(f"# mmfaith: {shlex.join([self.python, '-m', API_SERVER_MODULE, *args[4:]])}\n".encode())
             log.flush()
-            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                            env=env, start_new_session=True)
+            self.process = start_child(args, env=env, log=log)
         client_host = "127.0.0.1" if self.host in ("0.0.0.0", "") else \
             ("[::1]" if self.host == "::" else (f"[{self.host}]" if ":" in self.host else self.host))
         self.endpoint = VllmEndpoint(base_url=f"http://{client_host}:{port}/v1", model=name,
@@ -202,28 +202,7 @@ class VllmServer:
         process = self.process
         if process is None or self._stopped:
             return
-        pgid = process.pid
-        for sig, wait_s in ((signal.SIGTERM, self.stop_grace_s), (signal.SIGKILL, 10.0)):
-            if not _group_alive(pgid):
-                break
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + wait_s
-            # poll() reaps the leader, whose zombie would otherwise keep the group alive.
-            while time.monotonic() < deadline and (process.poll() is None or _group_alive(pgid)):
-                time.sleep(0.1)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        # The engine's processes were reparented to init when the leader exited; until init reaps
-        # their zombies (about a second here) the group still exists for kill(). Wait for that,
-        # so that "stopped" means no process of the group is left at all.
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline and _group_exists(pgid):
-            time.sleep(0.1)
+        stop_child(process, self.stop_grace_s)
         self._stopped = True  # never signal that group id again: it may be reused
 
     def __enter__(self) -> VllmEndpoint:
@@ -348,32 +327,6 @@ def _free_port(host: str) -> int:
 
 def _has_gpu_device() -> bool:
     return any(os.path.exists(p) for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process other than a zombie is left in group `pgid`."""
-    proc = Path("/proc")
-    if proc.is_dir():
-        for stat in proc.glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
-                return True
-        return False
-    return _group_exists(pgid)
-
-
-def _group_exists(pgid: int) -> bool:
-    """Whether group `pgid` has any process left, zombies included."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
