@@ -9,7 +9,7 @@ manager. `await client.complete(body)` POSTs a request body made by `chat_body` 
 
 - never has more than `concurrency` requests on the wire; attempts go round-robin over the URLs
   (and over several connection pools per URL at high concurrency, see POOL_CONNECTIONS);
-- retries 408, 409, 429, 5xx, timeouts (an attempt times out when connecting, sending or waiting
+- retries 408, 429, 5xx, timeouts (an attempt times out when connecting, sending or waiting
   for the answer's next bytes takes longer than `timeout_s`: httpx's timeouts), connection
   errors and bodies that are not a chat completion, with exponential backoff and full jitter
   (`backoff_s` doubling per attempt, capped at MAX_BACKOFF_S), or the server's Retry-After
@@ -43,7 +43,8 @@ import openai
 from mmfaith.jsonl import canonical_json
 from mmfaith.redact import redact
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
+RETRYABLE_STATUS = frozenset({408, 429})
+"""Client errors worth another attempt: a timeout and a rate limit; any other 4xx fails at once."""
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 120.0
 TEXT_CHARS_PER_TOKEN = 4

@@ -30,7 +30,9 @@ import asyncio
 import hashlib
 import json
 import os
+import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,9 +45,12 @@ from tqdm import tqdm
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
+from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.outdir import prepare_out_dir
+from mmfaith.redact import redact_url
 from mmfaith.schema import check_record
 
 PREDICTIONS = "predictions.jsonl"
@@ -53,6 +58,15 @@ RUN_JSON = "run.json"
 BASE_RESUME_FIELDS = ("family", "model")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
 
+ERROR_HINTS = (
+    ("HTTP 401", "check the key: OPENAI_API_KEY or --api-key-env"),
+    ("HTTP 403", "check the key and its access to this model"),
+    ("HTTP 404", "check --model and that --base-url ends in /v1"),
+    ("HTTP 400", "the server refused the request: check the model accepts images and this many per message"),
+    ("connection error", "is the server running at --base-url?"),
+    ("timeout", "raise --timeout or lower --concurrency"),
+)
+"""Substring of a call's error -> what to check; the first match is shown with the most common error."""
 ItemKey = tuple[str, str]  # (item id, probe)
 T = TypeVar("T")
 
@@ -139,6 +153,7 @@ class RunSummary:
     images_encoded: int  # base64 encodings this session made
     image_cpu_s: float  # CPU seconds this session spent on images
     dry_run: bool
+    top_error: str | None = None  # the most common error of the failed calls, with its count and a hint
 
     def line(self) -> str:
         """The one-line summary the CLI prints after a run (a dry run prints its own last line)."""
@@ -147,7 +162,9 @@ class RunSummary:
                 f"{self.requests} requests in {self.elapsed_s:.1f} s ({rate:.1f}/s); "
                 f"predictions: {self.out / PREDICTIONS}")
         if self.failed:
-            text += "; re-run the same command to retry the failed calls"
+            text += f"; most common error: {self.top_error}"
+            if self.answered:
+                text += "; re-run the same command to retry the failed calls"
         return text
 
 
@@ -157,7 +174,7 @@ class PredictionLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.answered: dict[ItemKey, dict[str, Any]] = {}
-        self.failed: set[ItemKey] = set()
+        self.failed: dict[ItemKey, str] = {}  # the last error of each call without an answer
         self.prompt_tokens = 0
         self.completion_tokens = 0
         if path.exists():
@@ -173,9 +190,9 @@ class PredictionLog:
         self.completion_tokens += meta.get("completion_tokens") or 0
         if line["response"] is not None:
             self.answered[key] = line
-            self.failed.discard(key)
+            self.failed.pop(key, None)
         elif key not in self.answered:
-            self.failed.add(key)
+            self.failed[key] = meta.get("error") or "failed"
 
 
 class ItemAsker:
@@ -230,7 +247,10 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
         return _summary(settings, plan, items, log, session.requests, 0.0, None, dry_run=True)
 
     api_key = _api_key(settings.api_key_env)
-    settings.out.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(settings.out, "run")
+    for base_url in settings.base_urls:
+        for warning in check_endpoint(base_url, settings.model, api_key, min(settings.timeout_s, 30.0)):
+            print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
     provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
     _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
     payloads = ImagePayloads(image for item in todo for image in plan.images(item))
@@ -419,7 +439,7 @@ def _now() -> str:
 def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan,
                 items: int) -> dict[str, Any]:
     return {
-        "family": family, "model": settings.model, "servers": list(settings.base_urls),
+        "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
         "temperature": settings.temperature, "max_tokens": settings.max_tokens,
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset": {"path": str(settings.dataset), "id": dataset.dataset_id, "revision": dataset.revision,
@@ -474,4 +494,16 @@ def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log:
                       answered=counts["answered"], failed=counts["failed"], requests=requests, elapsed_s=elapsed_s,
                       prompt_tokens=log.prompt_tokens, completion_tokens=log.completion_tokens,
                       images_encoded=payloads.stats.encodings if payloads else 0,
-                      image_cpu_s=payloads.stats.cpu_s if payloads else 0.0, dry_run=dry_run)
+                      image_cpu_s=payloads.stats.cpu_s if payloads else 0.0, dry_run=dry_run,
+                      top_error=_top_error(log, items, plan))
+
+
+def _top_error(log: PredictionLog, items: list[EvalItem], plan: ProbePlan) -> str | None:
+    """'N x ERROR (hint)' for the most common error among the run's failed calls, None when none failed."""
+    errors = Counter(log.failed[key] for key in ((item.id, probe) for item in items
+                                                  for probe in plan.expected_probes(item)) if key in log.failed)
+    if not errors:
+        return None
+    error, count = errors.most_common(1)[0]
+    hint = next((hint for marker, hint in ERROR_HINTS if marker in error), None)
+    return f"{count} x {error}" + (f" ({hint})" if hint else "")

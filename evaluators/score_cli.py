@@ -42,6 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                             help="bootstrap replicates for the 95%% CIs")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+        parser.add_argument("--overwrite", action="store_true",
+                            help="replace a non-empty --out that is not a score of the same inputs (default: refuse)")
+        parser.add_argument("--drop-stale", action="store_true",
+                            help="drop (and count) prediction lines that showed other images than the dataset's "
+                                 "(default: refuse them: the dataset was rebuilt after the run)")
         family.parts().add_score_options(parser)
         parser.set_defaults(handler=family.parts().score)
     _add_report(subparsers)

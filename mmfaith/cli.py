@@ -106,6 +106,8 @@ def parser() -> argparse.ArgumentParser:
     root = HelpParser(
         prog="mmfaith", description="Build, verify, release, load and score benchmarks of faithful multimodal reasoning.")
     root.add_argument("--version", action="version", version=f"mmfaith {__version__}")
+    root.add_argument("--debug", action="store_true",
+                      help="show the traceback of an error instead of its one line (or set MMFAITH_DEBUG=1)")
     subparsers = root.add_subparsers(dest="verb", required=True, metavar="VERB")
     _add_quickstart(subparsers)
     _add_families(subparsers)
@@ -119,12 +121,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one verb. A user-caused error (MmfaithError, or an OSError such as a path that cannot be
-    read or written) prints as one `mmfaith: error: ...` line and returns 2; with MMFAITH_DEBUG=1 in
-    the environment it is re-raised with its traceback instead."""
+    read or written) prints as one `mmfaith: error: ...` line and returns 2; with `--debug` (or
+    MMFAITH_DEBUG=1 in the environment) it is re-raised with its traceback instead."""
     import os
 
     args = parser().parse_args(argv)
-    debug = os.environ.get("MMFAITH_DEBUG") == "1"
+    debug = args.debug or os.environ.get("MMFAITH_DEBUG") == "1"
     try:
         return args.handler(args)
     except MmfaithError as exc:
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         where = " -> ".join(str(name) for name in (exc.filename, exc.filename2) if name is not None)
         reason = exc.strerror or str(exc)
         print(f"mmfaith: error: {where + ': ' if where else ''}{reason}; check the path, its permissions and free "
-              "space (MMFAITH_DEBUG=1 shows the traceback).", file=sys.stderr)
+              "space (--debug shows the traceback).", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("mmfaith: interrupted; re-run the same command to resume.", file=sys.stderr)

@@ -22,6 +22,7 @@ from mmfaith.evaluators.spd_faith.judge import PROMPT_SHA256
 from mmfaith.evaluators.score_cli import register
 from mmfaith.evaluators.spd_faith.report import compare_scores
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, load_predictions, score_spd_faith
+from mmfaith.loaders.spd_faith import open_spd_dataset
 from mmfaith.schema import schema_errors
 from tests.chat_server import ChatServer, request_text
 from tests.conftest import read_records
@@ -197,8 +198,7 @@ def test_from_run_takes_the_last_answer_and_ignores_failed_calls(build: Path, tm
     assert metrics["overall"]["DQR"] == 1.0  # the oracle's later answer won
     assert metrics["counts"]["n_errors"] == 1
     assert metrics["provenance"]["predictions_mode"] == "run"
-    known = {r["id"] for r in records}
-    assert len(load_predictions(path, known, from_run=True).answers) == 4 * len(records)
+    assert len(load_predictions(path, open_spd_dataset(build), from_run=True).answers) == 4 * len(records)
 
 
 def test_report_compares_models_with_paired_intervals_and_mcnemar(build: Path, tmp_path: Path) -> None:

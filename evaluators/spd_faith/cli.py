@@ -79,11 +79,14 @@ def score(args: argparse.Namespace) -> int:
     metrics = score_spd_faith(ScoreRequest(
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=judge,
         judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed))
-    overall = metrics["overall"]
-    print(f"scored {metrics['counts']['n_items']} pairs of {metrics['provenance']['model']}: "
+        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale))
+    overall, counts = metrics["overall"], metrics["counts"]
+    answered = (f"{counts['answered_share']:.0%} of the probes answered"
+                + ("; the rest count as unanswered" if counts["answered_share"] < 1 else ""))
+    stale = f"; {counts['n_stale']} stale lines dropped" if counts.get("n_stale") else ""
+    print(f"scored {counts['n_items']} pairs of {metrics['provenance']['model']}: "
           + ", ".join(f"{k} {overall[k]:.3f}" for k in ("DS", "DQR", "TF1", "CF1", "DRF") if overall[k] is not None)
-          + f"; see {args.out / 'report.md'}")
+          + f"; {answered}{stale}; see {args.out / 'report.md'}")
     return 0
 
 

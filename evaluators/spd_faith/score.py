@@ -3,13 +3,13 @@
 Inputs: an SPD-Faith dataset (loaders.spd_faith) and predictions.jsonl (schemas/
 prediction.schema.json: one line per model call; also the submission format).
 
-Submission (the default) is validated as a whole, and every problem is reported at once, each
-with its line number: bad JSON, schema violations, unknown ids, unknown probes, a second answered
-line (response not null) for one (id, probe), and lines of a second model. With `from_run`
-(`--from-run`, for predictions that `mmfaith run` wrote, where retries append lines), the last
-answered line of an (id, probe) wins, and a torn last line (a crash mid-write) is ignored. In both
-modes a line whose response is null is a failed call (counted in `n_errors`), not an answer; a
-probe with no answer is `missing` (counted per probe and scored as unanswered).
+Predictions are read by the shared reader (evaluators/predictions.py): a submission (the default)
+is validated as a whole with every bad line reported at once; with `from_run` (`--from-run`) the
+last answered line of an (id, probe) wins; a line whose response is null is a failed call
+(counted in `n_errors`), not an answer; a line that showed other images than the pair's (the
+build was remade after the run) is refused, or with `drop_stale` (`--drop-stale`) dropped and
+counted (`n_stale`). A probe with no answer is `missing` (counted per probe and scored as
+unanswered).
 
 A prediction set with no answer at all (every line failed) is refused: there is nothing to score.
 metrics.json's counts carry `n_answered` and `answered_share` (of n_items x 4 probes).
@@ -39,6 +39,7 @@ from mmfaith import __version__
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
+from mmfaith.evaluators.predictions import read_predictions
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
@@ -63,6 +64,7 @@ class ScoreRequest:
     n_bootstrap: int = 1000
     seed: int = 0
     overwrite: bool = False
+    drop_stale: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,61 +74,18 @@ class Predictions:
     answers: dict[tuple[str, str], Answer]
     model: str
     n_errors: int
+    n_stale: int
     sha256: str
 
 
-def _lines(data: bytes) -> Iterable[tuple[int, bytes, bool]]:
-    """(line number, raw line, whether it is a last line without newline) for each non-blank line."""
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            yield number, raw, number == len(lines)
-
-
-def load_predictions(path: Path, known_ids: set[str], from_run: bool) -> Predictions:
-    """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
-    problems: list[str] = []
-    answered: dict[tuple[str, str], tuple[int, Answer]] = {}
-    model: tuple[str, int] | None = None
-    n_errors = 0
-    for number, raw, torn in _lines(data):
-        try:
-            line = json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            if not (torn and from_run):
-                problems.append(f"line {number}: not valid JSON ({exc})")
-            continue
-        errors = schema_errors("prediction", line)
-        if errors:
-            problems.append(f"line {number}: " + "; ".join(errors))
-            continue
-        bad = [f"unknown id {line['id']!r} (not in the dataset)"] if line["id"] not in known_ids else []
-        bad += [f"unknown probe {line['probe']!r} (use {', '.join(PROBES)})"] if line["probe"] not in PROBES else []
-        if model is not None and line["model"] != model[0]:
-            bad.append(f"model {line['model']!r} differs from {model[0]!r} of line {model[1]} (one model per file)")
-        model = model or (line["model"], number)
-        key = (line["id"], line["probe"])
-        if line["response"] is not None and key in answered and not from_run:
-            bad.append(f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
-                       "predictions of `mmfaith run` are scored with --from-run)")
-        if bad:
-            problems.append(f"line {number}: " + "; ".join(bad))
-        elif line["response"] is None:
-            n_errors += 1
-        else:
-            meta = line.get("meta") or {}
-            answered[key] = (number, Answer(line["response"], meta.get("finish_reason") == "length", meta.get("order")))
-    if problems:
-        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again: " + "; ".join(problems))
-    if model is None:
-        raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
-                           "schemas/prediction.schema.json.")
-    return Predictions({key: answer for key, (_, answer) in answered.items()}, model[0], n_errors,
-                       sha256_bytes(data))
+def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False) -> Predictions:
+    """Read and validate predictions against the dataset (evaluators/predictions.py); each answer as the metrics read it."""
+    read = read_predictions(path, {pair.id: PROBES for pair in dataset.pairs}, from_run,
+                            {pair.id: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}
+                             for pair in dataset.pairs}, drop_stale)
+    answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
+                           (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
+    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256)
 
 
 def _judge(request: ScoreRequest) -> Judge:
@@ -160,7 +119,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     dataset = open_spd_dataset(request.dataset)
-    predictions = load_predictions(request.predictions, {pair.id for pair in dataset.pairs}, request.from_run)
+    predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale)
     if not predictions.answers:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "
@@ -180,6 +139,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
+    if predictions.n_stale:
+        metrics["counts"]["n_stale"] = predictions.n_stale
     if request.judge_agreement:
         answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
         metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
