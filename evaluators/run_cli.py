@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from mmfaith import families
-from mmfaith.cli_help import HelpFormatter
+from mmfaith.cli_help import HelpFormatter, family_parsers
 from mmfaith.errors import MmfaithError
 
 RUN_EXAMPLE = """examples:
@@ -30,17 +30,13 @@ LOOPBACK_FLAG = "--i-know-this-serves-gold"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `run FAMILY` (one subcommand per registered family) and `serve-reference`."""
-    run = subparsers.add_parser(
-        "run", help="ask a model every probe of a benchmark; write predictions.jsonl",
-        description="Send a benchmark's probes to a model over the OpenAI chat-completions protocol and record "
-                    f"its answers (resumable). Families: {', '.join(f.name for f in families.all_families())}.")
-    by_family = run.add_subparsers(dest="family", required=True, metavar="FAMILY")
-    for family in families.all_families():
-        parser = by_family.add_parser(
-            family.name, help=f"{family.title}: {', '.join(p.name for p in family.probes)}",
-            epilog=RUN_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
-                                      model=family.reference_models[0][0]),
-            formatter_class=HelpFormatter)
+    for family, parser in family_parsers(
+            subparsers, "run", "ask a model every probe of a benchmark; write predictions.jsonl",
+            "Send a benchmark's probes to a model over the OpenAI chat-completions protocol and record its "
+            "answers (resumable).", families.all_families(),
+            help_of=lambda family: f"{family.title}: {', '.join(p.name for p in family.probes)}",
+            epilog_of=lambda family: RUN_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
+                                                        model=family.reference_models[0][0])):
         _add_shared_run_options(parser)
         before = {action.dest for action in parser._actions}
         family.parts().add_run_options(parser)

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from mmfaith import families
-from mmfaith.cli_help import HelpFormatter
+from mmfaith.cli_help import HelpFormatter, family_parsers
 from mmfaith.errors import MmfaithError
 
 SCORE_EXAMPLE = """example (offline):
@@ -21,16 +21,11 @@ then read scores/oracle/report.md; compare models with `mmfaith report scores/or
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `score` and `report` verbs to the root parser's subparsers."""
-    score = subparsers.add_parser(
-        "score", help="score a model's predictions on a benchmark",
-        description="Score predictions (or a submission) against a benchmark's gold. "
-                    f"Families: {', '.join(f.name for f in families.all_families())}.")
-    by_family = score.add_subparsers(dest="family", required=True, metavar="FAMILY")
-    for family in families.all_families():
-        parser = by_family.add_parser(
-            family.name, help=f"{family.title}: {', '.join(m.key for m in family.metrics[:8])}",
-            epilog=SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0]),
-            formatter_class=HelpFormatter)
+    for family, parser in family_parsers(
+            subparsers, "score", "score a model's predictions on a benchmark",
+            "Score predictions (or a submission) against a benchmark's gold.", families.all_families(),
+            help_of=lambda family: f"{family.title}: {', '.join(m.key for m in family.metrics[:8])}",
+            epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0])):
         parser.add_argument("--dataset", required=True, metavar="SOURCE",
                             help="a build dir, release folder, or Hub repo ORG/NAME[@REVISION]")
         parser.add_argument("--predictions", type=Path, required=True, metavar="FILE",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mmfaith import __version__
 from mmfaith.annotation import cli as annotate_cli
-from mmfaith.cli_help import HelpFormatter, HelpParser
+from mmfaith.cli_help import HelpFormatter, HelpParser, family_parsers
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import run_cli, score_cli
 from mmfaith.families import Family, all_families
@@ -22,17 +22,12 @@ from mmfaith.release import cli as release_cli
 
 
 def _add_build(subparsers: argparse._SubParsersAction) -> None:
-    names = ", ".join(family.name for family in all_families() if family.parts().build is not None)
-    build = subparsers.add_parser("build", help="build a benchmark family's candidate records into a build dir",
-                                  description=f"Build candidate records and images for one benchmark family. "
-                                              f"Families: {names}.")
-    by_family = build.add_subparsers(dest="family", required=True, metavar="FAMILY")
-    for family in all_families():
+    buildable = [family for family in all_families() if family.parts().build is not None]
+    for family, parser in family_parsers(subparsers, "build", "build a benchmark family's candidate records into a "
+                                         "build dir", "Build candidate records and images for one benchmark family.",
+                                         buildable, help_of=lambda family: f"{family.title}: {family.summary}"):
         parts = family.parts()
-        if parts.add_build_options is None or parts.build is None:
-            continue
-        parser = by_family.add_parser(family.name, help=f"{family.title}: {family.summary}",
-                                      formatter_class=HelpFormatter)
+        assert parts.add_build_options is not None and parts.build is not None
         parts.add_build_options(parser)
         parser.set_defaults(handler=parts.build)
 

@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mmfaith.families import Family
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -22,3 +27,16 @@ class HelpParser(argparse.ArgumentParser):
     def __init__(self, *args: object, formatter_class: type[argparse.HelpFormatter] = HelpFormatter,
                  **kwargs: object) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)  # type: ignore[arg-type]
+
+
+def family_parsers(subparsers: argparse._SubParsersAction, verb: str, help_text: str, description: str,
+                   families: list[Family], help_of: Callable[[Family], str],
+                   epilog_of: Callable[[Family], str | None] = lambda family: None,
+                   ) -> Iterator[tuple[Family, argparse.ArgumentParser]]:
+    """Add `verb` with one subcommand per family (its first word, FAMILY); yield each family's parser."""
+    names = ", ".join(family.name for family in families)
+    verb_parser = subparsers.add_parser(verb, help=help_text, description=f"{description} Families: {names}.")
+    by_family = verb_parser.add_subparsers(dest="family", required=True, metavar="FAMILY")
+    for family in families:
+        yield family, by_family.add_parser(family.name, help=help_of(family), epilog=epilog_of(family),
+                                           formatter_class=HelpFormatter)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
@@ -36,26 +35,12 @@ PRIORITY = {"describe": 0, "count": 1, "same": 2, "different": 2}
 
 
 @dataclass(frozen=True)
-class RunRequest:
-    """What to run: the flags of `mmfaith run spd-faith`, one field each (the shared ones go to RunSettings)."""
+class RunRequest(RunSettings):
+    """What to run: the flags of `mmfaith run spd-faith`, one field each (the shared ones are RunSettings')."""
 
-    dataset: Path
-    model: str
-    base_urls: tuple[str, ...]
-    out: Path
-    concurrency: int = 16
-    limit: int | None = None
-    max_tokens: int = 1024
-    temperature: float = 0.0
-    timeout_s: float = 300.0
-    max_attempts: int = 5
     layout: str = "separate"
     order: str = "original-first"
     seed: int = 0
-    dry_run: bool = False
-    api_key_env: str | None = None
-    progress: bool = True
-    backoff_s: float = 1.0
 
 
 def pair_order(order: str, seed: int, pair_id: str) -> str:
@@ -157,10 +142,4 @@ def _canvas(first: ImageRef, second: ImageRef) -> DerivedImage:
 def run_spd_faith(request: RunRequest) -> RunSummary:
     """Ask every pair's four probes through the shared engine; see the module docstring."""
     plan = SpdProbePlan(request.layout, request.order, request.seed)
-    settings = RunSettings(
-        dataset=request.dataset, model=request.model, base_urls=request.base_urls, out=request.out,
-        concurrency=request.concurrency, limit=request.limit, max_tokens=request.max_tokens,
-        temperature=request.temperature, timeout_s=request.timeout_s, max_attempts=request.max_attempts,
-        dry_run=request.dry_run, api_key_env=request.api_key_env, progress=request.progress,
-        backoff_s=request.backoff_s)
-    return run_benchmark("spd-faith", settings, open_spd_dataset(request.dataset), plan)
+    return run_benchmark("spd-faith", request, open_spd_dataset(request.dataset), plan)
