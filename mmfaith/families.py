@@ -185,7 +185,8 @@ def all_families() -> list[Family]:
 def family_of_dataset(source: Path | str) -> str:
     """The family a build dir (build.json's recipe) or release folder (manifest.json) names.
 
-    An error naming the fix when neither names one (a Hub id, another layout).
+    When neither names one (a Hub id, another layout) and one family is registered, that one;
+    with several, an error naming the fix.
     """
     for name in ("build.json", "manifest.json"):
         path = Path(source) / name
@@ -199,6 +200,8 @@ def family_of_dataset(source: Path | str) -> str:
                       ((document.get("build") or {}).get("recipe") or {}).get("family")):
             if isinstance(found, str):
                 return found
+    if len(_REGISTRY) == 1:
+        return next(iter(_REGISTRY))
     raise MmfaithError(f"{source}: no build.json or manifest.json naming its family; name it: "
                        f"mmfaith VERB FAMILY ... or --family NAME (families: {', '.join(_REGISTRY)}).")
 
