@@ -177,6 +177,15 @@ def test_imported_build_opens_and_round_trips_through_release_rows(hub) -> None:
         assert row_to_record(row) == pair.record
 
 
+def test_imported_build_releases_and_verifies(hub, tmp_path: Path) -> None:
+    _, _, build = hub
+    assert main(["release", str(build), "--out", str(tmp_path / "rel"), "--name", "org/spd-official",
+                 "--version", "0.1.0", "--include", "all"]) == 0
+    assert main(["verify", str(tmp_path / "rel")]) == 0
+    released = {p.id: p.record for p in open_spd_dataset(tmp_path / "rel").pairs}
+    assert released == {p.id: p.record for p in open_spd_dataset(build).pairs}
+
+
 def test_hub_rows_that_break_the_layout_are_rejected_with_reasons(tmp_path: Path) -> None:
     make_hub_folder(tmp_path / "snapshot")
     import datasets

@@ -46,6 +46,7 @@ import io
 import json
 import re
 import shutil
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -65,7 +66,8 @@ DATASET = "SPD-Faith-Bench"
 HUB_ID = "Jackson-Lv/SPD-Faith-Bench"
 GITHUB_REPO = "Johanson-colab/SPD-Faith-Bench"
 SPLITS = ("easy", "medium", "hard", "multi_diff")
-MARKER = "official_import.json"
+MARKER = "build.json"
+"""Written last, as a build's: recipe.family spd-faith and recipe.official (what was imported); no times."""
 _HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[^@/]+)?$")
 _SENTENCE = {"color": "The {} changed color.", "remove": "The {} was removed.", "position": "The {} moved."}
 
@@ -264,7 +266,14 @@ def _hub_rows(folder: Path) -> Iterator[OfficialRow | tuple[str, str, str]]:
             except RowRejected as exc:
                 yield split, official_id, str(exc)
                 continue
-            yield OfficialRow(split, official_id, official_id, a, b, list(row["differences"] or []), True,
+            differences = row["differences"] or []
+            if isinstance(differences, str):  # some exports keep the list as a JSON string
+                try:
+                    differences = json.loads(differences)
+                except ValueError:
+                    yield split, official_id, f"{where}: differences is neither a list nor a JSON list"
+                    continue
+            yield OfficialRow(split, official_id, official_id, a, b, list(differences), True,
                               row["num_differences"], {})
 
 
@@ -307,8 +316,8 @@ def _download(source: str) -> Path:
 def import_official(source: str, out: Path, images: Path | None = None) -> ImportSummary:
     """Import the official release at `source` (module docstring) into the build dir `out`.
 
-    `out` must be absent, empty, or a previous official import (its official_import.json), which
-    is replaced whole. Returns the summary; rejected rows are in out/rejected.jsonl.
+    `out` must be absent, empty, or a previous official import (its build.json names
+    recipe.official), which is replaced whole. Returns the summary; rejected rows are in out/rejected.jsonl.
     """
     path = Path(source)
     if path.is_file():
@@ -357,9 +366,13 @@ def import_official(source: str, out: Path, images: Path | None = None) -> Impor
     summary.accepted = len(records)
     write_atomic(out / "records.jsonl", "".join(canonical_json(r) + "\n" for r in records).encode("utf-8"))
     write_atomic(out / "rejected.jsonl", "".join(canonical_json(r) + "\n" for r in summary.rejected).encode("utf-8"))
-    write_atomic(out / MARKER, (json.dumps({"source": official, "license": license_, "mmfaith_version": __version__,
-                                            "accepted": summary.accepted, "rejected": len(summary.rejected)},
-                                           indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    by_group = Counter(f"{r['subset']}/{r['difficulty']}" if r["difficulty"] else r["subset"] for r in records)
+    build_json = {"recipe": {"family": "spd-faith", "official": official, "seed": 0,
+                             "planner": {"name": "official-import"}},
+                  "source": {"dataset": DATASET, "license": license_}, "mmfaith_version": __version__,
+                  "status": "complete", "counts": {"accepted": dict(sorted(by_group.items())),
+                                                   "rejected": len(summary.rejected)}}
+    write_atomic(out / MARKER, canonical_json(build_json).encode("utf-8"))
     return summary
 
 
@@ -369,7 +382,11 @@ def _prepare(out: Path) -> None:
 
     prepare_out_dir(out, "build")
     held = sorted(p.name for p in out.iterdir())
-    if held and MARKER not in held:
+    try:
+        previous = json.loads((out / MARKER).read_text(encoding="utf-8"))["recipe"]["official"]
+    except (OSError, ValueError, KeyError, TypeError):
+        previous = None
+    if held and previous is None:
         raise MmfaithError(f"build --out {out}: not empty ({', '.join(held[:3])}) and not an official import; "
                            "choose a new --out.")
     for child in out.iterdir():
