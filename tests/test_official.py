@@ -413,3 +413,14 @@ def test_old_adapter_cuts_a_decoded_canvas_right_and_refuses_a_file_name() -> No
     with pytest.raises(MmfaithError, match="not a decoded canvas; import the JSONL with `mmfaith build spd-faith "
                                            "--from-official"):
         official_pair_view({"qid": "100238_color", "image": "merged_images/100238_color.jpg", "modifications": []})
+
+
+def test_what_the_official_release_leaves_unknown_is_refused_in_mmfaiths_own_builds(hub) -> None:
+    _, _, build = hub
+    multi = records(build)["official-multi_diff-4"]
+    assert schema_errors("spd_faith_pair", multi) == []
+    own = json.loads(json.dumps(multi))
+    own["build"]["slot"] = "multi"  # the same record claimed as an mmfaith build
+    errors = schema_errors("spd_faith_pair", own)
+    assert any("outside_changed_pixels" in e for e in errors) and any("instance_count" in e for e in errors)
+    assert any("bbox_after" in e for e in errors)  # the position's destination must be known
