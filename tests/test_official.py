@@ -424,3 +424,24 @@ def test_what_the_official_release_leaves_unknown_is_refused_in_mmfaiths_own_bui
     errors = schema_errors("spd_faith_pair", own)
     assert any("outside_changed_pixels" in e for e in errors) and any("instance_count" in e for e in errors)
     assert any("bbox_after" in e for e in errors)  # the position's destination must be known
+
+
+def test_annotation_tasks_are_made_for_imported_records_with_and_without_boxes(hub, tmp_path: Path) -> None:
+    """Re-verification of an import: the Label Studio task data and outlines (no server needed)."""
+    from mmfaith.annotation.spd_faith.tasks import render_outlines, task_data
+
+    _, _, build = hub
+    multi = records(build)["official-multi_diff-4"]
+    files = render_outlines(build, multi)
+    data = task_data(multi, lambda rel: f"/data/{rel}", files)
+    assert data["caption"].startswith("Three changes")
+    assert data["planned"].splitlines()[1] == "2. position: knife, box before [270.0, 285.0, 140.0, 90.0]"
+    with Image.open(build / files["outlined_a"]) as outlined:  # the boxes are drawn in red
+        assert np.asarray(outlined)[285, 270:410, 0].max() == 255
+    pixels = make_github_layout(tmp_path / "github")
+    assert pixels and import_official(str(tmp_path / "github" / "spd_faith.jsonl"), tmp_path / "b").accepted == 4
+    easy = records(tmp_path / "b")["official-easy-785_easy"]
+    files = render_outlines(tmp_path / "b", easy)  # no boxes recorded: nothing drawn, no error
+    with Image.open(tmp_path / "b" / files["outlined_a"]) as outlined, Image.open(tmp_path / "b" / easy["image_a"]) as plain:
+        assert np.array_equal(np.asarray(outlined.convert("RGB")), np.asarray(plain.convert("RGB")))
+    assert task_data(easy, str, files)["planned"] == "1. color: person, colors not recorded, box not recorded"

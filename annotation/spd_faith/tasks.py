@@ -64,7 +64,9 @@ def render_outlines(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
 def _planned_line(number: int, diff: dict[str, Any]) -> str:
     """One difference's gold as a line of text: number, type, category, colors, boxes."""
     parts = [f"{number}. {diff['type']}: {diff['category']}"]
-    if diff["type"] == "color":
+    if diff["type"] == "color" and diff["color_before"] is None and diff["color_after"] is None:
+        parts.append("colors not recorded")  # an official import: the release names no colors
+    elif diff["type"] == "color":
         parts.append(f"color {diff['color_before']} -> {diff['color_after']}")
     elif diff["color_before"]:
         parts.append(f"color {diff['color_before']}")
