@@ -445,3 +445,58 @@ def test_annotation_tasks_are_made_for_imported_records_with_and_without_boxes(h
     with Image.open(tmp_path / "b" / files["outlined_a"]) as outlined, Image.open(tmp_path / "b" / easy["image_a"]) as plain:
         assert np.array_equal(np.asarray(outlined.convert("RGB")), np.asarray(plain.convert("RGB")))
     assert task_data(easy, str, files)["planned"] == "1. color: person, colors not recorded, box not recorded"
+
+
+FROM_HUB_ID = """
+import json, sys
+from pathlib import Path
+from huggingface_hub import HfApi
+api = HfApi(token="tok")
+api.create_repo("Jackson-Lv/SPD-Faith-Bench", repo_type="dataset")
+api.upload_folder(folder_path=sys.argv[1], repo_id="Jackson-Lv/SPD-Faith-Bench", repo_type="dataset")
+from mmfaith.cli import main
+sys.exit(main(["build", "spd-faith", "--from-official", "Jackson-Lv/SPD-Faith-Bench", "--out", "online"]))
+"""
+OFFLINE = """
+import sys
+from mmfaith.cli import main
+sys.exit(main(["build", "spd-faith", "--from-official", "Jackson-Lv/SPD-Faith-Bench", "--out", "offline"]))
+"""
+
+
+def test_a_hub_id_is_downloaded_once_then_imported_offline(hub, tmp_path: Path) -> None:
+    """The Hub-id path through huggingface_hub against the local fake Hub (tests/hub_server.py), then again
+    with HF_HUB_OFFLINE=1 from the cache: the same bytes, the snapshot's commit recorded as the revision."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.hub_server import FakeHub
+
+    snapshot, _, folder_build = hub
+    fake = FakeHub("tok").start()
+    env = {**os.environ, "HF_ENDPOINT": fake.url, "HF_TOKEN": "tok", "HF_HUB_DISABLE_XET": "1",
+           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HOME": str(tmp_path / "hf"),
+           "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"), "PYTHONPATH": str(Path(__file__).parent.parent)}
+    try:
+        clean = tmp_path / "snapshot"
+        clean.mkdir()
+        for path in (p for p in snapshot.rglob("*") if p.is_file() and ".cache" not in p.parts):
+            (clean / path.relative_to(snapshot)).parent.mkdir(parents=True, exist_ok=True)
+            (clean / path.relative_to(snapshot)).write_bytes(path.read_bytes())
+        online = subprocess.run([sys.executable, "-c", FROM_HUB_ID, str(clean)], capture_output=True, text=True,
+                                env=env, cwd=tmp_path, timeout=300)
+    finally:
+        fake.stop()
+    assert online.returncode == 0, online.stderr[-3000:]
+    offline = subprocess.run([sys.executable, "-c", OFFLINE], capture_output=True, text=True,
+                             env={**env, "HF_HUB_OFFLINE": "1"}, cwd=tmp_path, timeout=300)
+    assert offline.returncode == 0, offline.stderr[-3000:]
+    assert tree_digest(tmp_path / "online") == tree_digest(tmp_path / "offline")
+    found = records(tmp_path / "online")
+    revision = found["official-easy-785"]["source"]["official"]["revision"]
+    assert len(revision) == 40 and found["official-easy-785"]["source"]["official"]["origin"] == "hub"
+    local = records(folder_build)
+    for record_id, record in found.items():  # the same pixels and gold as the folder import
+        assert (record["image_a_sha256"], record["differences"]) == (local[record_id]["image_a_sha256"],
+                                                                    local[record_id]["differences"])

@@ -6,7 +6,8 @@ SOURCE is one of (facts of both layouts: /work/shared/data/spd_official/README.m
   num_differences, differences[{type, category, bbox_x, bbox_y, bbox_w, bbox_h, description}]),
   read with the real `datasets.load_dataset(folder)`;
 - a Hub id `ORG/NAME[@REVISION]`, downloaded with huggingface_hub (cached; offline once cached)
-  and then read as a folder (not testable without network);
+  and then read as a folder (tested against the local fake Hub of tests/hub_server.py, online and
+  with HF_HUB_OFFLINE=1; the real Hub is not reachable from the test machine);
 - a GitHub-layout JSONL file ({qid, image: canvas path, modifications[{type, category}],
   is_faithful, question}); canvas paths are relative to `images` (default: the JSONL's folder).
 
