@@ -500,3 +500,21 @@ def test_a_hub_id_is_downloaded_once_then_imported_offline(hub, tmp_path: Path) 
     for record_id, record in found.items():  # the same pixels and gold as the folder import
         assert (record["image_a_sha256"], record["differences"]) == (local[record_id]["image_a_sha256"],
                                                                     local[record_id]["differences"])
+
+
+def test_without_a_dataset_the_files_own_ground_truth_is_the_gold(tmp_path: Path) -> None:
+    """Hand-computed from the definitions, with the file's gold (row 4: color cake, position knife, remove
+    bottle): DQR 1/3 and DS 5/9 as before; TF1 still 0.8 (types); CF1: category tp 1 + 1 + 1 (cup is not
+    bottle) = 3 of 5 claims and 5 gold = 0.6; DRF per item 1, 1/2, 1/2 (remove cup vs remove bottle is a
+    type-category mismatch) = 2/3. The CLI requires --dataset; this path is the library's."""
+    from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(OFFICIAL_RESPONSES))
+    metrics = score_spd_faith(ScoreRequest(dataset=None, predictions=path, out=tmp_path / "s", n_bootstrap=0))
+    assert schema_errors("spd_faith_metrics", metrics) == []
+    overall = metrics["overall"]
+    assert (overall["DQR"], overall["DS"]) == pytest.approx((1 / 3, 5 / 9), abs=1e-6)
+    assert (overall["TF1"], overall["CF1"], overall["DRF"]) == pytest.approx((0.8, 0.6, 2 / 3), abs=1e-6)
+    assert metrics["official"]["gold"] == "file" and metrics["official"]["gold_disagreements"] == []
+    assert "scored against the file's own ground_truth" in (tmp_path / "s" / "report.md").read_text()

@@ -20,8 +20,9 @@ source.official image_id or qid, or its id); a sample_id that matches no record,
 the file's ground truth cannot tell apart, is an error naming the row. Each disagreement between
 the file's ground_truth (count, and the multiset of (type, category)) and the build is listed in
 metrics.json (`official.gold_disagreements`) and the report; the build is the gold. Only the
-matched pairs are scored. Scoring without --dataset is not offered: `mmfaith score` requires
---dataset (import the release first with `mmfaith build spd-faith --from-official`).
+matched pairs are scored. Without a dataset (ScoreRequest.dataset None) each row's own
+ground_truth is the gold (`gold_from_file`; said in the report); the `mmfaith score` CLI requires
+--dataset today, so that path is reachable from Python only.
 
 Metrics the file cannot support are null with the reason in `official.not_computable`, never 0:
 DS / DQR / existence_rate without any predicted_num; TF1 / CF1 / DRF / DRF_coverage without any
@@ -54,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.spd_faith.claims import CLAIM_TYPES
+from mmfaith.evaluators.spd_faith.claims import CLAIM_TYPES, TYPE_SYNONYMS
 from mmfaith.evaluators.spd_faith.metrics import Answer
 from mmfaith.images import sha256_bytes
 
@@ -200,6 +201,27 @@ def match_rows(path: Path, official: OfficialFile, pairs: Sequence[Any]) -> tupl
     return matched, disagreements
 
 
+def gold_from_file(official: OfficialFile) -> list[dict[str, Any]]:
+    """Pair records (for scoring only: no images are read) whose gold is each row's own ground_truth.
+
+    Used when no --dataset is given: id `official-<sample_id>`, subset by the count (1 single, 2+
+    multi, 0 control), difficulty unknown (null), types normalised with the judge's TYPE_SYNONYMS,
+    categories lower-cased, colors unknown; the bootstrap unit is the sample."""
+    records = []
+    for row in official.rows:
+        differences = []
+        for m in row.gold_modifications:
+            kind = str(m.get("type", "")).strip().lower()
+            category = str(m.get("category", "")).strip().lower()
+            differences.append({"type": TYPE_SYNONYMS.get(kind, kind), "category": category, "color_before": None,
+                                "color_after": None, "description": f"{kind} {category}".strip()})
+        n = len(differences)
+        records.append({"id": f"official-{row.sample_id}", "subset": "control" if n == 0 else "single" if n == 1
+                        else "multi", "difficulty": None, "num_differences": n, "differences": differences,
+                        "source": {"dataset": "official-response-file", "file_name": row.sample_id}})
+    return records
+
+
 def not_computable(official: OfficialFile) -> dict[str, str]:
     """Metric -> why the file cannot support it (module docstring)."""
     have = {"count": any(answers_of(r)["count"].response is not None for r in official.rows),
@@ -242,10 +264,11 @@ def official_script_numbers(rows: Sequence[OfficialRow]) -> dict[str, Any]:
             "CR": None, "CR_note": "eval_consistency_rate.py asks GPT-4o-mini; not reproducible offline"}
 
 
-def official_block(official: OfficialFile, disagreements: list[str], n_matched: int) -> dict[str, Any]:
-    """metrics.json's `official` block: input, gold, what cannot be computed and the official script's numbers."""
+def official_block(official: OfficialFile, disagreements: list[str], n_matched: int,
+                   gold: str = "dataset") -> dict[str, Any]:
+    """metrics.json's `official` block: input, gold (dataset or file), what cannot be computed, the official numbers."""
     return {"format": "official", "model": official.model, "n_rows": len(official.rows), "n_matched": n_matched,
-            "gold": "dataset (rows matched by sample_id)", "gold_disagreements": disagreements,
+            "gold": gold, "gold_disagreements": disagreements,
             "not_computable": not_computable(official), "official_script": official_script_numbers(official.rows)}
 
 
@@ -279,7 +302,9 @@ def comparison_markdown(metrics: dict[str, Any]) -> str:
     lines = [
         "\n## Official SPD-Faith-Bench response file\n",
         f"Input: an official response file of model `{block['model']}`, {block['n_rows']} rows, "
-        f"{block['n_matched']} matched by sample_id to the dataset, which is the gold. "
+        + (f"{block['n_matched']} matched by sample_id to the dataset, which is the gold. " if block["gold"] == "dataset"
+           else "scored against the file's own ground_truth (no --dataset: no images, no tiers, no colors). ")
+        + 
         f"The official script scores {script['total_samples']} of them (it skips "
         f"{script['skipped_without_structured_output']} without structured output); mmfaith scores all matched rows.\n",
     ]

@@ -52,7 +52,7 @@ from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
-from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import schema_errors
 
@@ -60,7 +60,8 @@ from mmfaith.schema import schema_errors
 class ScoreRequest:
     """What to score and how; `judge` None is the rule judge."""
 
-    dataset: Path
+    dataset: Path | None
+    """None: only for an official response file, whose own ground truth is then the gold."""
     predictions: Path
     out: Path
     judge: ModelEndpoint | None = None
@@ -168,12 +169,16 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_spd_dataset(request.dataset)
+    if request.dataset is None and request.format == "predictions":
+        raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
+    dataset = open_spd_dataset(request.dataset) if request.dataset is not None else None
     official_block: dict[str, Any] | None = None
     if request.format not in official_responses.FORMATS:
         raise MmfaithError(f"--format {request.format!r}: use one of {', '.join(official_responses.FORMATS)}.")
     if request.format == "official" or (request.format == "auto" and official_responses.looks_official(request.predictions)):
         dataset, predictions, official_block = _load_official(request, dataset)
+    elif dataset is None:
+        raise MmfaithError(f"{request.predictions}: not an official response file, so it needs --dataset.")
     else:
         predictions = load_predictions(request.predictions, {pair.id for pair in dataset.pairs}, request.from_run)
     if not predictions.answers:
@@ -215,11 +220,20 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     return metrics
 
 
-def _load_official(request: ScoreRequest, dataset: SpdDataset) -> tuple[SpdDataset, Predictions, dict[str, Any]]:
+def _load_official(request: ScoreRequest,
+                   dataset: SpdDataset | None) -> tuple[SpdDataset, Predictions, dict[str, Any]]:
     """An official response file (evaluators/spd_faith/official_responses.py): the matched pairs, their answers
-    and metrics.json's `official` block."""
+    and metrics.json's `official` block. Without a dataset the file's ground truth is the gold (no image is
+    read in scoring: the pairs' image paths are the response file itself)."""
     official = official_responses.read_official(request.predictions)
-    pairs, disagreements = official_responses.match_rows(request.predictions, official, dataset.pairs)
+    if dataset is None:
+        pairs = [SpdPair(record, request.predictions, request.predictions)
+                 for record in official_responses.gold_from_file(official)]
+        dataset = SpdDataset(pairs, f"official-response-file:{request.predictions.name}", official.sha256[:16])
+        gold, disagreements = "file", []
+    else:
+        pairs, disagreements = official_responses.match_rows(request.predictions, official, dataset.pairs)
+        gold = "dataset"
     answers = {(pair.id, probe): answer for pair, row in zip(pairs, official.rows)
                for probe, answer in official_responses.answers_of(row).items() if answer.response is not None}
     if not answers:
@@ -227,7 +241,7 @@ def _load_official(request: ScoreRequest, dataset: SpdDataset) -> tuple[SpdDatas
                            "raw_response, response_same or response_different); nothing to score.")
     return (SpdDataset(pairs, dataset.dataset_id, dataset.revision),
             Predictions(answers, official.model, 0, official.sha256),
-            official_responses.official_block(official, disagreements, len(pairs)))
+            official_responses.official_block(official, disagreements, len(pairs), gold))
 
 
 def _check_score_dir(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions) -> None:
@@ -237,7 +251,7 @@ def _check_score_dir(request: ScoreRequest, dataset: SpdDataset, predictions: Pr
     if not held:
         return
     for source, flag in ((request.predictions, "--predictions"), (request.dataset, "--dataset")):
-        if source.exists() and source.resolve().is_relative_to(out.resolve()):
+        if source is not None and source.exists() and source.resolve().is_relative_to(out.resolve()):
             raise MmfaithError(f"score --out {out}: holds the {flag} input {source}, and a score replaces its folder "
                                "whole; choose another --out.")
     if request.overwrite:
