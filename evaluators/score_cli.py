@@ -26,8 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Score predictions (or a submission) against a benchmark's gold.", families.all_families(),
             help_of=lambda family: f"{family.title}: {', '.join(m.key for m in family.metrics[:8])}",
             epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0])):
-        parser.add_argument("--dataset", required=True, metavar="SOURCE",
-                            help="a build dir, release folder, or Hub repo ORG/NAME[@REVISION]")
+        parser.add_argument("--dataset", metavar="SOURCE",
+                            help="a build dir, release folder, or Hub repo ORG/NAME[@REVISION]; needed unless the "
+                                 "family scores a file alone (SPD-Faith: an official response file)")
         parser.add_argument("--predictions", type=Path, required=True, metavar="FILE",
                             help="predictions.jsonl or a submission")
         parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="score dir to write")

@@ -6,10 +6,18 @@ import os
 import signal
 import subprocess
 import time
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+# A fresh `datasets` cache for each test session, set before any test module imports `datasets`
+# (it reads the variable once): its arrow cache is keyed by the folder, so a release rewritten at a
+# path an earlier session used would otherwise be read back stale.
+_DATASETS_CACHE = tempfile.mkdtemp(prefix="mmfaith-tests-datasets-")
+os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
+
+import pytest  # noqa: E402 (after the cache variable)
 
 from mmfaith.builders.coco_source import embedded_sample
 from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
@@ -46,6 +54,13 @@ def read_records(build_dir: Path, name: str = "records.jsonl") -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fresh_datasets_cache() -> Iterator[str]:
+    """The session's `datasets` cache, removed at the end."""
+    yield _DATASETS_CACHE
+    shutil.rmtree(_DATASETS_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -49,6 +49,8 @@ def render_outlines(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
             width = max(2, round(max(image.size) / 200))
             for number, diff in enumerate(record["differences"], start=1):
                 box = diff["bbox_before"] if side == "a" or diff["bbox_after"] is None else diff["bbox_after"]
+                if box is None:  # an official GitHub-layout import records no boxes
+                    continue
                 x, y, w, h = box
                 draw.rectangle((x, y, x + w, y + h), outline=(255, 0, 0), width=width)
                 draw.text((x + width + 2, y + width + 2), str(number), fill=(255, 0, 0))
@@ -62,11 +64,13 @@ def render_outlines(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
 def _planned_line(number: int, diff: dict[str, Any]) -> str:
     """One difference's gold as a line of text: number, type, category, colors, boxes."""
     parts = [f"{number}. {diff['type']}: {diff['category']}"]
-    if diff["type"] == "color":
+    if diff["type"] == "color" and diff["color_before"] is None and diff["color_after"] is None:
+        parts.append("colors not recorded")  # an official import: the release names no colors
+    elif diff["type"] == "color":
         parts.append(f"color {diff['color_before']} -> {diff['color_after']}")
     elif diff["color_before"]:
         parts.append(f"color {diff['color_before']}")
-    parts.append(f"box before {diff['bbox_before']}")
+    parts.append(f"box before {diff['bbox_before']}" if diff["bbox_before"] is not None else "box not recorded")
     if diff["bbox_after"] is not None and diff["bbox_after"] != diff["bbox_before"]:
         parts.append(f"box after {diff['bbox_after']}")
     return ", ".join(parts)

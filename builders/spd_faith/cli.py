@@ -22,7 +22,11 @@ def add_build_options(spd: argparse.ArgumentParser) -> None:
     spd.epilog = BUILD_EXAMPLE
     src = spd.add_argument_group("source")
     src.add_argument("--coco-annotations", type=Path, metavar="FILE", help="COCO instances JSON (default: embedded sample)")
-    src.add_argument("--images", type=Path, metavar="DIR", help="folder of the images the annotations list")
+    src.add_argument("--images", type=Path, metavar="DIR",
+                     help="folder of the images the annotations list (with --from-official: of the JSONL's canvases)")
+    src.add_argument("--from-official", metavar="SOURCE",
+                     help="import the official SPD-Faith-Bench instead of building: a Hub snapshot folder, a Hub id "
+                          "ORG/NAME[@REVISION], or a GitHub-layout JSONL (canvases cut where the halves agree best)")
     src.add_argument("--allow-noderivs", action="store_true",
                      help="also edit images whose license forbids derivatives (you then may not publish them)")
     src.add_argument("--max-pixels", type=int, default=None, help="refuse larger images (default 50,000,000)")
@@ -59,7 +63,9 @@ def add_build_options(spd: argparse.ArgumentParser) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    """`mmfaith build spd-faith`: the parsed options into a BuildRequest; prints the summary line."""
+    """`mmfaith build spd-faith`: the parsed options into a BuildRequest (or an official import); prints the summary."""
+    if args.from_official is not None:
+        return _run_import(args)
     from mmfaith.builders.inpainters import resolve_inpainter
     from mmfaith.builders.spd_faith.planners import PlannerSpec
     from mmfaith.builders.spd_faith.planning import EDIT_TYPES
@@ -97,4 +103,24 @@ def run_build(args: argparse.Namespace) -> int:
     rejected = sum(summary.rejected.values())
     print(f"built {made} pairs in {summary.out} ({rejected} candidates rejected; see rejected.jsonl); "
           f"preview: {summary.out / 'preview.png'}")
+    return 0
+
+
+OFFICIAL_CONFLICTS = ("coco_annotations", "allow_noderivs", "max_pixels", "per_tier", "multi", "paper_mix", "controls",
+                      "planner_model", "planner_base_url", "lama_model")
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    """`--from-official SOURCE`: import the official release (builders/spd_faith/official.py), build nothing."""
+    from mmfaith.builders.spd_faith.official import import_official
+
+    given = [name for name in OFFICIAL_CONFLICTS if getattr(args, name) not in (None, False, 0)]
+    given += ["planner"] if args.planner != "rule" else []
+    given += ["inpainter"] if args.inpainter != "auto" else []
+    if given:
+        flags = ", ".join(f"--{name.replace('_', '-')}" for name in given)
+        raise MmfaithError(f"--from-official imports the official release and builds nothing: drop {flags}.")
+    summary = import_official(args.from_official, args.out, args.images)
+    print(f"imported {summary.accepted} official pairs ({summary.origin}, revision {summary.revision}) into "
+          f"{summary.out} ({len(summary.rejected)} rows rejected; see rejected.jsonl)")
     return 0

@@ -55,6 +55,10 @@ def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
 def add_score_options(parser: argparse.ArgumentParser) -> None:
     """The judge of the claims: the rule judge, or an LLM over the OpenAI protocol or Gemini."""
     parser.description = SCORE_DESCRIPTION
+    parser.add_argument("--format", choices=("auto", "predictions", "official"), default="auto",
+                        help="predictions.jsonl / a submission, or an official SPD-Faith-Bench response file "
+                             "(JSON with a responses list; auto detects it by shape; --dataset is then the build "
+                             "imported with `mmfaith build spd-faith --from-official`)")
     judge = parser.add_argument_group("judge")
     judge.add_argument("--judge", default="rule", metavar="rule|MODEL",
                        help="rule (deterministic, offline) or the model name of an LLM judge")
@@ -77,9 +81,10 @@ def score(args: argparse.Namespace) -> int:
     judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
                                                             args.judge_api_key_env)
     metrics = score_spd_faith(ScoreRequest(
-        dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=judge,
+        dataset=Path(args.dataset) if args.dataset else None, predictions=args.predictions, out=args.out, judge=judge,
         judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale))
+        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
+        format=args.format))
     overall, counts = metrics["overall"], metrics["counts"]
     answered = (f"{counts['answered_share']:.0%} of the probes answered"
                 + ("; the rest count as unanswered" if counts["answered_share"] < 1 else ""))

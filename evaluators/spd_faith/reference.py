@@ -100,6 +100,8 @@ class Oracle:
                 detail = f"{shown[0]} to {shown[1]}" if None not in shown else "changed color"
             elif difference["type"] == "remove":
                 detail = f"only in the {'first' if original_first else 'second'} picture"
+            elif difference["bbox_before"] is None or difference["bbox_after"] is None:
+                detail = "moved to another place"  # an official import: the destination is not recorded
             else:
                 places = [place_name(x + w / 2, y + h / 2, width, height)
                           for x, y, w, h in (difference["bbox_before"], difference["bbox_after"])]

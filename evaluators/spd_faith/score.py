@@ -20,6 +20,12 @@ no file of an older score survives. A non-empty `--out` is replaced only when it
 score of the same inputs (its metrics.json names the same dataset revision and predictions
 sha256) or with `overwrite` (`--overwrite`); otherwise it is refused.
 
+An official SPD-Faith-Bench response file (one JSON object with a `responses` list; `format`
+"official", or detected by shape with "auto") is read by spd_faith/official_responses.py instead:
+its rows are matched by sample_id to the dataset (the imported build), only those pairs are scored,
+metrics it cannot support are null with the reason, and report.md gains a comparison with the
+official script's numbers.
+
 Outputs in the score dir: metrics.json (schemas/spd_faith_metrics.schema.json), items.jsonl
 (schemas/spd_faith_item_scores.schema.json, one line per pair in dataset order), report.md and
 PNG plots (spd_faith/report.py). The same inputs give the same bytes (the bootstrap is seeded; LLM judge
@@ -38,6 +44,7 @@ from typing import Any
 from mmfaith import __version__
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.predictions import read_predictions
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
@@ -46,7 +53,7 @@ from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
-from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import schema_errors
 
@@ -54,7 +61,8 @@ from mmfaith.schema import schema_errors
 class ScoreRequest:
     """What to score and how; `judge` None is the rule judge."""
 
-    dataset: Path
+    dataset: Path | None
+    """None: only for an official response file, whose own ground truth is then the gold."""
     predictions: Path
     out: Path
     judge: ModelEndpoint | None = None
@@ -65,6 +73,8 @@ class ScoreRequest:
     seed: int = 0
     overwrite: bool = False
     drop_stale: bool = False
+    format: str = "auto"
+    """auto (an official response file is detected by its shape), predictions, or official."""
 
 
 @dataclass(frozen=True)
@@ -118,8 +128,18 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_spd_dataset(request.dataset)
-    predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale)
+    if request.dataset is None and request.format == "predictions":
+        raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
+    dataset = open_spd_dataset(request.dataset) if request.dataset is not None else None
+    official_block: dict[str, Any] | None = None
+    if request.format not in official_responses.FORMATS:
+        raise MmfaithError(f"--format {request.format!r}: use one of {', '.join(official_responses.FORMATS)}.")
+    if request.format == "official" or (request.format == "auto" and official_responses.looks_official(request.predictions)):
+        dataset, predictions, official_block = _load_official(request, dataset)
+    elif dataset is None:
+        raise MmfaithError(f"{request.predictions}: not an official response file, so it needs --dataset.")
+    else:
+        predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale)
     if not predictions.answers:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "
@@ -141,6 +161,9 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
+    if official_block is not None:
+        metrics["official"] = official_block
+        official_responses.apply_not_computable(metrics)
     if request.judge_agreement:
         answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
         metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
@@ -151,8 +174,35 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     write_atomic(staging / "metrics.json",
                  (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
     write_score_report(metrics, staging)
+    if official_block is not None:
+        with open(staging / "report.md", "a", encoding="utf-8") as report:
+            report.write(official_responses.comparison_markdown(metrics))
     _replace_folder(out, staging)
     return metrics
+
+
+def _load_official(request: ScoreRequest,
+                   dataset: SpdDataset | None) -> tuple[SpdDataset, Predictions, dict[str, Any]]:
+    """An official response file (evaluators/spd_faith/official_responses.py): the matched pairs, their answers
+    and metrics.json's `official` block. Without a dataset the file's ground truth is the gold (no image is
+    read in scoring: the pairs' image paths are the response file itself)."""
+    official = official_responses.read_official(request.predictions)
+    if dataset is None:
+        pairs = [SpdPair(record, request.predictions, request.predictions)
+                 for record in official_responses.gold_from_file(official)]
+        dataset = SpdDataset(pairs, f"official-response-file:{request.predictions.name}", official.sha256[:16])
+        gold, disagreements = "file", []
+    else:
+        pairs, disagreements = official_responses.match_rows(request.predictions, official, dataset.pairs)
+        gold = "dataset"
+    answers = {(pair.id, probe): answer for pair, row in zip(pairs, official.rows)
+               for probe, answer in official_responses.answers_of(row).items() if answer.response is not None}
+    if not answers:
+        raise MmfaithError(f"{request.predictions}: no row holds an answer (predicted_num, structured_output, "
+                           "raw_response, response_same or response_different); nothing to score.")
+    return (SpdDataset(pairs, dataset.dataset_id, dataset.revision),
+            Predictions(answers, official.model, 0, 0, official.sha256),
+            official_responses.official_block(official, disagreements, len(pairs), gold))
 
 
 def _check_score_dir(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions) -> None:
@@ -162,7 +212,7 @@ def _check_score_dir(request: ScoreRequest, dataset: SpdDataset, predictions: Pr
     if not held:
         return
     for source, flag in ((request.predictions, "--predictions"), (request.dataset, "--dataset")):
-        if source.exists() and source.resolve().is_relative_to(out.resolve()):
+        if source is not None and source.exists() and source.resolve().is_relative_to(out.resolve()):
             raise MmfaithError(f"score --out {out}: holds the {flag} input {source}, and a score replaces its folder "
                                "whole; choose another --out.")
     if request.overwrite:

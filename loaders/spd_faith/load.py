@@ -3,8 +3,10 @@
 `source` is a release folder (written by `mmfaith release`: loaded with plain
 `datasets.load_dataset(folder, config)`), a build dir (records.jsonl + images: every record of
 the config, whatever its verification status, turned into release rows), or a Hub dataset repo id
-(`ORG/NAME`, loaded with `datasets.load_dataset(repo, config, revision=...)`; the official
-SPD-Faith repo has no `single`/`multi` configs: pass `config=None` and read it with `spd_pairs`).
+(`ORG/NAME`, loaded with `datasets.load_dataset(repo, config, revision=...)`) of an mmfaith
+release. The official SPD-Faith-Bench (splits easy / medium / hard / multi_diff, no `test`) is not
+read here: import it with `mmfaith build spd-faith --from-official SOURCE --out BUILD_DIR` and
+pass BUILD_DIR.
 The split is always `test`.
 """
 from __future__ import annotations

@@ -18,7 +18,9 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.jsonl import canonical_json
 
-SOURCE_KEYS = ("dataset", "split", "image_id", "file_name", "license", "flickr_url", "coco_url", "attribution")
+SOURCE_KEYS = ("dataset", "split", "image_id", "file_name", "license", "flickr_url", "coco_url", "attribution",
+               "official")
+"""`official` (records imported from the official SPD-Faith-Bench) is stored as canonical JSON, null otherwise."""
 DIFFERENCE_KEYS = ("type", "category", "category_id", "source_ann_id", "color_before", "color_after",
                    "bbox_before", "bbox_after", "area_ratio", "description")
 CC_URL = re.compile(r"creativecommons\.org/licenses/([a-z-]+)/(\d+\.\d+)")
@@ -34,7 +36,7 @@ def features() -> Any:
                   "bbox_after": List(float64), "area_ratio": float64, "description": string}
     source = {"dataset": string, "split": string, "image_id": int64, "file_name": string,
               "license": {"id": int64, "name": string, "url": string},
-              "flickr_url": string, "coco_url": string, "attribution": string}
+              "flickr_url": string, "coco_url": string, "attribution": string, "official": string}
     return Features({
         "id": string, "image_a": Image(), "image_b": Image(), "subset": string, "difficulty": string,
         "num_differences": int64, "differences": List(difference), "instance_count": int64, "caption": string,
@@ -77,7 +79,8 @@ def record_to_row(record: dict[str, Any], image_a: bytes, image_b: bytes) -> dic
         "license": license_id(source["license"]),
         "license_url": source["license"]["url"],
         "attribution": source["attribution"],
-        "source": {key: source[key] for key in SOURCE_KEYS},
+        "source": {**{key: source[key] for key in SOURCE_KEYS if key != "official"},
+                   "official": canonical_json(source["official"]) if "official" in source else None},
         "verification": canonical_json(record["verification"]),
         "build": canonical_json(record["build"]),
     }
@@ -103,7 +106,16 @@ def row_to_record(row: dict[str, Any]) -> dict[str, Any]:
         "differences": differences,
         "instance_count": row["instance_count"],
         "caption": row["caption"],
-        "source": dict(row["source"], license=dict(row["source"]["license"])),
+        "source": _source(row["source"]),
         "verification": json.loads(row["verification"]),
         "build": json.loads(row["build"]),
     }
+
+
+def _source(source: dict[str, Any]) -> dict[str, Any]:
+    """A row's source column back as the record's source (`official` parsed, dropped when null)."""
+    record = dict(source, license=dict(source["license"]))
+    official = record.pop("official", None)
+    if official is not None:
+        record["official"] = json.loads(official)
+    return record

@@ -1,10 +1,12 @@
 """Typed views of SPD-Faith rows: a pair with its two PIL images and its differences as dataclasses.
 
 Two row formats are read: mmfaith's release rows (loaders/spd_faith/rows.py; also what
-`load_spd_faith` makes from a build dir) and the official SPD-Faith release
-(Hub `Jackson-Lv/SPD-Faith-Bench`: `qid`, one side-by-side `image`, `modifications[{type,
+`load_spd_faith` makes from a build dir) and rows of the official GitHub JSONL layout with the
+canvas decoded (`qid`, one `image` canvas, original on top or left, `modifications[{type,
 category}]`, `question`), adapted by `official_pair_view`. `spd_pairs(dataset)` picks the adapter
-from the columns.
+from the columns. The official release itself (the Hub's image1 / image2 / differences, or the
+JSONL with its canvas files) is imported into a build dir with
+`mmfaith build spd-faith --from-official`, which keeps its tiers, boxes and captions.
 """
 from __future__ import annotations
 
@@ -68,19 +70,33 @@ def pair_view(row: dict[str, Any]) -> PairView:
 
 
 def split_canvas(canvas: Image.Image) -> tuple[Image.Image, Image.Image]:
-    """(left, right) halves of a side-by-side canvas; with an odd width the middle column (a separator) is dropped."""
-    width, height = canvas.size
-    half = width // 2
-    return canvas.crop((0, 0, half, height)), canvas.crop((width - half, 0, width, height))
+    """(original, edited) halves of an official canvas, cut where the halves agree best: top/bottom
+    (the official layout for landscape sources) or left/right (portrait sources); see
+    builders/spd_faith/canvas_cut.py. Raises MmfaithError when no cut makes a pair."""
+    import numpy as np
+
+    from mmfaith.builders.spd_faith.canvas_cut import best_cut
+
+    cut = best_cut(np.asarray(canvas.convert("RGB")))
+    return Image.fromarray(cut.first), Image.fromarray(cut.second)
 
 
 def official_pair_view(row: dict[str, Any]) -> PairView:
-    """The view of an official SPD-Faith row: the canvas split in two (left = original, as in the
-    paper's figures), differences with type (normalised to color / remove / position) and category
-    only, subset from their count (1 single, 2+ multi, 0 control), no difficulty.
+    """The view of a row of the official GitHub JSONL layout whose `image` is a decoded canvas: the
+    canvas cut where its halves agree best (split_canvas), differences with type (normalised to
+    color / remove / position) and category only, subset from their count (1 single, 2+ multi, 0
+    control), no difficulty.
 
-    Raises MmfaithError naming the qid and field when a modification has no type or category.
+    The JSONL itself names canvas files, and the Hub release (image1 / image2 / differences) has
+    tiers, boxes and descriptions that this view cannot hold: import either with
+    `mmfaith build spd-faith --from-official SOURCE --out BUILD_DIR` and load the build dir.
+    Raises MmfaithError naming the qid and field when a modification has no type or category, or
+    when `image` is a file name rather than a decoded image.
     """
+    if not isinstance(row.get("image"), Image.Image):
+        raise MmfaithError(f"official SPD-Faith row qid {row.get('qid')}: `image` is {type(row.get('image')).__name__}, "
+                           "not a decoded canvas; import the JSONL with `mmfaith build spd-faith --from-official "
+                           "FILE.jsonl --out BUILD_DIR` and load BUILD_DIR instead.")
     differences = []
     for index, modification in enumerate(row["modifications"] or []):
         kind, category = modification.get("type"), modification.get("category")
@@ -90,7 +106,7 @@ def official_pair_view(row: dict[str, Any]) -> PairView:
         differences.append(Difference(type=TYPE_SYNONYMS.get(str(kind).strip().lower(), str(kind).strip().lower()),
                                       category=str(category).strip().lower()))
     subset = "control" if not differences else "single" if len(differences) == 1 else "multi"
-    image_a, image_b = split_canvas(row["image"].convert("RGB"))
+    image_a, image_b = split_canvas(row["image"])
     return PairView(id=str(row["qid"]), subset=subset, difficulty=None, image_a=image_a, image_b=image_b,
                     differences=differences, question=row.get("question"))
 
