@@ -1,10 +1,10 @@
-"""Throughput of `mmfaith run spd-faith`'s client against a server that answers after a fixed latency.
+"""Throughput of `mmfaith run spd-faith` on the shared run engine against a server that answers after a fixed latency.
 
 What it measures
 ----------------
 A local OpenAI-protocol server runs in its own process (asyncio, so it holds 256 requests at
 once cheaply: it counts the body's bytes, waits L = 0.5 s, answers a fixed chat completion). The
-client is the real run loop (`run_spd_faith`: the openai client, images from PNG files as
+client is the real run loop (the shared engine driving SPD-Faith's probe plan through `run_spd_faith`: the openai client, images from PNG files as
 base64 data URLs, predictions appended and fsynced) over a temporary build-like dataset of 256
 pairs of 640x480 PNGs (crops of the embedded COCO sample; each original shared by 8 pairs, each
 edited image its own, a patch recolored), two images per request.
