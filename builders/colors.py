@@ -1,10 +1,14 @@
 """The fixed vocabulary of basic color names, naming an object's color, and recoloring it.
 
 Vocabulary: the eleven basic color terms of Berlin and Kay (black, white, gray, red, orange,
-yellow, green, blue, purple, pink, brown), each with one sRGB prototype. Naming (project rule,
-docs/spd_faith_build.md): take the median CIELAB color of the object's pixels; if its chroma
-sqrt(a^2 + b^2) is below 12 the object is achromatic and is black (L* < 30), white (L* > 78)
-or gray; otherwise it gets the nearest chromatic prototype by CIE76 delta E.
+yellow, green, blue, purple, pink, brown), each with one sRGB prototype. Naming one CIELAB color
+(project rule, docs/spd_faith_build.md): if its chroma sqrt(a^2 + b^2) is below 12 it is
+achromatic and is black (L* < 30), white (L* > 78) or gray; otherwise it gets the nearest chromatic
+prototype by CIE76 delta E. Naming an object (`object_color`): every pixel of its mask is named by
+that rule; the object's color is the name most of its pixels carry, and `share` is the fraction
+of its pixels that carry it. An object whose top name covers less than MIN_DOMINANT_SHARE (45%)
+of its pixels (a white pot with red flowers, a striped shirt) has no dominant color: it is never
+recolored, since no single "color before" describes it.
 
 Recoloring keeps the object's shading: every pixel keeps its lightness offset from the object's
 mean lightness (compressed only as far as needed for 95% of the pixels to stay in [0, 100]), the mean lightness moves to
@@ -15,6 +19,8 @@ needs: to a color the object already has, it changes nothing but the lightness b
 achromatic name, so such an edit is (and is gated as) invisible.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -37,6 +43,7 @@ ACHROMATIC = ("black", "white", "gray")
 ACHROMATIC_CHROMA = 12.0
 BLACK_MAX_L = 30.0
 WHITE_MIN_L = 78.0
+MIN_DOMINANT_SHARE = 0.45
 TEXTURE_CHROMA_KEPT = 0.25
 SHADING_PERCENTILE = 95.0
 LIGHTNESS_SLACK = 15.0
@@ -78,33 +85,64 @@ def normalize_color(word: str) -> str | None:
     return COLOR_SYNONYMS.get(key)
 
 
+def name_labs(labs: np.ndarray) -> np.ndarray:
+    """Vocabulary indices (into COLOR_NAMES) of N CIELAB colors (Nx3), by the module's rule."""
+    labs = np.asarray(labs, dtype=np.float32).reshape(-1, 3)
+    chromatic = [i for i, n in enumerate(COLOR_NAMES) if n not in ACHROMATIC]
+    protos = np.stack([PROTOTYPES_LAB[COLOR_NAMES[i]] for i in chromatic])
+    distances = np.linalg.norm(labs[:, None, :] - protos[None, :, :], axis=-1)
+    names = np.asarray(chromatic)[np.argmin(distances, axis=1)]
+    lightness = labs[:, 0]
+    achromatic = np.where(lightness < BLACK_MAX_L, COLOR_NAMES.index("black"),
+                          np.where(lightness > WHITE_MIN_L, COLOR_NAMES.index("white"), COLOR_NAMES.index("gray")))
+    gray_enough = np.hypot(labs[:, 1], labs[:, 2]) < ACHROMATIC_CHROMA
+    return np.where(gray_enough, achromatic, names)
+
+
 def name_lab(lab: np.ndarray) -> str:
     """The vocabulary name of one CIELAB color (module docstring gives the rule)."""
-    lightness, a, b = (float(v) for v in lab)
-    if np.hypot(a, b) < ACHROMATIC_CHROMA:
-        if lightness < BLACK_MAX_L:
-            return "black"
-        return "white" if lightness > WHITE_MIN_L else "gray"
-    chromatic = [n for n in COLOR_NAMES if n not in ACHROMATIC]
-    return min(chromatic, key=lambda n: float(np.linalg.norm(PROTOTYPES_LAB[n] - lab)))
+    return COLOR_NAMES[int(name_labs(lab)[0])]
 
 
-def object_lab(rgb: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Median CIELAB color of the masked pixels."""
-    return np.median(rgb_to_lab(rgb[mask]), axis=0)
+@dataclass(frozen=True)
+class ObjectColor:
+    """An object's color by its own pixels: the top name, its pixel share, and the median CIELAB color
+    of the pixels that carry that name (the reference for target distances)."""
+
+    name: str
+    share: float
+    lab: np.ndarray
+
+    @property
+    def dominant(self) -> bool:
+        """True when one name describes the object (share >= MIN_DOMINANT_SHARE)."""
+        return self.share >= MIN_DOMINANT_SHARE
+
+
+def object_color(rgb: np.ndarray, mask: np.ndarray) -> ObjectColor:
+    """Name the masked object from its own pixels (module docstring); ties go to the earlier vocabulary name."""
+    labs = rgb_to_lab(rgb[mask])
+    names = name_labs(labs)
+    counts = np.bincount(names, minlength=len(COLOR_NAMES))
+    top = int(np.argmax(counts))
+    return ObjectColor(COLOR_NAMES[top], float(counts[top]) / float(max(1, names.size)),
+                       np.median(labs[names == top], axis=0))
 
 
 def name_object_color(rgb: np.ndarray, mask: np.ndarray) -> str:
-    return name_lab(object_lab(rgb, mask))
+    return object_color(rgb, mask).name
 
 
-def distinct_targets(current_lab: np.ndarray, min_delta_e: float) -> list[str]:
-    """Target colors whose prototype lies at least min_delta_e (CIE76) from the object's color."""
-    current_name = name_lab(current_lab)
+def distinct_targets(current: ObjectColor, min_delta_e: float, palette: tuple[str, ...] = COLOR_NAMES) -> list[str]:
+    """Target colors of `palette` whose prototype lies at least min_delta_e (CIE76) from the object's
+    color; none for an object without a dominant color."""
+    if not current.dominant:
+        return []
     return [
         name
         for name in COLOR_NAMES
-        if name != current_name and float(np.linalg.norm(PROTOTYPES_LAB[name] - current_lab)) >= min_delta_e
+        if name in palette and name != current.name
+        and float(np.linalg.norm(PROTOTYPES_LAB[name] - current.lab)) >= min_delta_e
     ]
 
 
@@ -118,7 +156,7 @@ def recolor(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0
     """The image with the masked object recolored to `target`; pixels outside the mask are untouched."""
     lab = rgb_to_lab(rgb[mask])
     mean = lab.mean(axis=0)
-    if name_lab(np.median(lab, axis=0)) == target:
+    if object_color(rgb, mask).name == target:
         low, high = ACHROMATIC_LIGHTNESS.get(target, (0.0, 100.0))
         goal = np.array([np.clip(mean[0], low, high), mean[1], mean[2]], dtype=np.float32)
         texture = 1.0

@@ -5,16 +5,22 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+# Hugging Face `datasets` caches a loaded folder under a key that a later session's folder at the
+# same pytest temp path can match, and then returns the earlier session's rows: every session gets
+# its own datasets cache (set before `datasets` is imported, which reads it once).
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="mmfaith-test-hf-datasets-")
 
-from mmfaith.builders.coco_source import embedded_sample
-from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
-from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text
-from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm
+import pytest  # noqa: E402
+
+from mmfaith.builders.coco_source import embedded_sample  # noqa: E402
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith  # noqa: E402
+from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text  # noqa: E402
+from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm  # noqa: E402
 
 
 def write_subset_annotations(sample: tuple[Path, Path], out: Path, image_ids: list[int]) -> Path:
