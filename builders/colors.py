@@ -1,10 +1,13 @@
 """The fixed vocabulary of basic color names, naming an object's color, and recoloring it.
 
 Vocabulary: the eleven basic color terms of Berlin and Kay (black, white, gray, red, orange,
-yellow, green, blue, purple, pink, brown), each with one sRGB prototype. Naming one CIELAB color
-(project rule, docs/spd_faith_build.md): if its chroma sqrt(a^2 + b^2) is below 12 it is
-achromatic and is black (L* < 30), white (L* > 78) or gray; otherwise it gets the nearest chromatic
-prototype by CIE76 delta E. Naming an object (`object_color`): every pixel of its mask is named by
+yellow, green, blue, purple, pink, brown), each with one sRGB prototype (the recolor target).
+Naming one CIELAB color (project rule, docs/spd_faith_build.md): if its chroma C = sqrt(a^2 + b^2)
+is below 12 it is achromatic: black (L* < 30), white (L* >= 70: a white object in shade stays
+white) or gray. Otherwise its hue angle h = atan2(b, a) decides (HUE_BANDS): red 15-50 degrees,
+orange 50-75, yellow 75-105, green 105-200, blue 200-300, purple 300-335, pink 335-15; then a
+dark or dull warm color is brown (red, orange or yellow band with L* < 45 and C < 60, or C < 25
+and L* < 70: tan, chocolate, wood), and a light red or purple is pink (L* >= 60). Naming an object (`object_color`): every pixel of its mask is named by
 that rule; the object's color is the name most of its pixels carry, and `share` is the fraction
 of its pixels that carry it. An object whose top name covers less than MIN_DOMINANT_SHARE (45%)
 of its pixels (a white pot with red flowers, a striped shirt) has no dominant color: it is never
@@ -42,7 +45,16 @@ COLOR_NAMES: tuple[str, ...] = tuple(COLOR_PROTOTYPES_RGB)
 ACHROMATIC = ("black", "white", "gray")
 ACHROMATIC_CHROMA = 12.0
 BLACK_MAX_L = 30.0
-WHITE_MIN_L = 78.0
+WHITE_MIN_L = 70.0
+HUE_BANDS: tuple[tuple[float, str], ...] = (
+    (15.0, "pink"), (50.0, "red"), (75.0, "orange"), (105.0, "yellow"), (200.0, "green"), (300.0, "blue"),
+    (335.0, "purple"), (360.0, "pink"))
+WARM = ("red", "orange", "yellow")
+BROWN_MAX_L = 45.0
+BROWN_MAX_CHROMA = 60.0
+DULL_CHROMA = 25.0
+DULL_BROWN_MAX_L = 70.0
+PINK_MIN_L = 60.0
 MIN_DOMINANT_SHARE = 0.45
 TEXTURE_CHROMA_KEPT = 0.25
 SHADING_PERCENTILE = 95.0
@@ -88,14 +100,20 @@ def normalize_color(word: str) -> str | None:
 def name_labs(labs: np.ndarray) -> np.ndarray:
     """Vocabulary indices (into COLOR_NAMES) of N CIELAB colors (Nx3), by the module's rule."""
     labs = np.asarray(labs, dtype=np.float32).reshape(-1, 3)
-    chromatic = [i for i, n in enumerate(COLOR_NAMES) if n not in ACHROMATIC]
-    protos = np.stack([PROTOTYPES_LAB[COLOR_NAMES[i]] for i in chromatic])
-    distances = np.linalg.norm(labs[:, None, :] - protos[None, :, :], axis=-1)
-    names = np.asarray(chromatic)[np.argmin(distances, axis=1)]
     lightness = labs[:, 0]
+    chroma = np.hypot(labs[:, 1], labs[:, 2])
+    hue = np.degrees(np.arctan2(labs[:, 2], labs[:, 1])) % 360.0
+    edges = np.array([edge for edge, _ in HUE_BANDS])
+    band = np.array([COLOR_NAMES.index(name) for _, name in HUE_BANDS])[np.searchsorted(edges, hue, side="right")
+                                                                          .clip(0, len(edges) - 1)]
+    warm = np.isin(band, [COLOR_NAMES.index(n) for n in WARM])
+    brown = warm & (((lightness < BROWN_MAX_L) & (chroma < BROWN_MAX_CHROMA))
+                    | ((chroma < DULL_CHROMA) & (lightness < DULL_BROWN_MAX_L)))
+    pink = np.isin(band, [COLOR_NAMES.index("red"), COLOR_NAMES.index("purple")]) & (lightness >= PINK_MIN_L) & ~brown
+    names = np.where(brown, COLOR_NAMES.index("brown"), np.where(pink, COLOR_NAMES.index("pink"), band))
     achromatic = np.where(lightness < BLACK_MAX_L, COLOR_NAMES.index("black"),
                           np.where(lightness > WHITE_MIN_L, COLOR_NAMES.index("white"), COLOR_NAMES.index("gray")))
-    gray_enough = np.hypot(labs[:, 1], labs[:, 2]) < ACHROMATIC_CHROMA
+    gray_enough = chroma < ACHROMATIC_CHROMA
     return np.where(gray_enough, achromatic, names)
 
 
@@ -127,6 +145,16 @@ def object_color(rgb: np.ndarray, mask: np.ndarray) -> ObjectColor:
     top = int(np.argmax(counts))
     return ObjectColor(COLOR_NAMES[top], float(counts[top]) / float(max(1, names.size)),
                        np.median(labs[names == top], axis=0))
+
+
+MONOCHROME_MAX_CHROMATIC = 0.01
+
+
+def is_monochrome(rgb: np.ndarray) -> bool:
+    """True for a black-and-white (or sepia-free gray) photo: fewer than 1% of its pixels (every
+    4th row and column) reach the achromatic chroma limit. Nothing in such a photo is recolored."""
+    lab = rgb_to_lab(np.ascontiguousarray(rgb[::4, ::4]))
+    return float((np.hypot(lab[..., 1], lab[..., 2]) >= ACHROMATIC_CHROMA).mean()) < MONOCHROME_MAX_CHROMATIC
 
 
 def name_object_color(rgb: np.ndarray, mask: np.ndarray) -> str:

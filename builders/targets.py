@@ -15,10 +15,15 @@ Removal and moves (`movable_reason` gives the reason an object may not be taken 
   cover more than MAX_BOX_OCCLUSION (25%) of its box;
 - a hole larger than the inpainter can fill with texture is refused: the dilated hole may cover at
   most MAX_HOLE_AREA[inpainter] of the image (Telea/NS 5%, PatchMatch 10%, LaMa 15%).
+Moves only: objects that are fixed, hung, worn, held or perched where they are (NOT_MOVED:
+furniture and appliances, signs, cutlery, clocks, birds, ties, skis...) are never moved: pasted
+elsewhere on the same ground line they float (a knife off its rack on a tiled wall).
 
-Recoloring (`color_palette`): people are not recolored unless asked (`recolor_people`); every
+Recoloring (`color_palette`): nothing is recolored in a monochrome photo (colors.is_monochrome);
+people are not recolored unless asked (`recolor_people`); every
 category has a palette of plausible colors (a car may become red, blue, white, black, gray or
-yellow; animals keep natural coat colors; plants, most food and signs are never recolored);
+yellow; animals keep natural coat colors; cutlery stays metal-colored; plants, most food, bowls
+(their masks hold the food) and signs are never recolored);
 categories not listed (manufactured things: cups, chairs, umbrellas...) may take any basic color.
 """
 from __future__ import annotations
@@ -34,6 +39,10 @@ MIN_BOX_FILL = 0.30
 MAX_BOX_OCCLUSION = 0.25
 MAX_HOLE_AREA: dict[str, float] = {"telea": 0.05, "ns": 0.05, "patchmatch": 0.10, "lama": 0.15}
 PEOPLE = frozenset({"person"})
+NOT_MOVED = frozenset({
+    "dining table", "bed", "couch", "toilet", "sink", "refrigerator", "oven", "microwave", "toaster", "tv",
+    "clock", "traffic light", "stop sign", "fire hydrant", "parking meter", "bench", "knife", "fork", "spoon",
+    "bird", "tie", "skis", "snowboard", "baseball glove", "umbrella", "kite", "frisbee", "sports ball"})
 
 _VEHICLE = ("red", "blue", "white", "black", "gray", "yellow")
 _ANY = COLOR_NAMES
@@ -51,6 +60,9 @@ COLOR_PALETTES: dict[str, tuple[str, ...]] = {
     "potted plant": (), "broccoli": (), "carrot": (), "hot dog": (), "pizza": (), "sandwich": (),
     "banana": ("yellow", "green", "brown"), "apple": ("red", "green", "yellow"), "orange": ("orange", "green"),
     "donut": ("brown", "pink", "white"), "cake": ("white", "brown", "pink", "yellow"),
+    # containers whose COCO mask holds their contents (a recolor paints the food too), and cutlery
+    "bowl": (), "knife": ("gray", "black", "white"), "fork": ("gray", "black", "white"),
+    "spoon": ("gray", "black", "white"),
     # signs and fixtures whose color carries meaning
     "stop sign": (), "traffic light": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
 }
@@ -67,6 +79,10 @@ class TargetRules:
     def max_hole_area(self) -> float:
         """Largest dilated hole (fraction of the image) the build's inpainter may fill."""
         return MAX_HOLE_AREA.get(self.inpainter, min(MAX_HOLE_AREA.values()))
+
+    def may_move(self, category: str) -> bool:
+        """False for objects that are fixed, hung, worn, held or perched (NOT_MOVED)."""
+        return category not in NOT_MOVED
 
     def color_palette(self, category: str) -> tuple[str, ...]:
         """The colors an object of this category may plausibly be recolored to (empty: never)."""

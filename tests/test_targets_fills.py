@@ -210,3 +210,33 @@ def test_llm_planner_is_offered_only_the_filtered_targets(tmp_path: Path, monkey
         assert ("color" in obj["allowed"]) == bool(obj["targets"])
         assert set(obj["targets"]) <= set(palette), obj
         assert obj["category"] != "person" or "color" not in obj["allowed"]
+
+
+def test_nothing_is_recolored_in_a_black_and_white_photo(sample) -> None:
+    from mmfaith.builders.colors import is_monochrome
+
+    view = _view(sample, 542)  # a black-and-white photo of a biplane and its crowd
+    assert is_monochrome(view.rgb)
+    assert all(view.color_targets(i.ann_id) == [] for i in view.scene.editable)
+    assert not is_monochrome(_view(sample, 30).rgb)
+
+
+def test_fixed_hung_and_perched_objects_are_never_moved(sample) -> None:
+    rules = TargetRules("patchmatch")
+    assert not rules.may_move("knife") and not rules.may_move("bird") and rules.may_move("dog")
+    for image_id in (89, 143):  # knives on a magnetic rack; birds on a branch
+        view = _view(sample, image_id, rules)
+        for inst in view.scene.editable:
+            if inst.category in ("knife", "bird"):
+                assert "position" not in view.feasible_types(inst.ann_id)
+
+
+def test_white_objects_in_shade_are_white_and_food_keeps_its_color(sample) -> None:
+    view = _view(sample, 30)
+    assert view.color(_ann(view, "vase")).name == "white"  # the vase of image 30 (median L* 75)
+    horse = _view(sample, 49)
+    assert {horse.color(i.ann_id).name for i in horse.scene.editable if i.category == "horse"} >= {"white"}
+    # Broccoli the old nearest-prototype rule called brown (audit of issue 10): green now.
+    assert _view(sample, 196).color(1915732).name == "green" and _view(sample, 370).color(1060727).name == "green"
+    food = _view(sample, 196)
+    assert all(food.color_targets(i.ann_id) == [] for i in food.scene.editable if i.category in ("bowl", "broccoli"))

@@ -8,13 +8,14 @@ n = the image's non-crowd instance count, a = the edited mask's area over the im
 Objects smaller than a = 0.001 are never edited.
 
 Constraints on an edit (all on the instance mask, never on the box alone):
-- color: a <= 0.5, the object has a dominant color and a target color of its category's palette at
+- color: a <= 0.5, the photo is not monochrome, the object has a dominant color and a target color of its category's palette at
   least 40 delta E from its own (colors.py, targets.py); people only with --recolor-people.
 - remove: a <= 0.15, the dilated hole covers at most the inpainter's hole limit of the image
   (targets.MAX_HOLE_AREA), the object carries no other object and is not partly hidden
   (targets.movable_reason), and the mask grown by the inpainting dilation covers at most 2% of any
   other instance's mask (so no neighbour is damaged).
-- position: a <= 0.10, the same hole, support, hiding and neighbour rules, the object is not cut by the image border (a cut
+- position: a <= 0.10, the same hole, support, hiding and neighbour rules, not a fixed, hung, worn or
+  perched object (targets.NOT_MOVED), the object is not cut by the image border (a cut
   edge pasted mid-frame is an obvious artifact), and a place exists on the same ground line (a
   vertical shift of at most 10% of the image height, so objects do not float) where the object,
   grown by the blend radius, overlaps no other annotated instance (crowd regions included), not
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from mmfaith.builders.coco_source import Instance, Scene
-from mmfaith.builders.colors import ObjectColor, distinct_targets, object_color
+from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
 from mmfaith.builders.edits import dilate, shift
 from mmfaith.builders.targets import TargetRules, movable_reason
 
@@ -145,6 +146,7 @@ class SceneView:
         self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
         self.instances = {inst.ann_id: inst for inst in scene.instances}
         self._colors: dict[int, ObjectColor] = {}
+        self._monochrome: bool | None = None
         self._feasible: dict[int, list[str]] = {}
 
     def area_ratio(self, ann_id: int) -> float:
@@ -164,7 +166,9 @@ class SceneView:
 
     def color_targets(self, ann_id: int) -> list[str]:
         """Plausible target colors (category palette), far enough from a dominant color; else none."""
-        palette = self.rules.color_palette(self.instances[ann_id].category)
+        if self._monochrome is None:
+            self._monochrome = is_monochrome(self.rgb)
+        palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
         return distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
 
     def removal_blocker(self, ann_id: int) -> str | None:
@@ -259,7 +263,8 @@ class SceneView:
             kinds.append("color")
         spared = None
         for kind in ("remove", "position"):
-            if kind == "position" and self.touches_border(ann_id):
+            if kind == "position" and (self.touches_border(ann_id)
+                                        or not self.rules.may_move(self.instances[ann_id].category)):
                 continue
             if ratio <= MAX_AREA[kind]:
                 if spared is None:
