@@ -1,10 +1,17 @@
 """The fixed vocabulary of basic color names, naming an object's color, and recoloring it.
 
 Vocabulary: the eleven basic color terms of Berlin and Kay (black, white, gray, red, orange,
-yellow, green, blue, purple, pink, brown), each with one sRGB prototype. Naming (project rule,
-docs/spd_faith_build.md): take the median CIELAB color of the object's pixels; if its chroma
-sqrt(a^2 + b^2) is below 12 the object is achromatic and is black (L* < 30), white (L* > 78)
-or gray; otherwise it gets the nearest chromatic prototype by CIE76 delta E.
+yellow, green, blue, purple, pink, brown), each with one sRGB prototype (the recolor target).
+Naming one CIELAB color (project rule, docs/spd_faith_build.md): if its chroma C = sqrt(a^2 + b^2)
+is below 12 it is achromatic: black (L* < 30), white (L* >= 70: a white object in shade stays
+white) or gray. Otherwise its hue angle h = atan2(b, a) decides (HUE_BANDS): red 15-50 degrees,
+orange 50-75, yellow 75-105, green 105-200, blue 200-300, purple 300-335, pink 335-15; then a
+dark or dull warm color is brown (red, orange or yellow band with L* < 45 and C < 60, or C < 25
+and L* < 70: tan, chocolate, wood), and a light red or purple is pink (L* >= 60). Naming an object (`object_color`): every pixel of its mask is named by
+that rule; the object's color is the name most of its pixels carry, and `share` is the fraction
+of its pixels that carry it. An object whose top name covers less than MIN_DOMINANT_SHARE (45%)
+of its pixels (a white pot with red flowers, a striped shirt) has no dominant color: it is never
+recolored, since no single "color before" describes it.
 
 Recoloring keeps the object's shading: every pixel keeps its lightness offset from the object's
 mean lightness (compressed only as far as needed for 95% of the pixels to stay in [0, 100]), the mean lightness moves to
@@ -15,6 +22,8 @@ needs: to a color the object already has, it changes nothing but the lightness b
 achromatic name, so such an edit is (and is gated as) invisible.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -36,7 +45,17 @@ COLOR_NAMES: tuple[str, ...] = tuple(COLOR_PROTOTYPES_RGB)
 ACHROMATIC = ("black", "white", "gray")
 ACHROMATIC_CHROMA = 12.0
 BLACK_MAX_L = 30.0
-WHITE_MIN_L = 78.0
+WHITE_MIN_L = 70.0
+HUE_BANDS: tuple[tuple[float, str], ...] = (
+    (15.0, "pink"), (50.0, "red"), (75.0, "orange"), (105.0, "yellow"), (200.0, "green"), (300.0, "blue"),
+    (335.0, "purple"), (360.0, "pink"))
+WARM = ("red", "orange", "yellow")
+BROWN_MAX_L = 45.0
+BROWN_MAX_CHROMA = 60.0
+DULL_CHROMA = 25.0
+DULL_BROWN_MAX_L = 70.0
+PINK_MIN_L = 60.0
+MIN_DOMINANT_SHARE = 0.45
 TEXTURE_CHROMA_KEPT = 0.25
 SHADING_PERCENTILE = 95.0
 LIGHTNESS_SLACK = 15.0
@@ -78,33 +97,80 @@ def normalize_color(word: str) -> str | None:
     return COLOR_SYNONYMS.get(key)
 
 
+def name_labs(labs: np.ndarray) -> np.ndarray:
+    """Vocabulary indices (into COLOR_NAMES) of N CIELAB colors (Nx3), by the module's rule."""
+    labs = np.asarray(labs, dtype=np.float32).reshape(-1, 3)
+    lightness = labs[:, 0]
+    chroma = np.hypot(labs[:, 1], labs[:, 2])
+    hue = np.degrees(np.arctan2(labs[:, 2], labs[:, 1])) % 360.0
+    edges = np.array([edge for edge, _ in HUE_BANDS])
+    band = np.array([COLOR_NAMES.index(name) for _, name in HUE_BANDS])[np.searchsorted(edges, hue, side="right")
+                                                                          .clip(0, len(edges) - 1)]
+    warm = np.isin(band, [COLOR_NAMES.index(n) for n in WARM])
+    brown = warm & (((lightness < BROWN_MAX_L) & (chroma < BROWN_MAX_CHROMA))
+                    | ((chroma < DULL_CHROMA) & (lightness < DULL_BROWN_MAX_L)))
+    pink = np.isin(band, [COLOR_NAMES.index("red"), COLOR_NAMES.index("purple")]) & (lightness >= PINK_MIN_L) & ~brown
+    names = np.where(brown, COLOR_NAMES.index("brown"), np.where(pink, COLOR_NAMES.index("pink"), band))
+    achromatic = np.where(lightness < BLACK_MAX_L, COLOR_NAMES.index("black"),
+                          np.where(lightness > WHITE_MIN_L, COLOR_NAMES.index("white"), COLOR_NAMES.index("gray")))
+    gray_enough = chroma < ACHROMATIC_CHROMA
+    return np.where(gray_enough, achromatic, names)
+
+
 def name_lab(lab: np.ndarray) -> str:
     """The vocabulary name of one CIELAB color (module docstring gives the rule)."""
-    lightness, a, b = (float(v) for v in lab)
-    if np.hypot(a, b) < ACHROMATIC_CHROMA:
-        if lightness < BLACK_MAX_L:
-            return "black"
-        return "white" if lightness > WHITE_MIN_L else "gray"
-    chromatic = [n for n in COLOR_NAMES if n not in ACHROMATIC]
-    return min(chromatic, key=lambda n: float(np.linalg.norm(PROTOTYPES_LAB[n] - lab)))
+    return COLOR_NAMES[int(name_labs(lab)[0])]
 
 
-def object_lab(rgb: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Median CIELAB color of the masked pixels."""
-    return np.median(rgb_to_lab(rgb[mask]), axis=0)
+@dataclass(frozen=True)
+class ObjectColor:
+    """An object's color by its own pixels: the top name, its pixel share, and the median CIELAB color
+    of the pixels that carry that name (the reference for target distances)."""
+
+    name: str
+    share: float
+    lab: np.ndarray
+
+    @property
+    def dominant(self) -> bool:
+        """True when one name describes the object (share >= MIN_DOMINANT_SHARE)."""
+        return self.share >= MIN_DOMINANT_SHARE
+
+
+def object_color(rgb: np.ndarray, mask: np.ndarray) -> ObjectColor:
+    """Name the masked object from its own pixels (module docstring); ties go to the earlier vocabulary name."""
+    labs = rgb_to_lab(rgb[mask])
+    names = name_labs(labs)
+    counts = np.bincount(names, minlength=len(COLOR_NAMES))
+    top = int(np.argmax(counts))
+    return ObjectColor(COLOR_NAMES[top], float(counts[top]) / float(max(1, names.size)),
+                       np.median(labs[names == top], axis=0))
+
+
+MONOCHROME_MAX_CHROMATIC = 0.01
+
+
+def is_monochrome(rgb: np.ndarray) -> bool:
+    """True for a black-and-white (or sepia-free gray) photo: fewer than 1% of its pixels (every
+    4th row and column) reach the achromatic chroma limit. Nothing in such a photo is recolored."""
+    lab = rgb_to_lab(np.ascontiguousarray(rgb[::4, ::4]))
+    return float((np.hypot(lab[..., 1], lab[..., 2]) >= ACHROMATIC_CHROMA).mean()) < MONOCHROME_MAX_CHROMATIC
 
 
 def name_object_color(rgb: np.ndarray, mask: np.ndarray) -> str:
-    return name_lab(object_lab(rgb, mask))
+    return object_color(rgb, mask).name
 
 
-def distinct_targets(current_lab: np.ndarray, min_delta_e: float) -> list[str]:
-    """Target colors whose prototype lies at least min_delta_e (CIE76) from the object's color."""
-    current_name = name_lab(current_lab)
+def distinct_targets(current: ObjectColor, min_delta_e: float, palette: tuple[str, ...] = COLOR_NAMES) -> list[str]:
+    """Target colors of `palette` whose prototype lies at least min_delta_e (CIE76) from the object's
+    color; none for an object without a dominant color."""
+    if not current.dominant:
+        return []
     return [
         name
         for name in COLOR_NAMES
-        if name != current_name and float(np.linalg.norm(PROTOTYPES_LAB[name] - current_lab)) >= min_delta_e
+        if name in palette and name != current.name
+        and float(np.linalg.norm(PROTOTYPES_LAB[name] - current.lab)) >= min_delta_e
     ]
 
 
@@ -118,7 +184,7 @@ def recolor(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0
     """The image with the masked object recolored to `target`; pixels outside the mask are untouched."""
     lab = rgb_to_lab(rgb[mask])
     mean = lab.mean(axis=0)
-    if name_lab(np.median(lab, axis=0)) == target:
+    if object_color(rgb, mask).name == target:
         low, high = ACHROMATIC_LIGHTNESS.get(target, (0.0, 100.0))
         goal = np.array([np.clip(mean[0], low, high), mean[1], mean[2]], dtype=np.float32)
         texture = 1.0

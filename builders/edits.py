@@ -21,6 +21,7 @@ class EditOutcome:
     allowed: np.ndarray
     evidence: np.ndarray
     bbox_after: list[float] | None
+    hole: np.ndarray | None = None  # the inpainted pixels left visible (remove, move), for the fill gate
 
 
 def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
@@ -56,7 +57,7 @@ def edit_color(rgb: np.ndarray, mask: np.ndarray, target: str) -> EditOutcome:
 
 def edit_remove(rgb: np.ndarray, mask: np.ndarray, inpainter: Inpainter, dilation: int) -> EditOutcome:
     hole = dilate(mask, dilation)
-    return EditOutcome(inpainter.fill(rgb, hole), allowed=hole, evidence=mask, bbox_after=None)
+    return EditOutcome(inpainter.fill(rgb, hole), allowed=hole, evidence=mask, bbox_after=None, hole=hole)
 
 
 def edit_move(
@@ -77,4 +78,5 @@ def edit_move(
     alpha = np.where(seam[..., None], alpha, 0.0)
     blended = background.astype(np.float32) * (1.0 - alpha) + moved_pixels.astype(np.float32) * alpha
     image = np.where(seam[..., None], np.clip(np.rint(blended), 0, 255).astype(np.uint8), background)
-    return EditOutcome(image, allowed=hole | seam, evidence=mask | moved_mask, bbox_after=mask_bbox(moved_mask))
+    return EditOutcome(image, allowed=hole | seam, evidence=mask | moved_mask, bbox_after=mask_bbox(moved_mask),
+                       hole=hole & ~seam)

@@ -1,17 +1,25 @@
 """Inpainters fill a masked hole in an RGB image; only the hole's pixels may change.
 
 - `telea` / `ns`: OpenCV's classical inpainting (Telea 2004; Navier-Stokes), no weights, deterministic.
+  Both diffuse the border colors inward: a large hole becomes a smooth smear (the fill gate,
+  gates.fill_texture_ratio, rejects that where the surround is textured).
+- `patchmatch`: PatchMatch (Barnes et al. 2009) from `patchmatch-cython` (BSD-3), coarse-to-fine,
+  patch 5, fixed seed PATCHMATCH_SEED: copies texture from around the hole, no weights, CPU,
+  byte-identical for the same input.
 - `lama`: LaMa (Suvorov et al. 2022) through its TorchScript checkpoint `big-lama.pt`, called as
   `model(image, mask)` on float tensors in [0, 1] with sides padded to a multiple of 8; on the GPU
   when one is available. The path comes from `--lama-model` or the LAMA_MODEL environment variable.
-- `auto`: `lama` when a checkpoint is given and torch imports, else `telea`.
+- `auto`: `lama` when a checkpoint is given and torch imports, else `patchmatch`, else (package not
+  importable) `telea`, said on the console and recorded as the spec's `note` (build.json).
 
 An inpainter is built from an `InpainterSpec` inside each worker process (TorchScript modules do
 not pickle), and it reports its own provenance for the records.
 """
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,8 +30,10 @@ import numpy as np
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 
-INPAINTER_CHOICES = ("auto", "lama", "telea", "ns")
+INPAINTER_CHOICES = ("auto", "lama", "patchmatch", "telea", "ns")
 CLASSICAL_RADIUS = 5
+PATCHMATCH_PATCH = 5
+PATCHMATCH_SEED = 0
 LAMA_PAD = 8
 
 
@@ -44,11 +54,14 @@ class InpainterSpec:
 
     name: str
     lama_model: Path | None = None
+    note: str | None = None
 
     def build(self) -> Inpainter:
         if self.name == "lama":
             assert self.lama_model is not None
             return LamaInpainter(self.lama_model)
+        if self.name == "patchmatch":
+            return PatchMatchInpainter()
         return ClassicalInpainter(self.name)
 
 
@@ -60,6 +73,12 @@ def resolve_inpainter(choice: str, lama_model: str | None) -> InpainterSpec:
     path = Path(path_text) if path_text else None
     if choice in ("telea", "ns"):
         return InpainterSpec(choice)
+    if choice == "patchmatch":
+        problem = _patchmatch_problem()
+        if problem:
+            raise MmfaithError(f"--inpainter patchmatch: {problem}; pip install patchmatch-cython, "
+                               "or pass --inpainter telea.")
+        return InpainterSpec("patchmatch")
     if choice == "lama":
         if path is None:
             raise MmfaithError("--inpainter lama needs the big-lama.pt TorchScript file: pass --lama-model FILE or set LAMA_MODEL.")
@@ -69,7 +88,21 @@ def resolve_inpainter(choice: str, lama_model: str | None) -> InpainterSpec:
         return InpainterSpec("lama", path)
     if path is not None and path.is_file() and _torch_available():
         return InpainterSpec("lama", path)
-    return InpainterSpec("telea")
+    problem = _patchmatch_problem()
+    if problem is None:
+        return InpainterSpec("patchmatch")
+    note = f"--inpainter auto: {problem}, so Telea fills the holes (smooth, not textured)"
+    print(f"mmfaith: {note}; pip install patchmatch-cython for textured fills.", file=sys.stderr)
+    return InpainterSpec("telea", note=note)
+
+
+def _patchmatch_problem() -> str | None:
+    """None when patchmatch-cython's compiled solver imports; else what is wrong."""
+    try:
+        importlib.import_module("patchmatch_cython.cython_solver_impl")
+    except ImportError as exc:
+        return f"patchmatch-cython (compiled) cannot be imported ({exc})"
+    return None
 
 
 def _torch_available() -> bool:
@@ -100,6 +133,29 @@ class ClassicalInpainter:
 
     def provenance(self) -> dict[str, Any]:
         return {"name": self.name, "library": f"opencv {cv2.__version__}", "radius": CLASSICAL_RADIUS, "device": "cpu"}
+
+
+class PatchMatchInpainter:
+    """PatchMatch inpainting (patchmatch-cython): coarse-to-fine, textured, seeded, CPU."""
+
+    name = "patchmatch"
+    deterministic = True
+
+    def __init__(self) -> None:
+        import patchmatch_cython
+        from patchmatch_cython import CythonSolver
+
+        self._module = patchmatch_cython
+        self._solver = CythonSolver
+
+    def fill(self, rgb: np.ndarray, hole: np.ndarray) -> np.ndarray:
+        filled = self._module.inpaint_pyramid(np.ascontiguousarray(rgb), hole, patch_size=PATCHMATCH_PATCH,
+                                              solver_class=self._solver, seed=PATCHMATCH_SEED)
+        return np.where(hole[..., None], filled.astype(np.uint8), rgb)
+
+    def provenance(self) -> dict[str, Any]:
+        return {"name": "patchmatch", "library": f"patchmatch-cython {self._module.__version__}",
+                "patch_size": PATCHMATCH_PATCH, "seed": PATCHMATCH_SEED, "device": "cpu"}
 
 
 class LamaInpainter:

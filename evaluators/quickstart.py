@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmfaith.builders.inpainters import resolve_inpainter
 from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.spd_faith.report import compare_scores
@@ -36,7 +37,7 @@ def quickstart(request: QuickstartRequest) -> Path:
     build_dir = request.out / "build"
     build_spd_faith(BuildRequest(out=build_dir, per_tier=request.per_tier, multi=request.multi,
                                  controls=request.controls, seed=request.seed, workers=request.workers,
-                                 progress=request.progress))
+                                 inpainter=resolve_inpainter("auto", None), progress=request.progress))
     dataset = open_spd_dataset(build_dir)
     score_dirs = []
     for model in REFERENCE_MODELS:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import time
 import shutil
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,10 +19,10 @@ os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
 
 import pytest  # noqa: E402 (after the cache variable)
 
-from mmfaith.builders.coco_source import embedded_sample
-from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
-from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text
-from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm
+from mmfaith.builders.coco_source import embedded_sample  # noqa: E402
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith  # noqa: E402
+from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text  # noqa: E402
+from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm  # noqa: E402
 
 
 def write_subset_annotations(sample: tuple[Path, Path], out: Path, image_ids: list[int]) -> Path:

@@ -26,12 +26,14 @@ from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.builders.coco_source import CocoSource, Scene, embedded_sample
+from mmfaith.builders.gates import MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.spd_faith.planners import PlannerSpec
 from mmfaith.builders.spd_faith.planning import MAX_AREA, MIN_AREA, Slot, difficulty, plan_signature, seeded_rng
 from mmfaith.builders.spd_faith.preview import write_preview
 from mmfaith.builders.spd_faith.quotas import Quota, make_quotas
 from mmfaith.builders.spd_faith.pairs import PairSettings, SlotOutcome, make_pair, original_path
+from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.worker_pool import Pending, WorkerPool
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
@@ -57,10 +59,12 @@ class BuildRequest:
     planner: PlannerSpec = field(default_factory=PlannerSpec)
     inpainter: InpainterSpec = field(default_factory=lambda: InpainterSpec("telea"))
     allow_noderivs: bool = False
+    recolor_people: bool = False
     workers: int = 1
     dilation: int = 7
     blend_radius: int = 3
     min_delta_e: float = 12.0
+    min_fill_texture: float = MIN_FILL_TEXTURE
     max_pixels: int = DEFAULT_MAX_PIXELS
     preview_pairs: int = 12
     progress: bool = True
@@ -97,8 +101,10 @@ def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
         "source": {"dataset": source.dataset_name, "annotations_sha256": sha256_file(source.annotations_path)},
         "seed": request.seed,
         "planner": request.planner.provenance(), "inpainter": {"name": request.inpainter.name},
-        "allow_noderivs": request.allow_noderivs, "dilation": request.dilation,
+        "allow_noderivs": request.allow_noderivs, "recolor_people": request.recolor_people,
+        "dilation": request.dilation,
         "blend_radius": request.blend_radius, "min_delta_e": request.min_delta_e,
+        "min_fill_texture": request.min_fill_texture,
     }
 
 
@@ -268,8 +274,10 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
         (out / folder).mkdir(parents=True, exist_ok=True)
     settings = PairSettings(
         seed=request.seed, dilation=request.dilation, blend_radius=request.blend_radius,
-        min_delta_e=request.min_delta_e, max_pixels=request.max_pixels, inpainter=request.inpainter,
-        planner=request.planner, dataset=source.dataset_name, split=source.split, version=__version__)
+        min_delta_e=request.min_delta_e, min_fill_texture=request.min_fill_texture, max_pixels=request.max_pixels,
+        inpainter=request.inpainter,
+        planner=request.planner, dataset=source.dataset_name, split=source.split, version=__version__,
+        targets=TargetRules(request.inpainter.name, request.recolor_people))
     _write_build_json(build_json, recipe, request, source, started, None, status="running")
     try:
         summary = _build(request, source, quotas, settings, journal)

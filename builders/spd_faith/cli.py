@@ -53,11 +53,16 @@ def add_build_options(spd: argparse.ArgumentParser) -> None:
                      help="environment variable holding the planner's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
     how.add_argument("--edit-types", default="color,remove,position", metavar="LIST",
                      help="comma-separated edit types the planner may use (default: all three)")
-    how.add_argument("--inpainter", choices=("auto", "lama", "telea", "ns"), default="auto",
-                     help="auto: LaMa when --lama-model/LAMA_MODEL names a checkpoint, else OpenCV Telea")
+    how.add_argument("--inpainter", choices=("auto", "lama", "patchmatch", "telea", "ns"), default="auto",
+                     help="auto: LaMa when --lama-model/LAMA_MODEL names a checkpoint, else PatchMatch "
+                          "(textured, offline), else OpenCV Telea")
     how.add_argument("--lama-model", metavar="FILE", help="big-lama.pt TorchScript checkpoint (or set LAMA_MODEL)")
+    how.add_argument("--recolor-people", action="store_true",
+                     help="allow color edits of people (off by default: a recolored person looks painted)")
     how.add_argument("--workers", type=int, default=1, help="worker processes (one library thread each)")
     how.add_argument("--min-delta-e", type=float, default=12.0, help="visibility gate: mean delta E over the edited region")
+    how.add_argument("--min-fill-texture", type=float, default=None, metavar="RATIO",
+                     help="fill gate: texture inside a filled hole over its surround (default 0.3; 0 turns it off)")
     how.add_argument("--dilation", type=int, default=7, help="pixels the inpainting hole grows beyond the mask")
     how.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -66,6 +71,7 @@ def run_build(args: argparse.Namespace) -> int:
     """`mmfaith build spd-faith`: the parsed options into a BuildRequest (or an official import); prints the summary."""
     if args.from_official is not None:
         return _run_import(args)
+    from mmfaith.builders.gates import MIN_FILL_TEXTURE
     from mmfaith.builders.inpainters import resolve_inpainter
     from mmfaith.builders.spd_faith.planners import PlannerSpec
     from mmfaith.builders.spd_faith.planning import EDIT_TYPES
@@ -95,8 +101,10 @@ def run_build(args: argparse.Namespace) -> int:
         out=args.out, annotations=args.coco_annotations, images=args.images, seed=args.seed,
         per_tier=args.per_tier, multi=args.multi, paper_mix=args.paper_mix, controls=args.controls,
         planner=planner, inpainter=resolve_inpainter(args.inpainter, args.lama_model),
-        allow_noderivs=args.allow_noderivs, workers=args.workers, dilation=args.dilation,
-        min_delta_e=args.min_delta_e, max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
+        allow_noderivs=args.allow_noderivs, recolor_people=args.recolor_people, workers=args.workers, dilation=args.dilation,
+        min_delta_e=args.min_delta_e,
+        min_fill_texture=MIN_FILL_TEXTURE if args.min_fill_texture is None else args.min_fill_texture,
+        max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
         progress=not args.no_progress)
     summary = build_spd_faith(request)
     made = sum(summary.accepted.values())

@@ -12,15 +12,17 @@ import numpy as np
 
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox
-from mmfaith.builders.gates import mean_delta_e, outside_changes
+from mmfaith.builders.gates import fill_texture_ratio, mean_delta_e, outside_changes
 from mmfaith.builders.inpainters import Inpainter, InpainterSpec
 from mmfaith.builders.spd_faith.planners import PlannerSpec, SlotPlanner
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot
+from mmfaith.builders.targets import TargetRules
 from mmfaith.images import UnreadableImage, place_name, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 ID_PREFIX = "spdf-"
 GATE_MEASURE = "mean CIE76 delta E*ab over the edit's evidence region"
+FILL_MEASURE = "mean Sobel gradient of luma inside the filled hole / in a 12 px ring around it"
 
 
 @dataclass(frozen=True)
@@ -31,12 +33,14 @@ class PairSettings:
     dilation: int
     blend_radius: int
     min_delta_e: float
+    min_fill_texture: float
     max_pixels: int
     inpainter: InpainterSpec
     planner: PlannerSpec
     dataset: str
     split: str
     version: str
+    targets: TargetRules = TargetRules()
 
 
 @dataclass
@@ -154,7 +158,7 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256:
         return result
 
     inpainter, planner = _tools(settings)
-    view = SceneView(scene, rgb, settings.dilation, settings.blend_radius)
+    view = SceneView(scene, rgb, settings.dilation, settings.blend_radius, settings.targets)
     plan = planner.plan(view, slot, settings.seed, used)
     result.planner_calls = plan.calls
     if plan.edits is None:
@@ -168,12 +172,18 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256:
     for outcome in outcomes:
         allowed |= outcome.allowed
     outside_pixels, outside_max = outside_changes(rgb, edited, allowed)
-    gates = {"delta_e": delta_es, "outside_changed_pixels": outside_pixels}
+    fills = [None if o.hole is None else fill_texture_ratio(edited, o.hole) for o in outcomes]
+    shares = [round(view.color(e.ann_id).share, 3) if e.type == "color" else None for e in plan.edits]
+    gates = {"delta_e": delta_es, "outside_changed_pixels": outside_pixels, "fill_texture": fills,
+             "min_fill_texture": settings.min_fill_texture, "fill_measure": FILL_MEASURE, "color_share": shares}
     plan_json = [e.as_json() for e in plan.edits]
     faint = [i for i, value in enumerate(delta_es) if value < settings.min_delta_e]
-    if faint or outside_pixels:
+    smeared = [i for i, value in enumerate(fills) if value is not None and value < settings.min_fill_texture]
+    if faint or outside_pixels or smeared:
         reasons = [f"edit {i} ({plan.edits[i].type} of annotation {plan.edits[i].ann_id}) is invisible: "
                    f"mean delta E {delta_es[i]} < {settings.min_delta_e}" for i in faint]
+        reasons += [f"edit {i} ({plan.edits[i].type} of annotation {plan.edits[i].ann_id}) left a smeared fill: "
+                    f"texture ratio {fills[i]} < {settings.min_fill_texture}" for i in smeared]
         if outside_pixels:
             reasons.append(f"{outside_pixels} pixels changed outside the edited regions (largest change {outside_max})")
         result.rejection = {**common, "id": record_id, "stage": "gate", "reason": "; ".join(reasons),

@@ -8,10 +8,14 @@ n = the image's non-crowd instance count, a = the edited mask's area over the im
 Objects smaller than a = 0.001 are never edited.
 
 Constraints on an edit (all on the instance mask, never on the box alone):
-- color: a <= 0.5 and the object has a target color at least 40 delta E from its own (colors.py).
-- remove: a <= 0.15, and the mask grown by the inpainting dilation covers at most 2% of any other
-  instance's mask (so no neighbour is damaged).
-- position: a <= 0.10, the same neighbour rule, the object is not cut by the image border (a cut
+- color: a <= 0.5, the photo is not monochrome, the object has a dominant color and a target color of its category's palette at
+  least 40 delta E from its own (colors.py, targets.py); people only with --recolor-people.
+- remove: a <= 0.15, the dilated hole covers at most the inpainter's hole limit of the image
+  (targets.MAX_HOLE_AREA), the object carries no other object and is not partly hidden
+  (targets.movable_reason), and the mask grown by the inpainting dilation covers at most 2% of any
+  other instance's mask (so no neighbour is damaged).
+- position: a <= 0.10, the same hole, support, hiding and neighbour rules, not a fixed, hung, worn or
+  perched object (targets.NOT_MOVED), the object is not cut by the image border (a cut
   edge pasted mid-frame is an obvious artifact), and a place exists on the same ground line (a
   vertical shift of at most 10% of the image height, so objects do not float) where the object,
   grown by the blend radius, overlaps no other annotated instance (crowd regions included), not
@@ -30,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from mmfaith.builders.coco_source import Instance, Scene
-from mmfaith.builders.colors import distinct_targets, name_lab, object_lab
+from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
 from mmfaith.builders.edits import dilate, shift
+from mmfaith.builders.targets import TargetRules, movable_reason
 
 TIERS = ("easy", "medium", "hard")
 EDIT_TYPES = ("color", "remove", "position")
@@ -129,16 +134,19 @@ def seeded_rng(seed: int, *labels: object) -> np.random.Generator:
 class SceneView:
     """A decoded scene with its masks, answering the planners' feasibility questions."""
 
-    def __init__(self, scene: Scene, rgb: np.ndarray, dilation: int, blend_radius: int) -> None:
+    def __init__(self, scene: Scene, rgb: np.ndarray, dilation: int, blend_radius: int,
+                 rules: TargetRules = TargetRules()) -> None:
         self.scene = scene
         self.rgb = rgb
         self.dilation = dilation
         self.blend_radius = blend_radius
+        self.rules = rules
         height, width = rgb.shape[:2]
         self.pixels = float(height * width)
         self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
         self.instances = {inst.ann_id: inst for inst in scene.instances}
-        self._labs: dict[int, np.ndarray] = {}
+        self._colors: dict[int, ObjectColor] = {}
+        self._monochrome: bool | None = None
         self._feasible: dict[int, list[str]] = {}
 
     def area_ratio(self, ann_id: int) -> float:
@@ -147,16 +155,31 @@ class SceneView:
     def tier_of(self, ann_id: int) -> str:
         return difficulty(self.scene.instance_count, self.area_ratio(ann_id))
 
-    def lab(self, ann_id: int) -> np.ndarray:
-        if ann_id not in self._labs:
-            self._labs[ann_id] = object_lab(self.rgb, self.masks[ann_id])
-        return self._labs[ann_id]
+    def color(self, ann_id: int) -> ObjectColor:
+        """The object's color from its own pixels (colors.object_color), cached."""
+        if ann_id not in self._colors:
+            self._colors[ann_id] = object_color(self.rgb, self.masks[ann_id])
+        return self._colors[ann_id]
 
     def color_name(self, ann_id: int) -> str:
-        return name_lab(self.lab(ann_id))
+        return self.color(ann_id).name
 
     def color_targets(self, ann_id: int) -> list[str]:
-        return distinct_targets(self.lab(ann_id), MIN_TARGET_DELTA_E)
+        """Plausible target colors (category palette), far enough from a dominant color; else none."""
+        if self._monochrome is None:
+            self._monochrome = is_monochrome(self.rgb)
+        palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
+        return distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
+
+    def removal_blocker(self, ann_id: int) -> str | None:
+        """Why the object may not be removed or moved (targets.movable_reason, hole limit), or None."""
+        hole = float(dilate(self.masks[ann_id], self.dilation).sum()) / self.pixels
+        if hole > self.rules.max_hole_area:
+            return (f"hole {hole:.3f} of the image exceeds the {self.rules.inpainter} limit "
+                    f"{self.rules.max_hole_area}")
+        boxes = {ann: inst.bbox for ann, inst in self.instances.items()}
+        crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
+        return movable_reason(ann_id, self.masks, boxes, crowd)
 
     def editable_for(self, tier: str | None) -> list[Instance]:
         """Objects that may be edited in a pair of this tier (None: multi, any size that fits)."""
@@ -240,10 +263,12 @@ class SceneView:
             kinds.append("color")
         spared = None
         for kind in ("remove", "position"):
-            if kind == "position" and self.touches_border(ann_id):
+            if kind == "position" and (self.touches_border(ann_id)
+                                        or not self.rules.may_move(self.instances[ann_id].category)):
                 continue
             if ratio <= MAX_AREA[kind]:
-                spared = self.spares_neighbours(ann_id) if spared is None else spared
+                if spared is None:
+                    spared = self.removal_blocker(ann_id) is None and self.spares_neighbours(ann_id)
                 if spared:
                     kinds.append(kind)
         return kinds

@@ -1,0 +1,134 @@
+"""Which annotated objects make sensible edit targets (shared by every question generator).
+
+A careful annotator rejects an edit that leaves the scene impossible or that describes an object
+wrongly. These rules say, from COCO annotations alone, which objects may be removed or moved and
+which may be recolored; docs/spd_faith_build.md states them with their thresholds.
+
+Removal and moves (`movable_reason` gives the reason an object may not be taken away):
+- crowd annotations are never targets (their masks still count as occupied space);
+- a *support*: an object on which or in front of which other annotated objects sit (a cake on a
+  table, a person on a bench) may not be taken away. Stand-in from boxes and masks: another
+  instance has at least SUPPORT_INSIDE (60%) of its mask inside this object's box, and its box
+  is smaller than this object's box;
+- a *partly hidden* object may not be taken away (its hidden part would have to be invented).
+  Stand-ins: its mask fills less than MIN_BOX_FILL (30%) of its own box, or other instances' masks
+  cover more than MAX_BOX_OCCLUSION (25%) of its box;
+- a hole larger than the inpainter can fill with texture is refused: the dilated hole may cover at
+  most MAX_HOLE_AREA[inpainter] of the image (Telea/NS 5%, PatchMatch 10%, LaMa 15%).
+Moves only: objects that are fixed, hung, worn, held or perched where they are (NOT_MOVED:
+furniture and appliances, signs, cutlery, clocks, birds, ties, skis...) are never moved: pasted
+elsewhere on the same ground line they float (a knife off its rack on a tiled wall).
+
+Recoloring (`color_palette`): nothing is recolored in a monochrome photo (colors.is_monochrome);
+people are not recolored unless asked (`recolor_people`); every
+category has a palette of plausible colors (a car may become red, blue, white, black, gray or
+yellow; animals keep natural coat colors; cutlery stays metal-colored; plants, most food, bowls
+(their masks hold the food) and signs are never recolored);
+categories not listed (manufactured things: cups, chairs, umbrellas...) may take any basic color.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mmfaith.builders.colors import COLOR_NAMES
+
+SUPPORT_INSIDE = 0.6
+MIN_BOX_FILL = 0.30
+MAX_BOX_OCCLUSION = 0.25
+MAX_HOLE_AREA: dict[str, float] = {"telea": 0.05, "ns": 0.05, "patchmatch": 0.10, "lama": 0.15}
+PEOPLE = frozenset({"person"})
+NOT_MOVED = frozenset({
+    "dining table", "bed", "couch", "toilet", "sink", "refrigerator", "oven", "microwave", "toaster", "tv",
+    "clock", "traffic light", "stop sign", "fire hydrant", "parking meter", "bench", "knife", "fork", "spoon",
+    "bird", "tie", "skis", "snowboard", "baseball glove", "umbrella", "kite", "frisbee", "sports ball"})
+
+_VEHICLE = ("red", "blue", "white", "black", "gray", "yellow")
+_ANY = COLOR_NAMES
+COLOR_PALETTES: dict[str, tuple[str, ...]] = {
+    # vehicles: colors cars and their kin are actually sold in
+    "car": _VEHICLE, "truck": _VEHICLE + ("green", "orange"), "bus": _VEHICLE + ("green", "orange"),
+    "motorcycle": _VEHICLE + ("orange", "green"), "bicycle": _ANY, "airplane": ("white", "gray", "blue", "red"),
+    "train": _VEHICLE + ("green", "orange"), "boat": ("white", "blue", "red", "yellow", "black", "gray", "brown"),
+    # animals: natural coat colors only
+    "dog": ("black", "white", "brown", "gray"), "cat": ("black", "white", "gray", "brown", "orange"),
+    "horse": ("black", "white", "brown", "gray"), "cow": ("black", "white", "brown"),
+    "sheep": ("white", "black", "brown", "gray"), "bear": ("brown", "black", "white"),
+    "elephant": (), "zebra": (), "giraffe": (), "bird": _ANY,
+    # plants and food: only colors they really have
+    "potted plant": (), "broccoli": (), "carrot": (), "hot dog": (), "pizza": (), "sandwich": (),
+    "banana": ("yellow", "green", "brown"), "apple": ("red", "green", "yellow"), "orange": ("orange", "green"),
+    "donut": ("brown", "pink", "white"), "cake": ("white", "brown", "pink", "yellow"),
+    # containers whose COCO mask holds their contents (a recolor paints the food too), and cutlery
+    "bowl": (), "knife": ("gray", "black", "white"), "fork": ("gray", "black", "white"),
+    "spoon": ("gray", "black", "white"),
+    # signs and fixtures whose color carries meaning
+    "stop sign": (), "traffic light": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
+}
+
+
+@dataclass(frozen=True)
+class TargetRules:
+    """The target rules of one build: the inpainter's hole limit and whether people may be recolored."""
+
+    inpainter: str = "telea"
+    recolor_people: bool = False
+
+    @property
+    def max_hole_area(self) -> float:
+        """Largest dilated hole (fraction of the image) the build's inpainter may fill."""
+        return MAX_HOLE_AREA.get(self.inpainter, min(MAX_HOLE_AREA.values()))
+
+    def may_move(self, category: str) -> bool:
+        """False for objects that are fixed, hung, worn, held or perched (NOT_MOVED)."""
+        return category not in NOT_MOVED
+
+    def color_palette(self, category: str) -> tuple[str, ...]:
+        """The colors an object of this category may plausibly be recolored to (empty: never)."""
+        if category in PEOPLE and not self.recolor_people:
+            return ()
+        return COLOR_PALETTES.get(category, _ANY)
+
+
+def box_mask(bbox: tuple[float, float, float, float], height: int, width: int) -> np.ndarray:
+    """The pixels of a COCO xywh box as a bool HxW array (clipped to the image)."""
+    x, y, w, h = bbox
+    x0, y0 = max(0, int(np.floor(x))), max(0, int(np.floor(y)))
+    x1, y1 = min(width, int(np.ceil(x + w))), min(height, int(np.ceil(y + h)))
+    box = np.zeros((height, width), dtype=bool)
+    box[y0:y1, x0:x1] = True
+    return box
+
+
+def movable_reason(ann_id: int, masks: dict[int, np.ndarray], boxes: dict[int, tuple[float, float, float, float]],
+                   crowd: frozenset[int] = frozenset()) -> str | None:
+    """Why the object may not be removed or moved (module docstring), or None when it may.
+
+    `masks` and `boxes` hold every annotated instance of the image (crowd ones included, listed
+    in `crowd`); the result depends only on them.
+    """
+    if ann_id in crowd:
+        return "crowd annotation"
+    mask = masks[ann_id]
+    height, width = mask.shape
+    box = box_mask(boxes[ann_id], height, width)
+    box_area = float(box.sum())
+    if box_area == 0:
+        return "empty box"
+    others = np.zeros_like(mask)
+    for other_id, other in masks.items():
+        if other_id == ann_id:
+            continue
+        other_area = float(other.sum())
+        _, _, ow, oh = boxes[other_id]
+        if other_area and ow * oh < box_area and float((other & box).sum()) >= SUPPORT_INSIDE * other_area:
+            return f"supports annotation {other_id}: {SUPPORT_INSIDE:.0%} or more of its mask lies inside this box"
+        others |= other
+    fill = float((mask & box).sum()) / box_area
+    if fill < MIN_BOX_FILL:
+        return f"partly hidden: its mask fills {fill:.2f} of its box (< {MIN_BOX_FILL})"
+    occluded = float((others & box & ~mask).sum()) / box_area
+    if occluded > MAX_BOX_OCCLUSION:
+        return f"partly hidden: other objects cover {occluded:.2f} of its box (> {MAX_BOX_OCCLUSION})"
+    return None
