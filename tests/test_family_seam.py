@@ -3,12 +3,14 @@
 "toy" has one record kind (an image and a yes/no question), one independent probe (`look`), one
 metric (accuracy) and two reference models (oracle: the gold answer; blind: always "no"). It is
 registered with `mmfaith.families.register` and then driven through the real CLI verbs and the
-real reference server over HTTP: nothing in the shared code knows it. Also: the registry's own
+real reference server over HTTP: nothing in the shared code knows it. "toy-zoom" adds a
+multi-turn plan whose second turn carries a crop made from the first answer. Also: the registry's own
 listing (`mmfaith families`, `build --help`, `run --help`) and SPD-Faith's declarations.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +18,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from mmfaith import families
 from mmfaith.cli import main
-from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.evaluators.image_payload import DerivedImage, ImageRef
 from mmfaith.evaluators.reference_server import ReferenceServer, RequestRefused
 from mmfaith.evaluators.run_engine import ItemAsker, PredictionLog, Turn
 from mmfaith.families import Family, FamilyParts, MetricInfo, ProbeInfo
@@ -188,3 +191,65 @@ def test_every_spd_metric_in_metrics_json_is_declared(mixed_build: Path, tmp_pat
 def test_an_unknown_family_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "o"), "--family", "nope"]) == 2
     assert "unknown family 'nope'" in capsys.readouterr().err
+
+
+class ZoomPlan(LookPlan):
+    """A multi-turn plan: the model names a box, the plan crops it and sends the crop back in a second
+    turn (a derived image made from an answer), asked at another temperature; the final answer is a
+    dependent probe of the first."""
+
+    def expected_probes(self, item: ToyItem) -> tuple[str, ...]:
+        return ("zoom", "final")
+
+    async def run_item(self, item: ToyItem, asker: ItemAsker) -> None:
+        first = [Turn("user", (item.image, item.question + " Name a box to zoom into."))]
+        zoom = asker.answered("zoom") or await asker.ask("zoom", first, {}, priority=1)
+        if zoom["response"] is None:
+            await asker.fail("final", {}, "not asked: zoom failed")
+            return
+        x, y, w, h = (int(v) for v in zoom["response"].split()[1:])
+        crop = DerivedImage(key=f"crop:{item.image.sha256}:{x},{y},{w},{h}", sources=(item.image,),
+                            transform=f"crop {x},{y},{w},{h}",
+                            make=lambda: png_bytes(np.asarray(Image.open(item.image.path))[y:y + h, x:x + w]),
+                            size=lambda: (w, h))
+        turns = [*first, Turn("assistant", (zoom["response"],)), Turn("user", (crop, "Now answer."))]
+        await asker.ask("final", turns, {"box": [x, y, w, h]}, priority=0, temperature=0.2)
+
+
+class ZoomReference(ToyReference):
+    def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str:
+        item = self._by_image.get(sha256_bytes(images[0])) if images else None
+        if item is None:
+            raise RequestRefused(400, "not a toy item")
+        if len(images) == 1:
+            return "zoom 2 4 8 6"
+        crop = np.asarray(Image.open(io.BytesIO(images[1])))
+        assert crop.shape[:2] == (6, 8) and body["temperature"] == 0.2
+        assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+        return item.answer
+
+
+def test_a_multi_turn_plan_sends_crops_made_from_answers(toy: Path, tmp_path: Path) -> None:
+    zoom_family = Family(
+        name="toy-zoom", title="Toy zoom", summary="zoom, then answer", record_kinds=("toy_item",),
+        probes=(ProbeInfo("zoom", "a box"), ProbeInfo("final", "the answer after the crop")),
+        metrics=TOY.metrics, reference_models=TOY.reference_models,
+        parts_source=FamilyParts(open_dataset=open_toy, add_run_options=lambda parser: None,
+                                 probe_plan=lambda options: ZoomPlan(), add_score_options=lambda parser: None,
+                                 score=toy_score, reference_model=ZoomReference))
+    families.register(zoom_family)
+    try:
+        with ReferenceServer(open_toy(toy), "oracle", family="toy-zoom") as server:
+            assert main(["run", "toy-zoom", "--dataset", str(toy), "--model", "oracle", "--base-url",
+                         server.base_url, "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+            assert server.requests_seen == 6
+    finally:
+        families.unregister("toy-zoom")
+    lines = {(line["id"], line["probe"]): line for line in
+             map(json.loads, (tmp_path / "r" / "predictions.jsonl").read_text().splitlines())}
+    final = lines[("toy-1", "final")]
+    assert final["response"] == "no" and final["meta"]["box"] == [2, 4, 8, 6]
+    original, crop = final["meta"]["images"]
+    source = open_toy(toy).items[1].image.sha256
+    assert original == {"sha256": source}
+    assert crop["sources"] == [source] and crop["transform"] == "crop 2,4,8,6" and crop["sha256"] != source
