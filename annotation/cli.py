@@ -34,10 +34,7 @@ EXAMPLE = """example (a local server, see `mmfaith annotate serve -h`):
 def _labeling(args: argparse.Namespace) -> Family:
     """The labeling of the build's family (`--family`, else the one its build.json names), from the registry."""
     family = families.get(args.family or families.family_of_dataset(args.build_dir))
-    labeling = family.parts().labeling
-    if labeling is None:
-        raise MmfaithError(f"{family.name} has no Label Studio labeling config yet.")
-    return labeling()
+    return family.part("labeling", "Label Studio labeling config")()
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -17,7 +17,6 @@ writes it. PNGs carry no Software metadata, so their bytes depend only on the nu
 """
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

@@ -234,10 +234,10 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
     _check_settings(settings)
     items = list(dataset.items[:settings.limit] if settings.limit else dataset.items)
     provenance = _provenance(family, settings, dataset, plan, len(items))
-    provenance["dataset_fingerprint"] = dataset_fingerprint(dataset.items, plan)
     previous = _previous_run(settings.out, provenance, plan)
     log = PredictionLog(settings.out / PREDICTIONS)
-    todo = [item for item in items if _pending(plan, log, item)]
+    pending = {item.id: len(_pending(plan, log, item)) for item in items}
+    todo = [item for item in items if pending[item.id]]
     if settings.dry_run:
         session = _Session(settings, plan, log, ImagePayloads(()), total=0)
         try:
@@ -254,7 +254,7 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
     provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
     _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
     payloads = ImagePayloads(image for item in todo for image in plan.images(item))
-    session = _Session(settings, plan, log, payloads, total=sum(len(_pending(plan, log, item)) for item in todo))
+    session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
         asyncio.run(session.run(todo, api_key))
@@ -442,6 +442,7 @@ def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
         "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
         "temperature": settings.temperature, "max_tokens": settings.max_tokens,
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
+        "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
         "dataset": {"path": str(settings.dataset), "id": dataset.dataset_id, "revision": dataset.revision,
                     "items": items, "limit": settings.limit},
         "client": {"concurrency": settings.concurrency, "timeout_s": settings.timeout_s,

@@ -66,10 +66,7 @@ def _run_report(args: argparse.Namespace) -> int:
     if len(named) != 1:
         raise MmfaithError(f"the score dirs are of several families ({', '.join(sorted(named))}); "
                            "compare score dirs of one dataset.")
-    family = families.get(named.pop())
-    compare = family.parts().compare
-    if compare is None:
-        raise MmfaithError(f"{family.name} has no comparison report yet.")
+    compare = families.get(named.pop()).part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
     print(f"compared {len(comparison['models'])} models; see {args.out / 'report.md'}")
     return 0

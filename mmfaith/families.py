@@ -112,6 +112,14 @@ class Family:
         object.__setattr__(self, "parts_source", parts)
         return parts
 
+    def part(self, name: str, what: str) -> Any:
+        """An optional part of `FamilyParts` (`labeling`, `release`, `compare`), or a one-line error saying
+        the family has no `what` yet."""
+        found = getattr(self.parts(), name)
+        if found is None:
+            raise MmfaithError(f"{self.name} has no {what} yet.")
+        return found
+
     def metric(self, key: str) -> MetricInfo | None:
         """The declared description of a metrics.json key, None for one the family does not declare."""
         return next((metric for metric in self.metrics if metric.key == key), None)

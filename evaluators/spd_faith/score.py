@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,11 +50,10 @@ from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Jud
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
-from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
-from mmfaith.schema import schema_errors
+
 
 @dataclass(frozen=True)
 class ScoreRequest:

@@ -57,10 +57,7 @@ def _run_release(args: argparse.Namespace) -> int:
     token = os.environ.get("HF_TOKEN") if args.push else None
     if args.push and not token:
         raise MmfaithError("--push needs a Hub token in the HF_TOKEN environment variable (write access to --repo).")
-    family = families.get(args.family or families.family_of_dataset(args.build))
-    release = family.parts().release
-    if release is None:
-        raise MmfaithError(f"{family.name} has no release layout yet.")
+    release = families.get(args.family or families.family_of_dataset(args.build)).part("release", "release layout")
     summary = release(ReleaseRequest(build=args.build, out=args.out, name=args.name, version=args.version,
                                                include=args.include, allow_noderivs=args.allow_noderivs,
                                                previous=args.previous))
