@@ -8,8 +8,12 @@ examples.
 Templates (`Question.facts` in brackets):
 - color: "What color is the {object}?" about a category with exactly one instance in the image
   [category, color]. The object must have a dominant colour name (builders/colors.py: one name on at
-  least 45% of its pixels); none in a monochrome photo and none about people (their colour is their
-  clothes'). Distractors: colours plausible for the category first (targets.COLOR_PALETTES), then
+  least 45% of its pixels) that is one its category plausibly has (targets.COLOR_PALETTES: a fork
+  that reflects a chocolate cake is not asked about as "brown"; categories without a palette, such
+  as plants, food, bowls and glasses, get no colour question); none in a monochrome photo, none
+  about people (their colour is their clothes'), and none about an object that is partly hidden or
+  holds other objects (targets.movable_reason: its mask then often includes what sits on it or
+  hides it). Distractors: colours plausible for the category first (targets.COLOR_PALETTES), then
   other basic colours; each at least DEFAULT_MIN_DELTA_E (CIE76) from the object's colour and
   carried by less than SECONDARY_SHARE of its pixels, so no distractor is also a fair answer.
 - count: "How many {objects} are there?" [category, count], 1 to max_count instances. Options are
@@ -34,6 +38,7 @@ template, the image and the annotations; the same scene and seed give the same q
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +49,7 @@ import numpy as np
 from mmfaith.builders.coco_source import Instance, Scene
 from mmfaith.builders.colors import COLOR_NAMES, is_monochrome, name_labs, object_color, rgb_to_lab, distinct_targets
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E
-from mmfaith.builders.targets import PEOPLE, TargetRules
+from mmfaith.builders.targets import PEOPLE, TargetRules, movable_reason
 from mmfaith.nouns import PLURAL_ONLY, display_name, plural, with_article
 
 TEMPLATES: tuple[str, ...] = ("color", "count", "existence", "relation")
@@ -138,6 +143,13 @@ class _SceneView:
         for inst in scene.editable:
             groups.setdefault(inst.category, []).append(inst)
         self.groups = {cat: tuple(insts) for cat, insts in sorted(groups.items()) if cat not in crowded}
+        self.crowd = frozenset(inst.ann_id for inst in scene.instances if inst.iscrowd)
+        self.boxes = {inst.ann_id: inst.bbox for inst in scene.instances}
+
+    @functools.cached_property
+    def masks(self) -> dict[int, np.ndarray]:
+        """Every instance's pixel mask (crowd ones too: they still occupy space), decoded once."""
+        return {inst.ann_id: inst.mask(self.scene.height, self.scene.width) for inst in self.scene.instances}
 
     def large_enough(self, inst: Instance) -> bool:
         return _area(inst, self.scene) >= self.rules.min_instance_area
@@ -160,15 +172,16 @@ class _SceneView:
 def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int,
                     target_rules: TargetRules) -> Question | None:
     scene, rules = view.scene, view.rules
-    mask = inst.mask(scene.height, scene.width)
-    if not mask.any():
+    mask = view.masks[inst.ann_id]
+    palette = target_rules.color_palette(inst.category)
+    if not mask.any() or movable_reason(inst.ann_id, view.masks, view.boxes, view.crowd) is not None:
         return None
     current = object_color(rgb, mask)
-    if not current.dominant:
+    if not current.dominant or current.name not in palette:
         return None
     shares = np.bincount(name_labs(rgb_to_lab(rgb[mask])), minlength=len(COLOR_NAMES)) / float(mask.sum())
     secondary = {name for name, share in zip(COLOR_NAMES, shares) if share >= SECONDARY_SHARE}
-    plausible = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, target_rules.color_palette(inst.category))
+    plausible = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, palette)
                  if c not in secondary]
     others = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E) if c not in secondary and c not in plausible]
     key = f"color:{scene.image_id}:{inst.ann_id}"
