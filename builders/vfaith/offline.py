@@ -113,10 +113,13 @@ def original_path(scene: Scene) -> str:
 
 
 def chosen_questions(questions: list[Question], settings: OfflineSettings, image_id: int) -> list[Question]:
-    """At most `per_image` questions of each template (a seeded choice), templates in the build's order."""
+    """At most `per_image` questions of each template (a seeded choice), templates in the build's order;
+    existence questions only about a category with one instance (removing it makes the answer "no")."""
     chosen = []
     for template in settings.templates:
-        of_template = [q for q in questions if q.template == template]
+        # An existence question about a category with several instances cannot flip by one removal.
+        of_template = [q for q in questions if q.template == template
+                       and (template != "existence" or q.facts["count"] == 1)]
         order = seeded_rng(settings.seed, "vfaith-questions", template, image_id).permutation(len(of_template))
         chosen.extend(of_template[int(i)] for i in order[:settings.per_image])
     return chosen
@@ -194,23 +197,38 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         what = f"the {facts['category']}" if question.template == "existence" else f"one {facts['category']}"
         return _Plan(ann_id, target, f"Remove {what} (annotation {ann_id}).", facts_edited={**facts, "count": count})
     if question.template == "relation":
-        subject, reference = question.evidence[0], question.evidence[1]
-        category = subject.category
-        if not view.rules.may_move(category):
-            return f"a {category} is fixed, hung, worn or perched where it is and is never moved"
-        if view.touches_border(subject.ann_id):
-            return f"the {category} is cut by the image border"
-        blocker = view.removal_blocker(subject.ann_id)
-        if blocker is not None or not view.spares_neighbours(subject.ann_id):
-            return f"the {category} may not be moved: {blocker or 'its hole would damage a neighbour'}"
-        offset = _crossing_offset(view, subject.ann_id, reference.bbox, facts["relation"], settings, rng)
-        if offset is None:
-            return f"no free place for the {category} on the other side of the {reference.category}"
-        after = OTHER_SIDE[facts["relation"]]
-        return _Plan(subject.ann_id, after,
-                     f"Move the {category} from the {facts['relation']} to the {after} of the {reference.category}.",
-                     offset=offset, facts_edited={**facts, "relation": after})
+        return _relation_plan(question, view, settings, rng)
     return f"unknown template {question.template!r}"
+
+
+def _relation_plan(question: Question, view: SceneView, settings: OfflineSettings,
+                   rng: np.random.Generator) -> _Plan | str:
+    """Move the subject across the reference, or else the reference across the subject (either flips the
+    answer); the first object that may move and finds free ground on the other side."""
+    facts = question.facts
+    after = OTHER_SIDE[facts["relation"]]
+    reasons = []
+    for mover, still, side in ((question.evidence[0], question.evidence[1], facts["relation"]),
+                               (question.evidence[1], question.evidence[0], after)):
+        category = mover.category
+        if not view.rules.may_move(category):
+            reasons.append(f"a {category} is fixed, hung, worn or perched where it is and is never moved")
+            continue
+        if view.touches_border(mover.ann_id):
+            reasons.append(f"the {category} is cut by the image border")
+            continue
+        blocker = view.removal_blocker(mover.ann_id)
+        if blocker is not None or not view.spares_neighbours(mover.ann_id):
+            reasons.append(f"the {category} may not be moved: {blocker or 'its hole would damage a neighbour'}")
+            continue
+        offset = _crossing_offset(view, mover.ann_id, still.bbox, side, settings, rng)
+        if offset is None:
+            reasons.append(f"no free place for the {category} on the other side of the {still.category}")
+            continue
+        return _Plan(mover.ann_id, after, f"Move the {category} to the other side of the {still.category}, so that "
+                     f"the {facts['subject']} is to the {after} of the {facts['reference']}.",
+                     offset=offset, facts_edited={**facts, "relation": after})
+    return "; ".join(reasons)
 
 
 def _crossing_offset(view: SceneView, ann_id: int, reference_box: tuple[float, float, float, float], relation: str,
@@ -250,12 +268,14 @@ def _answer_holds(question: Question, plan: _Plan, edit: EditOutcome, view: Scen
                     f"pixels), not {plan.color}")
     if question.template == "relation":
         assert edit.bbox_after is not None
-        x, _, w, _ = edit.bbox_after
-        rx, _, rw, _ = question.evidence[1].bbox
+        subject, reference = question.evidence[0], question.evidence[1]
+        boxes = {subject.ann_id: subject.bbox, reference.ann_id: reference.bbox, plan.ann_id: edit.bbox_after}
+        (x, _, w, _), (rx, _, rw, _) = boxes[subject.ann_id], boxes[reference.ann_id]
         gap = settings.rules.min_relation_gap * view.rgb.shape[1]
         side = "right" if x >= rx + rw + gap else "left" if x + w <= rx - gap else None
         if side != plan.target_text:
-            return f"the moved {question.facts['subject']} is not clearly to the {plan.target_text} of the reference"
+            return (f"after the move the {question.facts['subject']} is not clearly to the {plan.target_text} of the "
+                    f"{question.facts['reference']}")
     return None
 
 

@@ -24,25 +24,19 @@ from typing import Any
 
 from mmfaith.builders.scene_view import seeded_rng
 from mmfaith.images import sha256_bytes
+from mmfaith.nouns import display_name, plural, with_article
 
 QUESTION = "Which of the following statements are true of this image?"
 LABELS = ("A", "B", "C", "D")
-_IRREGULAR = {"person": "people", "mouse": "mice", "sheep": "sheep", "skis": "skis", "scissors": "scissors",
-              "knife": "knives", "wine glass": "wine glasses"}
 OTHER_SIDE = {"left": "right", "right": "left"}
-
-
-def plural(noun: str) -> str:
-    """The English plural of a COCO category name."""
-    if noun in _IRREGULAR:
-        return _IRREGULAR[noun]
-    if noun.endswith(("s", "sh", "ch", "x")):
-        return noun + "es"
-    return noun + "s"
 
 
 def _things(count: int, noun: str) -> str:
     return f"{count} {noun if count == 1 else plural(noun)}"
+
+
+def _name(facts: dict[str, Any], key: str) -> str:
+    return display_name(facts[key])
 
 
 def _exactly(count: int, noun: str) -> str:
@@ -53,15 +47,15 @@ def statements(template: str, facts: dict[str, Any], facts_edited: dict[str, Any
                option_texts: list[str]) -> tuple[list[tuple[str, bool, bool]], str, str]:
     """([(statement, true of the edited image, true of the original)] x 4, cue before, cue after)."""
     if template == "color":
-        noun, before, after = facts["category"], facts["color"], facts_edited["color"]
+        noun, before, after = _name(facts, "category"), facts["color"], facts_edited["color"]
         others = [text for text in option_texts if text not in (before, after)][:2]
         rows = [(f"The {noun} is {after}.", True, False), (f"The {noun} is {before}.", False, True)]
         rows += [(f"The {noun} is {color}.", False, False) for color in others]
         return rows, f"the {noun} is {before}", f"the {noun} is {after}"
     if template in ("count", "existence"):
-        noun, before, after = facts["category"], facts["count"], facts_edited["count"]
+        noun, before, after = _name(facts, "category"), facts["count"], facts_edited["count"]
         if template == "existence":
-            rows = [(f"There is a {noun}.", False, True), (f"There is no {noun}.", True, False),
+            rows = [(f"There is {with_article(noun)}.", False, True), (f"There is no {noun}.", True, False),
                     (f"There are two {plural(noun)}.", False, False),
                     (f"There are at least three {plural(noun)}.", False, False)]
         else:
@@ -69,7 +63,7 @@ def statements(template: str, facts: dict[str, Any], facts_edited: dict[str, Any
             rows.append((f"There is at least one {noun}.", after >= 1, before >= 1))
         return rows, _things(before, noun) if before else f"no {noun}", _things(after, noun) if after else f"no {noun}"
     if template == "relation":
-        subject, reference = facts["subject"], facts["reference"]
+        subject, reference = _name(facts, "subject"), _name(facts, "reference")
         before, after = facts["relation"], facts_edited["relation"]
         rows = [(f"The {subject} is to the {after} of the {reference}.", True, False),
                 (f"The {reference} is to the {before} of the {subject}.", True, False),

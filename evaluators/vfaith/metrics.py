@@ -118,8 +118,9 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
 
     def ci(key: str) -> list[float] | None:
         bounds = intervals.get(key)
-        return None if bounds is None or point[key] is None or not np.isfinite(point[key][0]) else \
-            [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
+        if bounds is None or not np.isfinite(point[key][0]):
+            return None
+        return [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
 
     pairs = [item for item in items if item["kind"] == "pair"]
     perception = [item for item in items if item["kind"] == "perception"]
@@ -129,7 +130,7 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
         if n_cat:
             by_category[cat] = {"n_items": n_cat, **{m: _scalar(point[f"{cat}.{m}"]) for m in
                                                        ("raw_accuracy", "edit_accuracy", "delta")},
-                                "ci": {m: ci(f"{cat}.{m}") for m in ("raw_accuracy", "edit_accuracy", "delta")}}
+                                "ci95": {m: ci(f"{cat}.{m}") for m in ("raw_accuracy", "edit_accuracy", "delta")}}
     b, c = int(sums["b"][0]) if "b" in sums else 0, int(sums["c"][0]) if "c" in sums else 0
     statuses = {probe: _status_counts(pairs, f"status_{probe}") for probe in ("original", "edited")}
     statuses["perception"] = _status_counts(perception, "status")
@@ -137,7 +138,7 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
     return {
         "overall": {key: _scalar(point[key]) for key in HEADLINE},
         "by_category": by_category,
-        "ci": {key: ci(key) for key in HEADLINE},
+        "ci95": {key: ci(key) for key in HEADLINE},
         "mcnemar_raw_vs_edit": {"p_value": round(stats.mcnemar_exact(b, c), _DECIMALS), "b_raw_right_edit_wrong": b,
                                 "c_raw_wrong_edit_right": c, "n_pairs": len(pairs), "method": "exact binomial, two-sided"},
         "counts": {

@@ -8,15 +8,15 @@ a release folder).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
-from mmfaith.images import sha256_bytes, sha256_file
-from mmfaith.jsonl import read_jsonl, write_atomic
+from mmfaith.images import sha256_file
+from mmfaith.jsonl import read_jsonl
+from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
 from mmfaith.schema import schema_errors
 
 
@@ -54,7 +54,6 @@ class SpdDataset:
         return {pair.id: pair for pair in self.pairs}
 
 
-HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[^@/]+)?$")
 
 
 def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
@@ -67,7 +66,7 @@ def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
     if (path / "manifest.json").is_file():
         return _open_release(path, cache_dir)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(_download_release(str(path)), cache_dir)
+        return _open_release(download_release(str(path)), cache_dir)
     return _open_build_dir(path)
 
 
@@ -118,32 +117,8 @@ def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
             where = f"{folder / name} row {number}"
             record = row_to_record(row)
             _check_record(record, where, seen, f"; run `mmfaith verify {folder}`")
-            paths = [_cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
+            paths = [cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
                      for side in ("image_a", "image_b")]
             pairs.append(SpdPair(record, paths[0], paths[1]))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return SpdDataset(pairs, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")
-
-
-def _cached_image(images: Path, data: bytes | None, sha256: str, where: str) -> Path:
-    if data is None or sha256_bytes(data) != sha256:
-        raise MmfaithError(f"{where}: image bytes do not hash to the record's sha256; the release is damaged "
-                           "(run `mmfaith verify` on it).")
-    path = images / f"{sha256}.png"
-    if not path.is_file():
-        write_atomic(path, data)
-    return path
-
-
-def _download_release(source: str) -> Path:
-    """A local snapshot of the Hub release `ORG/NAME[@REVISION]` (huggingface_hub's cache)."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
-    repo_id, _, revision = source.partition("@")
-    try:
-        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None,
-                                      allow_patterns=["README.md", "manifest.json", "data/**"]))
-    except (HfHubHTTPError, LocalEntryNotFoundError) as exc:
-        raise MmfaithError(f"{source}: no local folder of that name, and no Hub dataset either ({exc.__class__.__name__}: "
-                           f"{str(exc).splitlines()[0]}); check the path, or the repo id, revision and HF_TOKEN.") from exc

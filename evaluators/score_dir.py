@@ -1,0 +1,52 @@
+"""A score dir, for every family's scorer: refuse to overwrite what is not a score of the same inputs, and
+replace the folder whole.
+
+- `check_score_dir(out, inputs, dataset, predictions_sha256, overwrite)`: a non-empty `out` is
+  refused unless its metrics.json's provenance names the same dataset ({"id", "revision"}) and
+  predictions sha256, or `overwrite`; an `out` holding one of the `inputs` (flag -> path) is always
+  refused (the score replaces the folder whole).
+- `replace_folder(out, staging)`: put `staging` where `out` is, the old folder moved aside first
+  and removed last, so a failed score leaves the old one intact and no file of an older score survives.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mmfaith.errors import MmfaithError
+
+
+def check_score_dir(out: Path, inputs: Mapping[str, Path | None], dataset: Mapping[str, Any], predictions_sha256: str,
+                    overwrite: bool) -> None:
+    """Refuse a non-empty --out that is not a previous score of these inputs, unless `overwrite` (module docstring)."""
+    held = sorted(p.name for p in out.iterdir())
+    if not held:
+        return
+    for flag, source in inputs.items():
+        if source is not None and source.exists() and source.resolve().is_relative_to(out.resolve()):
+            raise MmfaithError(f"score --out {out}: holds the {flag} input {source}, and a score replaces its folder "
+                               "whole; choose another --out.")
+    if overwrite:
+        return
+    try:
+        previous = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["provenance"]
+        same = previous["dataset"] == dict(dataset) and previous["predictions_sha256"] == predictions_sha256
+    except (OSError, ValueError, KeyError, TypeError):
+        same = False
+    if not same:
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise MmfaithError(f"score --out {out}: not empty ({shown}) and not a score of these predictions on this "
+                           "dataset; choose a new --out, or pass --overwrite to replace the folder whole.")
+
+
+def replace_folder(out: Path, staging: Path) -> None:
+    """Put `staging` where `out` is, whole: the old folder is moved aside first and removed last."""
+    old = out.parent / f".{out.name}.replaced"
+    shutil.rmtree(old, ignore_errors=True)
+    os.replace(out, old)
+    os.replace(staging, out)
+    shutil.rmtree(old, ignore_errors=True)
