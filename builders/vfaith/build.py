@@ -81,7 +81,8 @@ class BuildSummary:
     rejected: dict[str, int]
     shortfall: dict[str, int]
     skipped_images: dict[str, int]
-    letters: dict[str, int]
+    letters: dict[str, dict[str, int]]
+    """How often each letter is the gold answer, of the original and of the edited question."""
     out: Path
 
 
@@ -251,9 +252,9 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
     for template, missing in shortfall.items():
         print(f"warning: {template}: made {accepted[template]} of {quotas[template]} pairs; the source has too few "
               "suitable questions (add images, raise --per-image, or lower --per-template).", file=sys.stderr)
-    letters = Counter(pair["answer_original"] for pair in journal.pairs)
-    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped),
-                        dict(sorted(letters.items())), out)
+    letters = {side: dict(sorted(Counter(pair[f"answer_{side}"] for pair in journal.pairs).items()))
+               for side in ("original", "edited")}
+    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out)
 
 
 def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: _Journal, quotas: dict[str, int],
