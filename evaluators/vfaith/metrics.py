@@ -139,7 +139,7 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
         "overall": {key: _scalar(point[key]) for key in HEADLINE},
         "by_category": by_category,
         "ci95": {key: ci(key) for key in HEADLINE},
-        "mcnemar_raw_vs_edit": {"p_value": round(stats.mcnemar_exact(b, c), _DECIMALS), "b_raw_right_edit_wrong": b,
+        "mcnemar_raw_vs_edit": {"p_value": stats.mcnemar_exact(b, c), "b_raw_right_edit_wrong": b,
                                 "c_raw_wrong_edit_right": c, "n_pairs": len(pairs), "method": "exact binomial, two-sided"},
         "counts": {
             "n_pairs": len(pairs), "n_perception": len(perception),
