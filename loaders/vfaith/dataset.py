@@ -129,8 +129,9 @@ def _open_release(folder: Path, cache_dir: Path | None) -> VfaithDataset:
 
     from mmfaith.loaders.vfaith.rows import row_to_pair, row_to_perception
     from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.vfaith import FORMAT
 
-    manifest = read_manifest(folder)
+    manifest = read_manifest(folder, FORMAT)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs, perception = [], []

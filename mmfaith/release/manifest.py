@@ -37,14 +37,14 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The manifest of a release folder; MmfaithError when it is missing or not this format."""
+def read_manifest(folder: Path, format: str = FORMAT) -> dict[str, Any]:
+    """The manifest of a release folder; MmfaithError when it is missing or not of `format` (a family's)."""
     path = folder / MANIFEST
     if not path.is_file():
         raise MmfaithError(f"{folder}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` wrote.")
     manifest = read_json_object(path, "pass the folder `mmfaith release` wrote.")
-    if manifest.get("format") != FORMAT:
-        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {FORMAT!r}; "
+    if manifest.get("format") != format:
+        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {format!r}; "
                            "this mmfaith cannot read that release.")
     return manifest
 
