@@ -34,6 +34,26 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
                       help="comma-separated question templates (default: all four)")
     what.add_argument("--per-image", type=int, default=2, metavar="N",
                       help="questions of each template tried per image (a seeded choice)")
+    cue = parser.add_argument_group("cue-driven, from any VQA dataset (instead of COCO; docs/vfaith.md)")
+    cue.add_argument("--source", metavar="DATASET",
+                     help="a Hugging Face dataset folder, parquet file(s) or Hub id with image, question, options, answer")
+    cue.add_argument("--columns", metavar="MAP", help="image=COL,question=COL,options=COL,answer=COL[,category=COL]")
+    cue.add_argument("--split", default="test", help="split of a Hub id (default test)")
+    cue.add_argument("--limit", type=int, metavar="N", help="only the first N rows")
+    for role, what in (("reasoner", "marks the visual cues <vcues_i>"), ("suggester", "proposes the cue edit"),
+                       ("judge", "passes or fails a suggestion")):
+        cue.add_argument(f"--{role}-model", metavar="NAME", help=f"chat model that {what}")
+        cue.add_argument(f"--{role}-base-url", metavar="URL", help=f"OpenAI-compatible base URL of the {role}")
+    cue.add_argument("--editor", choices=("openai", "gemini"), default="openai",
+                     help="image editor protocol: OpenAI image edits (gpt-image-1) or Gemini generateContent")
+    cue.add_argument("--editor-model", default="gpt-image-1", metavar="NAME", help="image editing model")
+    cue.add_argument("--editor-base-url", metavar="URL", help="a server speaking the editor's protocol")
+    cue.add_argument("--api-key-env", metavar="NAME",
+                     help="environment variable holding the keys (default OPENAI_API_KEY / GEMINI_API_KEY)")
+    cue.add_argument("--max-tries", type=int, default=5, help="suggestions per row before it is rejected")
+    cue.add_argument("--outside-tolerance", type=float, default=0.05, metavar="SHARE",
+                     help="share of pixels outside the cue's box a regenerating editor may change")
+    cue.add_argument("--source-license", default="unknown", metavar="NAME", help="license of the source dataset")
     how = parser.add_argument_group("how")
     how.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder (resumable)")
     how.add_argument("--seed", type=int, default=0, help="seed of every choice (same seed and inputs: same bytes)")
@@ -55,6 +75,8 @@ def run_build(args: argparse.Namespace) -> int:
     from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
     from mmfaith.images import DEFAULT_MAX_PIXELS
 
+    if args.source is not None:
+        return _run_cue_driven(args)
     templates = tuple(t.strip() for t in args.templates.split(",") if t.strip())
     if args.per_template < 0:
         raise MmfaithError(f"--per-template must be 0 or more, not {args.per_template}.")
@@ -71,4 +93,28 @@ def run_build(args: argparse.Namespace) -> int:
     print(f"built {made} pairs ({', '.join(f'{t} {n}' for t, n in summary.accepted.items())}) in {summary.out}; "
           f"rejected: {rejected} (see rejected.jsonl); gold letters {summary.letters}; "
           f"preview: {summary.out / 'preview.png'}")
+    return 0
+
+
+def _run_cue_driven(args: argparse.Namespace) -> int:
+    """`--source`: the cue-driven pipeline (builders/vfaith/cue_driven.py)."""
+    from mmfaith.builders.vfaith.cue_driven import CueBuildRequest, Roles, build_cue_driven, parse_columns
+    from mmfaith.clients import ModelEndpoint
+
+    if not args.columns:
+        raise MmfaithError("--source needs --columns image=COL,question=COL,options=COL,answer=COL[,category=COL].")
+    models = {}
+    for role in ("reasoner", "suggester", "judge"):
+        model = getattr(args, f"{role}_model")
+        if not model:
+            raise MmfaithError(f"--source needs --{role}-model NAME (and --{role}-base-url for a local server).")
+        models[role] = ModelEndpoint("openai", model, getattr(args, f"{role}_base_url"), args.api_key_env)
+    editor = ModelEndpoint(args.editor, args.editor_model, args.editor_base_url, args.api_key_env)
+    counts = build_cue_driven(CueBuildRequest(
+        out=args.out, source=args.source, columns=parse_columns(args.columns), split=args.split, limit=args.limit,
+        roles=Roles(models["reasoner"], models["suggester"], models["judge"], editor), seed=args.seed,
+        max_tries=args.max_tries, min_delta_e=args.min_delta_e, outside_tolerance=args.outside_tolerance,
+        license_name=args.source_license, progress=not args.no_progress))
+    print(f"built {counts['accepted']} pairs from {counts['rows']} rows of {args.source} in {args.out}; rejected: "
+          f"{counts['rejected_by_stage'] or 'none'} (see rejected.jsonl)")
     return 0
