@@ -53,6 +53,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     cue.add_argument("--max-tries", type=int, default=5, help="suggestions per row before it is rejected")
     cue.add_argument("--outside-tolerance", type=float, default=0.05, metavar="SHARE",
                      help="share of pixels outside the cue's box a regenerating editor may change")
+    cue.add_argument("--category", choices=("RWS", "REA", "PFK", "CRE", "TIF"), default="RWS",
+                     help="the category of every row when --columns names no category column")
     cue.add_argument("--source-license", default="unknown", metavar="NAME", help="license of the source dataset")
     how = parser.add_argument_group("how")
     how.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder (resumable)")
@@ -114,7 +116,7 @@ def _run_cue_driven(args: argparse.Namespace) -> int:
         out=args.out, source=args.source, columns=parse_columns(args.columns), split=args.split, limit=args.limit,
         roles=Roles(models["reasoner"], models["suggester"], models["judge"], editor), seed=args.seed,
         max_tries=args.max_tries, min_delta_e=args.min_delta_e, outside_tolerance=args.outside_tolerance,
-        license_name=args.source_license, progress=not args.no_progress))
+        category=args.category, license_name=args.source_license, progress=not args.no_progress))
     print(f"built {counts['accepted']} pairs from {counts['rows']} rows of {args.source} in {args.out}; rejected: "
           f"{counts['rejected_by_stage'] or 'none'} (see rejected.jsonl)")
     return 0

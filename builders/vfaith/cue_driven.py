@@ -153,8 +153,9 @@ def _png(value: Any, where: str) -> bytes:
     return png_bytes(np.asarray(image.convert("RGB")))
 
 
-def normalise_row(index: int, row: dict[str, Any], columns: dict[str, str], where: str) -> Row:
-    """One source row as a Row (MmfaithError naming the row and column for a bad value)."""
+def normalise_row(index: int, row: dict[str, Any], columns: dict[str, str], where: str, category: str = "RWS") -> Row:
+    """One source row as a Row (MmfaithError naming the row and column for a bad value); `category` is every
+    row's when no category column is named."""
     for role, column in columns.items():
         if column not in row:
             raise MmfaithError(f"{where}: no column {column!r} (--columns {role}={column}); columns: {sorted(row)}.")
@@ -173,7 +174,7 @@ def normalise_row(index: int, row: dict[str, Any], columns: dict[str, str], wher
             if len(found) != 1:
                 raise MmfaithError(f"{where}: answer {answer!r} is not a letter, index or text of the options {texts}.")
             answer = found[0]
-    category = str(row[columns["category"]]).strip().upper() if "category" in columns else "RWS"
+    category = str(row[columns["category"]]).strip().upper() if "category" in columns else category
     if category not in CATEGORIES:
         raise MmfaithError(f"{where}: category {category!r} is not one of {', '.join(CATEGORIES)}.")
     return Row(index, _png(row[columns["image"]], where), str(row[columns["question"]]), options, str(answer), category)
@@ -375,6 +376,8 @@ class CueBuildRequest:
     max_tries: int = MAX_TRIES
     min_delta_e: float = 12.0
     outside_tolerance: float = 0.05
+    category: str = "RWS"
+    """The category of every row when `columns` names no category column."""
     license_name: str = "unknown"
     license_url: str = ""
     progress: bool = True
@@ -398,7 +401,7 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
     recipe = {"family": "vfaith", "path": "cue-driven", "source": request.source, "split": request.split,
               "columns": request.columns, "models": request.roles.provenance(), "seed": request.seed,
               "max_tries": request.max_tries, "min_delta_e": request.min_delta_e,
-              "outside_tolerance": request.outside_tolerance}
+              "outside_tolerance": request.outside_tolerance, "category": request.category}
     build_json = out / "build.json"
     if build_json.exists() and read_json_object(build_json, "").get("recipe") != recipe:
         raise MmfaithError(f"{out} holds a build made with other settings; re-run with the same arguments to resume, "
@@ -427,7 +430,7 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
             key = f"row:{index}"
             if key in journal.done:
                 continue
-            row = normalise_row(index, rows[index], request.columns, f"{request.source} row {index}")
+            row = normalise_row(index, rows[index], request.columns, f"{request.source} row {index}", request.category)
             outcome = run_row(row, request.roles, settings)
             journal.done.add(key)
             if outcome.record is None:
