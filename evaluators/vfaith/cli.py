@@ -45,7 +45,15 @@ def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
 
 
 def add_score_options(parser: argparse.ArgumentParser) -> None:
+    """The judge of free-form answers: rule (normalised text) or an LLM."""
     parser.description = SCORE_DESCRIPTION
+    judge = parser.add_argument_group("judge of free-form answers")
+    judge.add_argument("--judge", default="rule", metavar="rule|MODEL",
+                       help="rule (normalised text, offline) or the model that decides equivalence where it fails")
+    judge.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible base URL of the judge")
+    judge.add_argument("--judge-provider", choices=("openai", "gemini"), default="openai", help="protocol of the judge")
+    judge.add_argument("--judge-api-key-env", metavar="NAME",
+                       help="environment variable holding the judge's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
 
 
 def score(args: argparse.Namespace) -> int:
@@ -55,9 +63,14 @@ def score(args: argparse.Namespace) -> int:
 
     if not args.dataset:
         raise MmfaithError("mmfaith score vfaith needs --dataset BUILD_DIR|RELEASE|ORG/NAME.")
+    from mmfaith.clients import ModelEndpoint
+
+    judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
+                                                            args.judge_api_key_env)
     metrics = score_vfaith(ScoreRequest(
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale))
+        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
+        judge=judge))
     overall, counts = metrics["overall"], metrics["counts"]
     shown = ", ".join(f"{k} {'n/a' if overall[k] is None else f'{overall[k]:.3f}'}" for k in overall)
     print(f"scored {counts['n_pairs']} pairs and {counts['n_perception']} perception items of "

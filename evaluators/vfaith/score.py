@@ -27,6 +27,8 @@ from mmfaith import __version__
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, replace_folder
+from mmfaith.clients import ModelEndpoint
+from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
 from mmfaith.evaluators.vfaith.metrics import DEFINITIONS_VERSION, pair_scores, perception_scores, summarize
 from mmfaith.evaluators.vfaith.parse import normalize, parse_choice, parse_choice_set, parse_free
 from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
@@ -49,6 +51,8 @@ class ScoreRequest:
     seed: int = 0
     overwrite: bool = False
     drop_stale: bool = False
+    judge: ModelEndpoint | None = None
+    """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
 
 
 def _answer(pair: VfaithPair, response: str | None) -> str | None:
@@ -64,8 +68,8 @@ def _gold(pair: VfaithPair, key: str) -> str:
     return record[key] if record["question_type"] == "multiple-choice" else normalize(record[key])
 
 
-def score_items(dataset: VfaithDataset, predictions: PredictionSet) -> list[dict[str, Any]]:
-    """items.jsonl: one line per pair, then per perception item (metrics.py)."""
+def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeFormJudge) -> list[dict[str, Any]]:
+    """items.jsonl: one line per pair, then per perception item (metrics.py); free-form answers through `judge`."""
     items = []
     for pair in dataset.pairs:
         parsed, statuses = {}, {}
@@ -74,6 +78,9 @@ def score_items(dataset: VfaithDataset, predictions: PredictionSet) -> list[dict
             parsed[probe] = None if line is None else _answer(pair, line["response"])
             statuses[probe] = "missing" if line is None else "ok" if parsed[probe] is not None else "unparsed"
         gold = {"answer_original": _gold(pair, "answer_original"), "answer_edited": _gold(pair, "answer_edited")}
+        if pair.record["question_type"] == "free-form":
+            parsed = {probe: judge.resolve(pair.record["question"], value, gold["answer_edited"],
+                                           gold["answer_original"]) for probe, value in parsed.items()}
         items.append(pair_scores({**pair.record, **gold}, parsed["original"], parsed["edited"], statuses,
                                  pair.source_key))
     for perception in dataset.perception:
@@ -99,7 +106,8 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     out = prepare_out_dir(request.out, "score")
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
                     {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
-    items = score_items(dataset, predictions)
+    judge = FreeFormJudge(request.judge)
+    items = score_items(dataset, predictions, judge)
     n_probes = 2 * len(dataset.pairs) + len(dataset.perception)
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
@@ -109,7 +117,8 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
             "model": predictions.model, "predictions_sha256": predictions.sha256,
             "predictions_mode": "run" if request.from_run else "submission",
             "prompt_templates_sha256": TEMPLATES_SHA256,
-            "judge": {"name": "rule"},
+            "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
+                      "prompt_sha256": PROMPT_SHA256 if request.judge else None},
             "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
                           "method": "percentile", "confidence": 0.95},
         },
