@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 
-from mmfaith.clients import ModelCallError, ModelEndpoint
+from mmfaith.clients import ModelCallError, ModelEndpoint, gemini_client
 from mmfaith.errors import MmfaithError
 from mmfaith.redact import redact
 
@@ -47,19 +47,9 @@ def _openai(endpoint: ModelEndpoint, png: bytes, instruction: str) -> bytes:
 
 
 def _gemini(endpoint: ModelEndpoint, png: bytes, instruction: str) -> bytes:
-    try:
-        from google import genai
-        from google.genai import types
-    except ImportError as exc:
-        raise MmfaithError("Gemini needs the google-genai package: pip install 'mmfaith[gemini]'.") from exc
-    key = endpoint.api_key()
-    if not key:
-        raise MmfaithError(f"Gemini needs an API key in ${endpoint.api_key_env or 'GEMINI_API_KEY'}.")
-    options = types.HttpOptions(timeout=int(endpoint.timeout_s * 1000),
-                                retry_options=types.HttpRetryOptions(attempts=endpoint.max_retries + 1))
-    if endpoint.base_url:
-        options.base_url = endpoint.base_url
-    client = genai.Client(api_key=key, http_options=options)
+    from google.genai import types
+
+    client = gemini_client(endpoint)
     response = client.models.generate_content(
         model=endpoint.model, contents=[types.Part.from_bytes(data=png, mime_type="image/png"), instruction],
         config=types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"]))

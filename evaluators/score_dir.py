@@ -7,17 +7,21 @@ replace the folder whole.
   refused (the score replaces the folder whole).
 - `replace_folder(out, staging)`: put `staging` where `out` is, the old folder moved aside first
   and removed last, so a failed score leaves the old one intact and no file of an older score survives.
+- `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines), metrics.json
+  (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
+  then put in its place (`replace_folder`).
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.jsonl import canonical_json, write_atomic
 
 
 def check_score_dir(out: Path, inputs: Mapping[str, Path | None], dataset: Mapping[str, Any], predictions_sha256: str,
@@ -50,3 +54,16 @@ def replace_folder(out: Path, staging: Path) -> None:
     os.replace(out, old)
     os.replace(staging, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def publish_scores(out: Path, items: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any],
+                   write_report: Callable[[Mapping[str, Any], Path], Any]) -> None:
+    """Write a score dir whole (module docstring)."""
+    staging = out.parent / f".{out.name}.scoring"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    write_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
+    write_atomic(staging / "metrics.json",
+                 (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_report(metrics, staging)
+    replace_folder(out, staging)

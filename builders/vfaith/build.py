@@ -21,7 +21,6 @@ Licence: images whose licence forbids derivatives (NoDerivs) are not edited unle
 """
 from __future__ import annotations
 
-import platform
 import sys
 import time
 from collections import Counter, deque
@@ -29,13 +28,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
 from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules
-from mmfaith.builders.coco_source import CocoSource, Scene, embedded_sample
+from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
+from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E, MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.scene_view import seeded_rng
@@ -47,7 +45,7 @@ from mmfaith.builders.vfaith.preview import write_preview
 from mmfaith.builders.worker_pool import Pending, WorkerPool
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -86,17 +84,6 @@ class BuildSummary:
     out: Path
 
 
-def _source(request: BuildRequest) -> CocoSource:
-    if (request.annotations is None) != (request.images is None):
-        raise MmfaithError("give both --coco-annotations FILE and --images DIR, or neither for the embedded sample.")
-    if request.annotations is None:
-        annotations, images = embedded_sample()
-        return CocoSource(annotations, images, dataset_name="mmfaith-coco-sample")
-    if not request.images.is_dir():
-        raise MmfaithError(f"{request.images}: images folder not found (--images).")
-    return CocoSource(request.annotations, request.images)
-
-
 def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
     """The settings that decide what each question makes; resuming with another recipe is refused."""
     return {
@@ -109,7 +96,7 @@ def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
     }
 
 
-class _Journal:
+class Journal:
     """records.jsonl, perception.jsonl and rejected.jsonl of a build dir: what was done, and appending more.
 
     Reading checks every line is a line of an mmfaith VFaith build (MmfaithError naming the file and line
@@ -158,18 +145,9 @@ class _Journal:
             appender.close()
 
 
-def _usable_scenes(source: CocoSource, request: BuildRequest) -> tuple[list[Scene], Counter[str]]:
-    """Scenes the build may edit, in the build's seeded order: licence allows derivatives (or
-    --allow-noderivs) and one annotated instance or more."""
-    scenes, skipped = [], Counter()
-    for image_id in source.image_ids():
-        scene = source.scene(image_id)
-        if not scene.license.allows_derivatives and not request.allow_noderivs:
-            skipped["noderivs"] += 1
-        elif scene.instance_count == 0:
-            skipped["no_instances"] += 1
-        else:
-            scenes.append(scene)
+def _scene_order(source: CocoSource, request: BuildRequest) -> tuple[list[Scene], Counter[str]]:
+    """The usable scenes (build_dir.usable_scenes: licence, instances) in the build's seeded order."""
+    scenes, skipped = usable_scenes(source, request.allow_noderivs)
     order = seeded_rng(request.seed, "vfaith-order").permutation(len(scenes))
     return [scenes[int(i)] for i in order], skipped
 
@@ -194,17 +172,12 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
     unknown = [t for t in request.templates if t not in TEMPLATES]
     if unknown or not request.templates:
         raise MmfaithError(f"--templates: use a comma-separated subset of {', '.join(TEMPLATES)} (not {unknown}).")
-    source = _source(request)
+    source = open_coco(request.annotations, request.images)
     out = prepare_out_dir(request.out, "build")
-    journal = _Journal(out)
+    journal = Journal(out)
     recipe = _recipe(request, source)
     build_json = out / "build.json"
-    if build_json.exists():
-        previous = read_json_object(build_json, "").get("recipe")
-        if previous != recipe:
-            changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
-            raise MmfaithError(f"{out} holds a build made with other settings ({', '.join(changed)} differ); "
-                               "re-run with the same arguments to resume, or choose a new --out.")
+    check_recipe(build_json, recipe)
     for folder in ("images/original", "images/edited"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     settings = OfflineSettings(
@@ -212,26 +185,19 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
         blend_radius=request.blend_radius, min_delta_e=request.min_delta_e, min_fill_texture=request.min_fill_texture,
         max_pixels=request.max_pixels, inpainter=request.inpainter, dataset=source.dataset_name, split=source.split,
         version=__version__, targets=TargetRules(request.inpainter.name))
-    _write_build_json(build_json, recipe, request, source, started, None, status="running")
-    try:
-        summary = _build(request, source, settings, journal)
-    except MmfaithError as exc:
-        _write_build_json(build_json, recipe, request, source, started, None, status="failed", error=str(exc))
-        raise
-    except BaseException as exc:
-        _write_build_json(build_json, recipe, request, source, started, None, status="interrupted",
-                          error=f"{type(exc).__name__}: {exc}")
-        raise
-    _write_build_json(build_json, recipe, request, source, started, summary, status="complete")
-    return summary
+
+    def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
+        _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
+
+    return with_status(write_status, lambda: _build(request, source, settings, journal))
 
 
-def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: _Journal) -> BuildSummary:
+def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: Journal) -> BuildSummary:
     out = request.out
     journal.open()
     try:
         _repair(out, journal, source, settings)
-        scenes, skipped = _usable_scenes(source, request)
+        scenes, skipped = _scene_order(source, request)
         quotas = {template: request.per_template for template in request.templates}
         pool = WorkerPool(request.workers)
         bar = tqdm(total=sum(quotas.values()), unit="pair", desc="vfaith", disable=not request.progress,
@@ -257,7 +223,7 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
     return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out)
 
 
-def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: _Journal, quotas: dict[str, int],
+def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Journal, quotas: dict[str, int],
           pool: WorkerPool, bar: tqdm) -> None:
     """Submit images in stream order (a window of them in flight), handle their outcomes in that order."""
     full = lambda: all(journal.made[t] >= q for t, q in quotas.items())  # noqa: E731
@@ -291,7 +257,7 @@ def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: _J
         bar.set_postfix(rejected=sum(journal.rejected_reasons.values()), refresh=False)
 
 
-def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, journal: _Journal) -> bool:
+def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, journal: Journal) -> bool:
     """Journal one outcome (images first, then the lines); True when it became a pair."""
     journal.done.add(outcome.key)
     if outcome.record is None:
@@ -317,7 +283,7 @@ def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, jou
     return True
 
 
-def _repair(out: Path, journal: _Journal, source: CocoSource, settings: OfflineSettings) -> None:
+def _repair(out: Path, journal: Journal, source: CocoSource, settings: OfflineSettings) -> None:
     """Give back what a crash or a deletion took: perception lines of journaled pairs, and their PNGs
     (remade from the same question: MmfaithError when the remade pair is not the journaled one)."""
     for record in journal.pairs:
@@ -358,7 +324,7 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
                                                    if request.inpainter.lama_model else None},
         "requested": {"per_template": request.per_template},
         "workers": request.workers,
-        "environment": {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
+        "environment": environment(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
     }
     if error is not None:

@@ -389,11 +389,11 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
 
     from tqdm import tqdm
 
-    from mmfaith.builders.vfaith.build import _Journal
+    from mmfaith.builders.build_dir import check_recipe, environment, with_status
+    from mmfaith.builders.vfaith.build import Journal
     from mmfaith.builders.vfaith.preview import write_preview
-    from mmfaith.jsonl import read_json_object, write_atomic
+    from mmfaith.jsonl import write_atomic
     from mmfaith.outdir import prepare_out_dir
-    from mmfaith.schema import check_record
 
     started = time.time()
     rows = open_source(request.source, request.split)
@@ -403,57 +403,59 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
               "max_tries": request.max_tries, "min_delta_e": request.min_delta_e,
               "outside_tolerance": request.outside_tolerance, "category": request.category}
     build_json = out / "build.json"
-    if build_json.exists() and read_json_object(build_json, "").get("recipe") != recipe:
-        raise MmfaithError(f"{out} holds a build made with other settings; re-run with the same arguments to resume, "
-                           "or choose a new --out.")
+    check_recipe(build_json, recipe)
     for folder in ("images/original", "images/edited"):
         (out / folder).mkdir(parents=True, exist_ok=True)
-    journal = _Journal(out)
+    journal = Journal(out)
     settings = {"seed": request.seed, "max_tries": request.max_tries, "min_delta_e": request.min_delta_e,
                 "outside_tolerance": request.outside_tolerance, "dataset": request.source, "split": request.split,
                 "license": {"id": request.license_name, "name": request.license_name, "url": request.license_url},
                 "attribution": f"{request.source} ({request.split}), license {request.license_name}"}
 
-    def status(state: str, counts: dict[str, Any] | None = None) -> None:
-        document = {"status": state, "family": "vfaith", "mmfaith_version": __version__, "recipe": recipe,
-                    "source": {"dataset": request.source, "split": request.split},
+    def write_status(status: str, result: dict[str, Any] | None = None, error: str | None = None) -> None:
+        document = {"status": status, "family": "vfaith", "mmfaith_version": __version__, "recipe": recipe,
+                    "source": {"dataset": request.source, "split": request.split}, "environment": environment(),
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))}
-        if counts is not None:
-            document.update(counts=counts, seconds=round(time.time() - started, 2))
+        if error is not None:
+            document["error"] = error
+        if result is not None:
+            document.update(counts=result, seconds=round(time.time() - started, 2))
         write_atomic(build_json, (canonical_json(document) + "\n").encode("utf-8"))
 
-    status("running")
-    total = len(rows) if request.limit is None else min(request.limit, len(rows))
-    journal.open()
-    try:
-        for index in tqdm(range(total), unit="row", desc="vfaith cues", disable=not request.progress):
-            key = f"row:{index}"
-            if key in journal.done:
-                continue
-            row = normalise_row(index, rows[index], request.columns, f"{request.source} row {index}", request.category)
-            outcome = run_row(row, request.roles, settings)
-            journal.done.add(key)
-            if outcome.record is None:
-                assert outcome.rejection is not None
-                journal.rejected.append(outcome.rejection)
-                journal.rejected_reasons[outcome.rejection["stage"]] += 1
-                continue
-            check_record("vfaith_pair", outcome.record, f"record {outcome.record['id']} ({key})")
-            write_atomic(out / outcome.record["image_original"], outcome.original_png or b"")
-            write_atomic(out / outcome.record["image_edited"], outcome.edited_png or b"")
-            journal.records.append(outcome.record)
-            journal.made[None] += 1  # type: ignore[index]
-            journal.pairs.append(outcome.record)
-            if outcome.perception is not None:
-                check_record("vfaith_perception", outcome.perception, f"perception item of {outcome.record['id']}")
-                journal.perception.append(outcome.perception)
-        write_preview(out, 8)
-    except BaseException as exc:
-        status("failed" if isinstance(exc, MmfaithError) else "interrupted")
-        raise
-    finally:
-        journal.close()
-    counts = {"accepted": len(journal.pairs), "rejected_by_stage": dict(journal.rejected_reasons),
-              "rows": total}
-    status("complete", counts)
+    def body() -> dict[str, Any]:
+        total = len(rows) if request.limit is None else min(request.limit, len(rows))
+        journal.open()
+        try:
+            for index in tqdm(range(total), unit="row", desc="vfaith cues", disable=not request.progress):
+                if f"row:{index}" not in journal.done:
+                    row = normalise_row(index, rows[index], request.columns, f"{request.source} row {index}",
+                                        request.category)
+                    _journal(out, run_row(row, request.roles, settings), journal)
+            write_preview(out, 8)
+        finally:
+            journal.close()
+        return {"accepted": len(journal.pairs), "rejected_by_stage": dict(journal.rejected_reasons), "rows": total}
+
+    counts = with_status(write_status, body)
     return counts
+
+
+def _journal(out: Path, outcome: RowOutcome, journal: Any) -> None:
+    """Journal one row's outcome: images first, then the pair and perception lines, or the rejection."""
+    from mmfaith.jsonl import write_atomic
+    from mmfaith.schema import check_record
+
+    journal.done.add(outcome.key)
+    if outcome.record is None:
+        assert outcome.rejection is not None
+        journal.rejected.append(outcome.rejection)
+        journal.rejected_reasons[outcome.rejection["stage"]] += 1
+        return
+    check_record("vfaith_pair", outcome.record, f"record {outcome.record['id']} ({outcome.key})")
+    write_atomic(out / outcome.record["image_original"], outcome.original_png or b"")
+    write_atomic(out / outcome.record["image_edited"], outcome.edited_png or b"")
+    journal.records.append(outcome.record)
+    journal.pairs.append(outcome.record)
+    if outcome.perception is not None:
+        check_record("vfaith_perception", outcome.perception, f"perception item of {outcome.record['id']}")
+        journal.perception.append(outcome.perception)

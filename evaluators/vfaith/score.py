@@ -17,8 +17,6 @@ pair, then per perception item, in dataset order) and report.md. Same inputs, sa
 """
 from __future__ import annotations
 
-import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from typing import Any
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions
-from mmfaith.evaluators.score_dir import check_score_dir, replace_folder
+from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
 from mmfaith.evaluators.vfaith.metrics import DEFINITIONS_VERSION, pair_scores, perception_scores, summarize
@@ -34,7 +32,6 @@ from mmfaith.evaluators.vfaith.parse import normalize, parse_choice, parse_choic
 from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.vfaith.report import write_score_report
 from mmfaith.evaluators.vfaith.run import VfaithProbePlan
-from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfaith_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -128,12 +125,5 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
                              answered_share=round(len(predictions.answered) / n_probes, 6))
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
-    staging = out.parent / f".{out.name}.scoring"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    write_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
-    write_atomic(staging / "metrics.json",
-                 (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-    write_score_report(metrics, staging)
-    replace_folder(out, staging)
+    publish_scores(out, items, metrics, write_score_report)
     return metrics

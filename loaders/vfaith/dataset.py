@@ -23,41 +23,35 @@ from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_relea
 from mmfaith.schema import schema_errors
 
 
-def _source_key(source: dict[str, Any]) -> str:
-    return f"{source['dataset']}/{source.get('file_name') or source['image_id']}"
+@dataclass(frozen=True)
+class _Item:
+    """What both item kinds share: the record, its id and its source image (the bootstrap's cluster)."""
+
+    record: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.record["id"]
+
+    @property
+    def source_key(self) -> str:
+        source = self.record["source"]
+        return f"{source['dataset']}/{source.get('file_name') or source['image_id']}"
 
 
 @dataclass(frozen=True)
-class VfaithPair:
+class VfaithPair(_Item):
     """One pair: `record` is the gold (schemas/vfaith_pair.schema.json); paths are absolute."""
 
-    record: dict[str, Any]
     original_path: Path
     edited_path: Path
 
-    @property
-    def id(self) -> str:
-        return self.record["id"]
-
-    @property
-    def source_key(self) -> str:
-        return _source_key(self.record["source"])
-
 
 @dataclass(frozen=True)
-class VfaithPerception:
+class VfaithPerception(_Item):
     """One perception item (schemas/vfaith_perception.schema.json) and its (edited) image file."""
 
-    record: dict[str, Any]
     image_path: Path
-
-    @property
-    def id(self) -> str:
-        return self.record["id"]
-
-    @property
-    def source_key(self) -> str:
-        return _source_key(self.record["source"])
 
 
 VfaithItem = Union[VfaithPair, VfaithPerception]
