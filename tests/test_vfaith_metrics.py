@@ -91,3 +91,15 @@ def test_repeat_ratios_are_null_without_a_wrong_parsed_edited_answer_and_cis_bra
     assert metrics["overall"]["edit_accuracy"] == pytest.approx(0.8)  # 4 of 5; the unparsed one is wrong
     assert low <= 0.8 <= high
     assert summarize(items, n_bootstrap=200, seed=1) == metrics  # seeded: the same intervals
+
+
+def test_every_headline_metric_is_declared_by_the_family() -> None:
+    """Reports read metric descriptions from the declaration (mmfaith/families.py): every key must have one."""
+    from mmfaith import families
+    from mmfaith.evaluators.vfaith.metrics import HEADLINE
+
+    family = families.get("vfaith")
+    assert {*HEADLINE, "mcnemar_raw_vs_edit.p_value"} == {metric.key for metric in family.metrics}
+    assert [probe.name for probe in family.probes] == ["original", "edited", "perception"]
+    assert [name for name, _ in family.reference_models] == ["oracle", "memorizer"]
+    assert all(metric.doc == "docs/vfaith.md#metrics" for metric in family.metrics)
