@@ -1,6 +1,7 @@
 """preview.png: a contact sheet of the first pairs of a VFaith build.
 
-Each cell shows the original image (left) and the edited one (right) with the edited cue outlined,
+Each cell shows the original image (left) and the edited one (right) with the edited cue outlined
+(where it went, for a moved cue),
 then the question, the options, and both gold answers (original and edited), so a reader checks at
 a glance that the edit makes the planned option correct.
 """
@@ -43,6 +44,9 @@ def _cell(build_dir: Path, record: dict[str, Any]) -> Image.Image:
             thumb = image.convert("RGB").resize((THUMB_WIDTH, round(image.height * scale)), Image.Resampling.BILINEAR)
         if cue is not None and cue["bbox"] is not None:
             x, y, w, h = (v * scale for v in cue["bbox"])
+            offset = (record["build"].get("plan") or {}).get("offset")
+            if key == "image_edited" and offset:  # a moved cue is outlined where it went
+                x, y = x + offset[0] * scale, y + offset[1] * scale
             ImageDraw.Draw(thumb).rectangle([x, y, x + w, y + h], outline=CUE_COLOR, width=2)
         halves.append(thumb)
     height = max(h.height for h in halves)
