@@ -70,6 +70,7 @@ class FamilyParts:
     - `compare(score_dirs, out, n_bootstrap, seed, all_pairs) -> comparison`: `mmfaith report`.
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
     - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
+    - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
     """
 
     open_dataset: Callable[[Path | str], EvalDataset]
@@ -83,6 +84,7 @@ class FamilyParts:
     compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
     release: Callable[[Any], Any] | None = None
+    verify: Callable[[Path], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -62,3 +62,28 @@ def test_an_unverified_build_needs_include_all(vfaith_build: Path, tmp_path: Pat
     assert main(["release", str(vfaith_build), "--out", str(tmp_path / "r"), "--name", "x", "--version",
                  "1.0.0"]) == 2
     assert "--include all" in capsys.readouterr().err
+
+
+def test_verify_checks_every_hash_and_row_of_a_vfaith_release(vfaith_build: Path, tmp_path: Path, capsys) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mmfaith.release.manifest import file_entry, manifest_bytes
+
+    out = tmp_path / "release"
+    assert main(["release", str(vfaith_build), "--out", str(out), "--name", "x", "--version", "1.0.0",
+                 "--include", "all"]) == 0
+    assert main(["verify", str(out)]) == 0
+    assert "OK" in capsys.readouterr().out
+    # A perception row whose answer set was changed, with the file hash in the manifest updated to match:
+    # only the row's digest can tell.
+    manifest = json.loads((out / "manifest.json").read_text())
+    name = next(n for n in manifest["files"] if n.startswith("data/perception/"))
+    table = pq.read_table(out / name)
+    rows = table.to_pylist()
+    rows[0]["answers"] = ["A", "B", "C", "D"]
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), out / name)
+    manifest["files"][name].update(file_entry(out / name))
+    (out / "manifest.json").write_bytes(manifest_bytes(manifest))
+    assert main(["verify", str(out)]) == 2
+    assert f"{name} row 0 (id {rows[0]['id']}): record digest differs" in capsys.readouterr().err

@@ -73,9 +73,10 @@ def _run_release(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from mmfaith.release.manifest import verify_release
+    from mmfaith import families
 
-    report = verify_release(args.release)
+    verify = families.get(families.family_of_dataset(args.release)).part("verify", "release check")
+    report = verify(args.release)
     if report.problems:
         shown = "\n  ".join(report.problems[:20])
         more = f"\n  ... and {len(report.problems) - 20} more" if len(report.problems) > 20 else ""

@@ -9,6 +9,7 @@ were added, removed or changed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,9 @@ class VerifyReport:
     problems: list[str]
 
 
-def verify_release(folder: Path) -> VerifyReport:
+def verify_release(folder: Path, format: str = FORMAT,
+                   check_row: Callable[[str, dict[str, Any], dict[str, Any], dict[str, str]], list[str]] | None = None
+                   ) -> VerifyReport:
     """Re-hash every file the manifest lists and schema-check every row of every shard.
 
     Checks: the manifest has its `files` and `rows` maps and every file entry its sha256 and size
@@ -67,10 +70,13 @@ def verify_release(folder: Path) -> VerifyReport:
     top-level hidden entries such as .git or .cache aside); each shard's row count, config and split match the manifest; every row read back is
     a valid SPD-Faith record of its config, its two images hash to the record's image_*_sha256,
     and its digest equals the manifest's. Returns every problem found (file, row and field named).
+    Another family's release passes its manifest `format` and its `check_row(where, entry, row, digests)`
+    (the problems of one row; SPD-Faith's `_check_row` by default).
     """
     import pyarrow.parquet as pq
 
-    manifest = read_manifest(folder)
+    manifest = read_manifest(folder, format)
+    check = check_row or _check_row
     problems: list[str] = []
     rows = 0
     listed = _listed_files(folder / MANIFEST, manifest)
@@ -93,7 +99,7 @@ def verify_release(folder: Path) -> VerifyReport:
             count = 0
             for number, row in enumerate(found):
                 count += 1
-                problems.extend(_check_row(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"]))
+                problems.extend(check(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"]))
             if count != entry["rows"]:
                 problems.append(f"{name}: {count} rows, the manifest says {entry['rows']}.")
             rows += count

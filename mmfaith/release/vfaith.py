@@ -26,13 +26,16 @@ import yaml
 from mmfaith import __version__
 from mmfaith.builders.coco_source import NO_DERIVS_MARK
 from mmfaith.errors import MmfaithError
-from mmfaith.images import sha256_file
+from mmfaith.images import sha256_bytes, sha256_file
+from mmfaith.schema import schema_errors
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.spd_faith.rows import license_id
 from mmfaith.loaders.vfaith.dataset import check
-from mmfaith.loaders.vfaith.rows import pair_features, pair_to_row, perception_features, perception_to_row
+from mmfaith.loaders.vfaith.rows import (pair_features, pair_to_row, perception_features, perception_to_row, row_to_pair,
+                                         row_to_perception)
 from mmfaith.outdir import prepare_out_dir
-from mmfaith.release.manifest import MANIFEST, changelog, file_entry, manifest_bytes, previous_manifest, row_digest
+from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
+                                      row_digest, verify_release)
 from mmfaith.release.writer import (ROW_GROUP_ROWS, SPLIT, ReleaseRequest, ReleaseSummary, build_provenance,
                                     check_request, read_build_json, verification_summary)
 
@@ -186,3 +189,33 @@ def _card(request: ReleaseRequest, rows: dict[str, int], kept: list[dict[str, An
                           f"{excluded or 'nothing'}.",
         seed=recipe.get("seed"), records_sha256=provenance["records_sha256"],
         licenses=_counts([license_id(r["source"]["license"]) for r in kept]))
+
+
+def verify_vfaith_release(folder: Path) -> VerifyReport:
+    """`mmfaith verify` of a VFaith release: every hash of the manifest (release.manifest.verify_release) and
+    every row of both configs: a valid record of its kind, its images hashing to its sha256 fields, its
+    digest the manifest's."""
+    return verify_release(folder, FORMAT, _check_row)
+
+
+IMAGE_COLUMNS = {"pairs": (("image_original", "image_original_sha256"), ("image_edited", "image_edited_sha256")),
+                 "perception": (("image", "image_sha256"),)}
+
+
+def _check_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:
+    config = entry["config"]
+    if config not in CONFIGS:
+        return [f"{where}: config {config!r} is not one of {', '.join(CONFIGS)}."]
+    try:
+        record = row_to_pair(row) if config == "pairs" else row_to_perception(row)
+    except (KeyError, TypeError, ValueError) as exc:
+        return [f"{where}: cannot be read as a record ({exc!r})."]
+    problems = [f"{where}: not a valid VFaith record: {'; '.join(errors[:3])}"
+                for errors in [schema_errors("vfaith_pair" if config == "pairs" else "vfaith_perception", record)]
+                if errors]
+    for column, digest in IMAGE_COLUMNS[config]:
+        if sha256_bytes((row[column] or {}).get("bytes") or b"") != record[digest]:
+            problems.append(f"{where}: {column} bytes do not hash to {digest}.")
+    if digests.get(record["id"]) != row_digest(record):
+        problems.append(f"{where}: record digest differs from the manifest's rows entry.")
+    return problems
