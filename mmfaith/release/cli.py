@@ -74,7 +74,11 @@ def _run_release(args: argparse.Namespace) -> int:
 
 def _run_verify(args: argparse.Namespace) -> int:
     from mmfaith import families
+    from mmfaith.release.manifest import MANIFEST
 
+    if not (args.release / MANIFEST).is_file():
+        raise MmfaithError(f"{args.release}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` "
+                           "wrote.")
     verify = families.get(families.family_of_dataset(args.release)).part("verify", "release check")
     report = verify(args.release)
     if report.problems:
