@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mmfaith.builders.coco_source import Instance, License, Scene
+from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules, scene_questions
+from mmfaith.builders.coco_source import CocoSource, Instance, License, Scene
 from mmfaith.errors import MmfaithError
+from mmfaith.images import read_rgb
 
 VISARGS_QUESTION = "What conclusion does this image convey?"
 
@@ -54,6 +56,43 @@ def coco_record_source(scene: Scene, dataset: str, split: str) -> dict[str, Any]
             "url": scene.coco_url or scene.flickr_url,
             "license": {"id": lic.id, "name": lic.name, "url": lic.url},
             "attribution": f"COCO image {scene.image_id} ({lic.name}){' ' + scene.flickr_url if scene.flickr_url else ''}"}
+
+
+def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = TEMPLATES, per_image: int = 2,
+                    allow_noderivs: bool = False, max_pixels: int | None = None,
+                    skipped: dict[str, int] | None = None) -> Iterator[Candidate]:
+    """Candidates from COCO scenes, in image-id order: at most `per_image` questions per image, taken
+    round-robin over the templates in `scene_questions`' order (so an image gives a colour and a
+    count question before a second colour one). NoDerivs images are skipped (counted in `skipped`)
+    unless `allow_noderivs`: a masked variant is a derivative."""
+    skipped = {} if skipped is None else skipped
+    for image_id in source.image_ids():
+        scene = source.scene(image_id)
+        if not scene.license.allows_derivatives and not allow_noderivs:
+            skipped["noderivs"] = skipped.get("noderivs", 0) + 1
+            continue
+        if not scene.editable:
+            skipped["no_instances"] = skipped.get("no_instances", 0) + 1
+            continue
+        rgb = read_rgb(scene.path) if max_pixels is None else read_rgb(scene.path, max_pixels)
+        by_template: dict[str, list] = {}
+        for question in scene_questions(scene, rgb, seed, templates, QuestionRules()):
+            by_template.setdefault(question.template, []).append(question)
+        chosen = []
+        while len(chosen) < per_image and any(by_template.values()):
+            for template in templates:
+                if by_template.get(template) and len(chosen) < per_image:
+                    chosen.append(by_template[template].pop(0))
+        if not chosen:
+            skipped["no_question"] = skipped.get("no_question", 0) + 1
+        for question in chosen:
+            record = question.to_record()
+            yield Candidate(
+                key=f"coco:{question.key}", question=question.question, question_type=question.template,
+                options=tuple(record["options"]), answer=question.answer, facts=record["facts"],
+                regions=tuple(question.regions()), image_path=scene.path,
+                source=coco_record_source(scene, source.dataset_name, source.split), license=scene.license,
+                segments=question.evidence)
 
 
 @dataclass(frozen=True)

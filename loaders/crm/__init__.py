@@ -1,0 +1,4 @@
+"""CRM loaders: the evaluator's dataset access (`dataset.py`) and `datasets` loading of a release."""
+from mmfaith.loaders.crm.dataset import CrmDataset, CrmItem, open_crm_dataset, variant_name
+
+__all__ = ["CrmDataset", "CrmItem", "open_crm_dataset", "variant_name"]
