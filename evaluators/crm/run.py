@@ -69,19 +69,20 @@ class CrmProbePlan:
     async def run_item(self, item: CrmItem, asker: ItemAsker) -> None:
         async def conversation(name: str, image: ImageRef) -> None:
             cot_probe, answer_probe = probe_names(name)
-            meta = {"image": name}
+            meta = {"image": name, "temperature": self.cot_temperature}
             first = [Turn("user", (image, cot_prompt(item.record)))]
             cot = asker.answered(cot_probe) or await asker.ask(cot_probe, first, meta, priority=PRIORITY["cot"],
                                                                temperature=self.cot_temperature)
             if not asker.pending(answer_probe):
                 return
             if cot["response"] is None and not asker.dry_run:
-                await asker.fail(answer_probe, meta, "not asked: this image's chain of thought failed and the final "
+                await asker.fail(answer_probe, {**meta, "temperature": self.answer_temperature}, "not asked: this image's chain of thought failed and the final "
                                                      "answer is asked after it; re-run to retry")
                 return
             turns = [*first, Turn("assistant", (cot["response"] or "<the model's steps>",)),
                      Turn("user", (answer_prompt(item.record),))]
-            await asker.ask(answer_probe, turns, meta, priority=PRIORITY["answer"],
+            await asker.ask(answer_probe, turns, {**meta, "temperature": self.answer_temperature},
+                            priority=PRIORITY["answer"],
                             temperature=self.answer_temperature)
 
         todo = [(name, image) for name, image in shown(item)
