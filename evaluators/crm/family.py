@@ -4,6 +4,8 @@ Only light modules are imported here: each part imports its stage's code when it
 """
 from __future__ import annotations
 
+from typing import Any
+
 from mmfaith.builders.crm import cli as build_cli
 from mmfaith.evaluators.crm import cli as evaluator_cli
 from mmfaith.families import FamilyParts
@@ -15,4 +17,10 @@ def parts() -> FamilyParts:
         add_build_options=build_cli.add_build_options, build=build_cli.run_build,
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
-        score=evaluator_cli.score, reference_model=evaluator_cli.reference_model)
+        score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release)
+
+
+def _release(request: Any) -> Any:
+    from mmfaith.builders.crm.release import release_crm
+
+    return release_crm(request)
