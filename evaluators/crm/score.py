@@ -27,8 +27,10 @@ from typing import Any
 import numpy as np
 
 from mmfaith import __version__
+from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm import hallucination
+from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
 from mmfaith.evaluators.crm.embed import load_encoder
 from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, score_unit,
                                             summarize, sweep)
@@ -59,6 +61,9 @@ class CrmScoreRequest:
     overwrite: bool = False
     drop_stale: bool = False
     batch_size: int = 256
+    judge: ModelEndpoint | None = None
+    judge_workers: int = 4
+    judge_agreement: bool = False
 
 
 def _check(request: CrmScoreRequest) -> None:
@@ -70,7 +75,7 @@ def _check(request: CrmScoreRequest) -> None:
 
 
 def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: Any,
-           ) -> tuple[list[tuple[CrmItem, str, Unit]], int]:
+           judge: LlmHallucinationJudge | None) -> tuple[list[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
     """Every scorable unit with its similarities; and how many units lacked an answer."""
     plans, texts, missing = [], set(), 0
     for item in dataset.items:
@@ -91,20 +96,25 @@ def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: An
     def cos(a: str | None, b: str | None) -> float | None:
         return None if not a or not b else float(vectors[a] @ vectors[b])
 
+    cases = [(item.record["question"], [region["label"] for region in item.record["regions"]], steps[1])
+             for item, _, steps, _, _ in plans]
+    rule = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
+            for question, labels, steps in cases]
+    llm = judge.flag_all(cases) if judge is not None else None
+    compared = agreement(rule, llm, [len(case[2]) for case in cases]) if llm is not None else None
     units = []
-    for item, name, (original_steps, masked_steps), original_answer, answer in plans:
+    for k, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
         record = item.record
         matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
                   if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
-        labels = [region["label"] for region in record["regions"]]
-        flagged = [i for i, step in enumerate(masked_steps) if hallucination.flags(step, labels, record["question"])]
+        flagged = (llm if llm is not None else rule)[k]
         free = not record["options"]
         unit = Unit(original_steps, masked_steps, matrix, original_answer, answer,
                     cos(original_answer, answer) if free else None,
                     (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free else (None, None),
                     flagged)
         units.append((item, name, unit))
-    return units, missing
+    return units, missing, compared
 
 
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
@@ -122,7 +132,10 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                     request.overwrite, dataset_block, read.sha256)
     encoder = load_encoder(request.sbert_model, request.batch_size)
     answers = {key: line["response"] for key, line in read.answered.items()}
-    units, missing = _units(dataset, answers, encoder)
+    if request.judge_agreement and request.judge is None:
+        raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
+    judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
+    units, missing, compared = _units(dataset, answers, encoder, judge)
     lines = [score_unit(item.record, name, item.source_key, unit, request.step_threshold, request.answer_threshold)
              for item, name, unit in units]
     if not lines:
@@ -137,7 +150,10 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
             "prompt_templates_sha256": TEMPLATES_SHA256,
             "sbert": {"model": encoder.name, "weights_sha256": encoder.weights_sha256},
             "thresholds": {"step": request.step_threshold, "answer": request.answer_threshold},
-            "judge": {"name": "rule", "rules_version": hallucination.RULES_VERSION},
+            "judge": {"name": judge.name if judge else "rule", "rules_version": hallucination.RULES_VERSION,
+                      "provider": request.judge.provider if request.judge else None,
+                      "prompt_sha256": judge.prompt_sha256 if judge else None,
+                      "fallbacks": judge.fallbacks if judge else 0},
             "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
                           "method": "percentile", "confidence": 0.95},
         },
@@ -147,6 +163,8 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
                    "answered_share": round(len(read.answered) / sum(len(p) for p in expected.values()), 6)},
     }
+    if request.judge_agreement:
+        metrics["judge_agreement"] = compared
     staging = out.parent / f".{out.name}.scoring"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
