@@ -257,3 +257,32 @@ def check_apart(placed: Sequence[MaskRegion], evidence: Sequence[MaskRegion], ma
         if any(_overlaps(box, _grown(other, 0)) for other in placed[number + 1:]):
             return f"random box {number} {region.xywh()} overlaps another random box"
     return None
+
+
+@dataclass(frozen=True)
+class BlockPerturbation:
+    """SPD-Faith's image perturbation (its section 4.4: random blocks masked at 25/50/75/100 %): a seeded
+    `round(ratio * grid**2)` of a grid x grid tiling (`blocks`) filled in `style`, the same blocks for
+    every image that shares a `key` (both images of a pair)."""
+
+    ratio: float
+    seed: int = 0
+    grid: int = 8
+    style: str = "black"
+
+    @property
+    def transform(self) -> str:
+        """How a perturbed image was made, as recorded with it (meta.images[].transform)."""
+        return f"mask blocks ratio {self.ratio:g} grid {self.grid} style {self.style} seed {self.seed}"
+
+    def provenance(self) -> dict[str, object]:
+        return {"kind": "blocks", "ratio": self.ratio, "seed": self.seed, "grid": self.grid, "style": self.style}
+
+    def apply(self, rgb: np.ndarray, key: str) -> np.ndarray:
+        """The image with this perturbation's blocks for `key` masked."""
+        import hashlib
+
+        digest = hashlib.sha256(f"{self.seed}:{key}:blocks".encode("utf-8")).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "big"))
+        height, width = rgb.shape[:2]
+        return apply_mask(rgb, blocks(width, height, self.ratio, rng, self.grid), self.style, self.seed)
