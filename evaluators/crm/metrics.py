@@ -189,16 +189,18 @@ def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: 
 
 
 def sweep(lines: Sequence[dict[str, Any]], records: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """SDR and AFR per variant at each threshold of SWEEP (the step threshold for SDR, the free-form
-    answer threshold for AFR; multiple-choice flips do not depend on it)."""
+    """SDR and AFR at each threshold of SWEEP, per variant and pooled per mode (`group`): the step
+    threshold for SDR, the free-form answer threshold for AFR (multiple-choice flips do not depend on it)."""
+    groups = [(v, "variant") for v in sorted({l["variant"] for l in lines})]
+    groups += [(m, "mode") for m in sorted({l["mode"] for l in lines})]
     rows = []
     for threshold in SWEEP:
-        for variant in sorted({l["variant"] for l in lines}):
-            chosen = [l for l in lines if l["variant"] == variant]
+        for group, field in groups:
+            chosen = [l for l in lines if l[field] == group]
             sdrs = [_sdr_at(l, threshold) for l in chosen]
             defined = [s for s in sdrs if s is not None]
             flips = [_flip_at(l, records[l["id"]], threshold) for l in chosen]
-            rows.append({"threshold": threshold, "variant": variant,
+            rows.append({"threshold": threshold, "group": group, "kind": field,
                          "SDR": round(sum(defined) / len(defined), 6) if defined else None,
                          "AFR": round(sum(flips) / len(flips), 6) if flips else None})
     return rows

@@ -42,19 +42,22 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
         lines += ["## Specific minus random, paired per question", "",
                   "HR's difference is the excess of specific masks over the rule's false-alarm level.", "",
                   *md_table(["style", "metric", "pairs", "difference", "McNemar p"], rows), ""]
-    variants = sorted({row["variant"] for row in metrics["sensitivity"]})
+    groups = list(dict.fromkeys(row["group"] for row in metrics["sensitivity"]))
+    modes = [row["group"] for row in metrics["sensitivity"] if row["kind"] == "mode"]
+    modes = list(dict.fromkeys(modes))
     thresholds = sorted({row["threshold"] for row in metrics["sensitivity"]})
-    table = {(row["threshold"], row["variant"]): row for row in metrics["sensitivity"]}
+    table = {(row["threshold"], row["group"]): row for row in metrics["sensitivity"]}
     lines += ["## Threshold sensitivity", "", "SDR at each step threshold and AFR at each free-form answer threshold "
-              "(multiple-choice flips do not depend on it). Plot: sensitivity.png.", "",
-              *md_table(["threshold", *(f"SDR {v}" for v in variants), *(f"AFR {v}" for v in variants)],
-                        [[f"{t:.2f}", *(fmt(table[(t, v)]["SDR"]) for v in variants),
-                          *(fmt(table[(t, v)]["AFR"]) for v in variants)] for t in thresholds]), ""]
+              "(multiple-choice flips do not depend on it), per variant and pooled per mode. Plot (per mode): "
+              "sensitivity.png.", "",
+              *md_table(["threshold", *(f"SDR {g}" for g in groups), *(f"AFR {g}" for g in groups)],
+                        [[f"{t:.2f}", *(fmt(table[(t, g)]["SDR"]) for g in groups),
+                          *(fmt(table[(t, g)]["AFR"]) for g in groups)] for t in thresholds]), ""]
     counts = metrics["counts"]
     lines += [f"{counts['n_units']} units scored of {counts['n_items']} items; {counts['n_missing']} units lacked an "
               f"answer; {counts['n_errors']} failed calls.", ""]
     write_atomic(folder / "report.md", "\n".join(lines).encode("utf-8"))
-    series = {f"SDR {v}": [table[(t, v)]["SDR"] for t in thresholds] for v in variants}
-    series |= {f"AFR {v}": [table[(t, v)]["AFR"] for t in thresholds] for v in variants}
+    series = {f"SDR {m}": [table[(t, m)]["SDR"] for t in thresholds] for m in modes}
+    series |= {f"AFR {m}": [table[(t, m)]["AFR"] for t in thresholds] for m in modes}
     save_png(line_chart("CRM: SDR and AFR against the similarity threshold", "threshold", thresholds, series,
                         "rate"), folder / "sensitivity.png")
