@@ -43,6 +43,22 @@ def test_configs_and_plain_datasets_loading(crm_release: tuple[Path, Path]) -> N
     assert {"image", "image_original", "question", "options", "answer", "regions", "mask_boxes"} <= set(columns)
 
 
+def test_verify_checks_a_crm_release(crm_release: tuple[Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    from mmfaith.release.manifest import verify_release
+
+    build, release = crm_release
+    report = verify_release(release)
+    assert report.problems == [] and report.rows == 16
+    damaged = tmp_path / "damaged"
+    shutil.copytree(release, damaged)
+    shard = next((damaged / "data" / "random-blur").glob("*.parquet"))
+    shard.write_bytes(shard.read_bytes()[:-10] + b"0123456789")
+    assert any("differs from the manifest" in problem for problem in verify_release(damaged).problems)
+    assert main(["verify", str(release)]) == 0
+
+
 def test_release_reads_back_to_the_build_records(crm_release: tuple[Path, Path]) -> None:
     build, release = crm_release
     built = {item.id: item.record for item in open_crm_dataset(build).items}

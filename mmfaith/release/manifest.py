@@ -21,6 +21,8 @@ from mmfaith.schema import schema_errors
 
 MANIFEST = "manifest.json"
 FORMAT = "mmfaith-spd-faith-release/1"
+CRM_FORMAT = "mmfaith-crm-release/1"
+FORMATS = (FORMAT, CRM_FORMAT)
 
 
 def row_digest(record: dict[str, Any]) -> str:
@@ -43,8 +45,8 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise MmfaithError(f"{folder}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` wrote.")
     manifest = read_json_object(path, "pass the folder `mmfaith release` wrote.")
-    if manifest.get("format") != FORMAT:
-        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {FORMAT!r}; "
+    if manifest.get("format") not in FORMATS:
+        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not one of {', '.join(FORMATS)}; "
                            "this mmfaith cannot read that release.")
     return manifest
 
@@ -65,12 +67,16 @@ def verify_release(folder: Path) -> VerifyReport:
     (MmfaithError, one line, when not: nothing can be checked against it); each listed file exists
     with its sha256 and size; no file under the folder is unlisted (manifest.json itself and
     top-level hidden entries such as .git or .cache aside); each shard's row count, config and split match the manifest; every row read back is
-    a valid SPD-Faith record of its config, its two images hash to the record's image_*_sha256,
-    and its digest equals the manifest's. Returns every problem found (file, row and field named).
+    a valid record of its config (SPD-Faith; a CRM release's rows are checked by
+    loaders/crm/rows.check_release_row), its images hash to the record's sha256s, and its digest
+    equals the manifest's. Returns every problem found (file, row and field named).
     """
     import pyarrow.parquet as pq
 
     manifest = read_manifest(folder)
+    check_row = _check_row
+    if manifest["format"] == CRM_FORMAT:
+        from mmfaith.loaders.crm.rows import check_release_row as check_row
     problems: list[str] = []
     rows = 0
     listed = _listed_files(folder / MANIFEST, manifest)
@@ -93,7 +99,7 @@ def verify_release(folder: Path) -> VerifyReport:
             count = 0
             for number, row in enumerate(found):
                 count += 1
-                problems.extend(_check_row(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"]))
+                problems.extend(check_row(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"]))
             if count != entry["rows"]:
                 problems.append(f"{name}: {count} rows, the manifest says {entry['rows']}.")
             rows += count
