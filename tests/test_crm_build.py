@@ -223,3 +223,22 @@ def test_a_users_coco_file_noderivs_and_segments(tmp_path: Path, sample: tuple[P
     x, y, w, h = record["variants"][0]["mask_boxes"][0]
     assert changed.sum() < w * h  # a segment, not its whole box
     assert not changed[:, :x].any() and not changed[:y].any()
+
+
+def test_a_killed_build_resumes_to_the_same_bytes(crm_build: Path, tmp_path: Path) -> None:
+    """SIGKILL mid-build (after 2 records), then the same command: the files equal an uninterrupted build's."""
+    import subprocess
+    import sys
+
+    from tests.conftest import kill_after_lines
+
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "mmfaith", "build", "crm", "--out", str(out), "--max-items", "6",
+               "--mask-style", "black,gray,mean,blur,noise", "--no-progress"]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    left = kill_after_lines(process, out / "records.jsonl", 2)
+    assert 2 <= left < 6
+    assert json.loads((out / "build.json").read_text())["status"] == "running"  # killed: no chance to say more
+    assert subprocess.run(command, capture_output=True).returncode == 0
+    assert _files(out) == _files(crm_build)
+    assert json.loads((out / "build.json").read_text())["status"] == "complete"
