@@ -38,6 +38,7 @@ Gates: `mask_union` gives the pixels a mask may change; `check_outside_unchanged
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -280,8 +281,6 @@ class BlockPerturbation:
 
     def apply(self, rgb: np.ndarray, key: str) -> np.ndarray:
         """The image with this perturbation's blocks for `key` masked."""
-        import hashlib
-
         digest = hashlib.sha256(f"{self.seed}:{key}:blocks".encode("utf-8")).digest()
         rng = np.random.default_rng(int.from_bytes(digest[:8], "big"))
         height, width = rgb.shape[:2]

@@ -31,7 +31,8 @@ from tqdm import tqdm
 from mmfaith import __version__
 from mmfaith.builders.coco_questions import TEMPLATES
 from mmfaith.builders.coco_source import CocoSource, License, embedded_sample
-from mmfaith.builders.crm.sources import Candidate, ColumnMap, coco_candidates, visargs_candidates
+from mmfaith.builders.crm.sources import (VISARGS_QUESTION, Candidate, ColumnMap, coco_candidates,
+                                          visargs_candidates)
 from mmfaith.builders.crm.variants import ItemOutcome, MaskSettings, make_item, regions_sha256
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
@@ -108,8 +109,6 @@ class _Source:
         return part
 
     def _question(self) -> str:
-        from mmfaith.builders.crm.sources import VISARGS_QUESTION
-
         return self.request.question_template or VISARGS_QUESTION
 
     def candidates(self) -> Iterator[Candidate]:

@@ -73,14 +73,8 @@ def regions_sha256(regions: Any) -> str:
     return hashlib.sha256(canonical_json(regions).encode("utf-8")).hexdigest()
 
 
-def seeded(seed: int, *parts: str) -> np.random.Generator:
-    """A generator fixed by the seed and the parts (item id, purpose)."""
-    digest = hashlib.sha256(":".join([str(seed), *parts]).encode("utf-8")).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
-
-
 def seed_of(seed: int, *parts: str) -> int:
-    """An integer seed fixed by the seed and the parts (the noise style's)."""
+    """An integer seed fixed by the build seed and the parts (item id, purpose)."""
     return int.from_bytes(hashlib.sha256(":".join([str(seed), *parts]).encode("utf-8")).digest()[:8], "big")
 
 
@@ -124,7 +118,7 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
     if "specific" in settings.modes:
         masks["specific"] = evidence
     if "random" in settings.modes:
-        placement = random_boxes(evidence, width, height, seeded(settings.seed, identifier, "random"),
+        placement = random_boxes(evidence, width, height, np.random.default_rng(seed_of(settings.seed, identifier, "random")),
                                  settings.margin, settings.max_tries)
         if placement.regions is None:
             return _reject(candidate, "placement", str(placement.reason))

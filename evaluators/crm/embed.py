@@ -17,6 +17,7 @@ Contract
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -104,8 +105,6 @@ class Encoder:
 
 
 def _npy_bytes(vector: np.ndarray) -> bytes:
-    import io
-
     buffer = io.BytesIO()
     np.save(buffer, vector, allow_pickle=False)
     return buffer.getvalue()
