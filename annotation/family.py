@@ -22,7 +22,8 @@ class Family:
     prepare(build_dir, record): writes helper files (e.g. outlined copies) and returns their paths
     relative to the build dir. task_data(record, url, helper_paths): the task's data without the
     keys the machinery adds. read_vote(result, record, annotation_id, annotator, time): a Vote, or
-    raises annotation.votes.Misfit."""
+    raises annotation.votes.Misfit. task_predictions(record): optional, the result of a pre-filled
+    annotation a new task is imported with (e.g. CRM's evidence boxes as editable rectangles)."""
 
     name: str
     schema: str
@@ -31,3 +32,4 @@ class Family:
     prepare: Callable[[Path, dict[str, Any]], dict[str, str]]
     task_data: Callable[[dict[str, Any], Callable[[str], str], dict[str, str]], dict[str, Any]]
     read_vote: Callable[[list[dict[str, Any]], dict[str, Any], int, str, str | None], Vote]
+    task_predictions: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None

@@ -157,7 +157,9 @@ def push(client: LabelStudio, build_dir: Path, title: str, family: Family, files
                 "flag": "", "stale_annotation_ids": []}
         task = tasks.get(record["id"])
         if task is None:
-            new.append({"data": data})
+            prefilled = family.task_predictions(record) if family.task_predictions else None
+            new.append({"data": data, **({"predictions": [{"model_version": "mmfaith-build", "result": prefilled}]}
+                                         if prefilled else {})})
             report.added.append(record["id"])
         elif task["data"].get("images_sha256") == data["images_sha256"]:
             report.unchanged.append(record["id"])

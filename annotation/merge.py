@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmfaith.annotation.votes import Vote
+from mmfaith.jsonl import canonical_json
 
 POLICIES = ("any-reject", "majority")
 
@@ -67,15 +68,16 @@ def _set(record: dict[str, Any], path: str, new: Any) -> None:
         target[last] = new
 
 
-def _agreed_edits(votes: list[Vote]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+def _agreed_edits(votes: list[Vote]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Edits all accepting votes agree on, and the conflicting ones per field."""
-    by_field: dict[str, dict[str, str]] = {}
+    by_field: dict[str, dict[str, Any]] = {}
     for vote in votes:
         if vote.verdict == "accept":
             for path, text in vote.edits.items():
                 by_field.setdefault(path, {})[vote.annotator] = text
-    agreed = {p: next(iter(t.values())) for p, t in by_field.items() if len(set(t.values())) == 1}
-    conflicts = {p: t for p, t in by_field.items() if len(set(t.values())) > 1}
+    # Values compared as canonical JSON: an edit may be a list (a corrected box), not only text.
+    agreed = {p: next(iter(t.values())) for p, t in by_field.items() if len({canonical_json(v) for v in t.values()}) == 1}
+    conflicts = {p: t for p, t in by_field.items() if len({canonical_json(v) for v in t.values()}) > 1}
     return agreed, conflicts
 
 

@@ -279,3 +279,23 @@ def figure_texts(figure: Figure) -> list[str]:
     figure.canvas.draw()
     return [artist.get_text() for artist in figure.findobj(Text) if artist.get_text()]
 
+
+
+def line_chart(title: str, x_label: str, x_values: Sequence[float], series: Mapping[str, Sequence[float | None]],
+               y_label: str, y_range: tuple[float, float] | None = (0.0, 1.0)) -> Figure:
+    """One panel of lines, one per series over the same x values (a threshold sweep, a masked share);
+    a None value leaves a gap. `y_range` fixes the axis (rates: [0, 1]); None lets it follow the data."""
+    figure = _new_figure(7.0, PANEL_HEIGHT)
+    axes = figure.add_subplot()
+    colors = _colors(list(series))
+    for label, values in series.items():
+        ys = [float("nan") if v is None else v for v in values]
+        axes.plot(list(x_values), ys, marker="o", label=label, color=colors[label])
+    axes.set_title(title)
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
+    if y_range is not None:
+        axes.set_ylim(y_range[0] - 0.02, y_range[1] + 0.02)
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8, loc="best")
+    return figure

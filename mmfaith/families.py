@@ -210,7 +210,39 @@ VFAITH = Family(
     parts_source="mmfaith.evaluators.vfaith.family:parts",
 )
 
-_REGISTRY: dict[str, Family] = {SPD_FAITH.name: SPD_FAITH, VFAITH.name: VFAITH}
+CRM_DOC = "docs/crm.md#metrics"
+
+CRM = Family(
+    name="crm",
+    title="CRM",
+    summary="questions with annotated evidence regions, masked specifically or at random (Peek-a-Boo Reasoning)",
+    record_kinds=("crm_item",),
+    probes=(
+        ProbeInfo("original_cot", "the question on the original image: reason in numbered steps"),
+        ProbeInfo("original_answer", "then, in the same conversation, the final answer"),
+        ProbeInfo("{mode}-{style}_cot", "the question on a masked variant: reason in numbered steps"),
+        ProbeInfo("{mode}-{style}_answer", "then, in the same conversation, the final answer"),
+    ),
+    metrics=(
+        MetricInfo("SDR", "SDR (step disruption rate)", "share of original steps with no similar step on the masked image",
+                   "neither", (0.0, 1.0), CRM_DOC),
+        MetricInfo("AFR", "AFR (answer flip rate)", "share of questions whose final answer changes under the mask",
+                   "neither", (0.0, 1.0), CRM_DOC),
+        MetricInfo("HR", "HR (hallucination rate)", "share of masked questions with a step asserting hidden content",
+                   "lower", (0.0, 1.0), CRM_DOC),
+        MetricInfo("abstention_rate", "abstention rate", "share of masked final answers that abstain",
+                   "neither", (0.0, 1.0), CRM_DOC),
+        MetricInfo("accuracy_masked", "accuracy (masked)", "share of masked final answers equal to the gold",
+                   "neither", (0.0, 1.0), CRM_DOC),
+    ),
+    reference_models=(
+        ("grounded", "reasons from what it sees: says the evidence is hidden and abstains on specific masks"),
+        ("hallucinator", "reasons and answers as on the original whatever is masked"),
+    ),
+    parts_source="mmfaith.evaluators.crm.family:parts",
+)
+
+_REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM)}
 
 
 def register(family: Family) -> None:

@@ -28,20 +28,30 @@ def read_rgb(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     if not path.is_file():
         raise MmfaithError(f"{path}: image file not found; check --images or the annotations' file_name.")
     try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UnreadableImage(f"{path}: cannot read image ({exc}).") from exc
+    return rgb_from_bytes(data, path, max_pixels)
+
+
+def rgb_from_bytes(data: bytes, where: Path | str, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+    """`read_rgb` of bytes already read (`where` names them in errors): UnreadableImage when they
+    cannot be decoded or hold more than `max_pixels` pixels."""
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as image:
+            with Image.open(io.BytesIO(data)) as image:
                 width, height = image.size
                 if width * height > max_pixels:
                     raise UnreadableImage(
-                        f"{path}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels}; "
+                        f"{where}: {width}x{height} = {width * height} pixels exceeds the limit of {max_pixels}; "
                         "raise --max-pixels if the image is trusted."
                     )
                 return np.asarray(image.convert("RGB"))
     except MmfaithError:
         raise
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as exc:
-        raise UnreadableImage(f"{path}: cannot decode image ({exc}).") from exc
+        raise UnreadableImage(f"{where}: cannot decode image ({exc}).") from exc
 
 
 def png_bytes(rgb: np.ndarray) -> bytes:

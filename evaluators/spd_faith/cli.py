@@ -35,7 +35,22 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                      help="two images in one message, or one canvas with both side by side")
     how.add_argument("--order", choices=ORDER_CHOICES, default="original-first",
                      help="which image comes first; random is fixed by --seed and the pair id")
-    how.add_argument("--seed", type=int, default=0, help="seed of --order random")
+    how.add_argument("--seed", type=int, default=0, help="seed of --order random and of --perturb's blocks")
+    how.add_argument("--perturb", type=_blocks_ratio, metavar="blocks:RATIO",
+                     help="show both images with the same seeded blocks masked: RATIO (0 to 1) of an 8x8 grid, "
+                          "e.g. blocks:0.5 (one run dir per ratio; `mmfaith report` plots DS and DQR against it)")
+
+
+def _blocks_ratio(text: str) -> float:
+    """`blocks:RATIO` -> RATIO, a number in [0, 1]."""
+    kind, _, value = text.partition(":")
+    try:
+        ratio = float(value)
+    except ValueError:
+        ratio = -1.0
+    if kind != "blocks" or not 0.0 <= ratio <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: use blocks:RATIO with RATIO from 0 to 1, e.g. blocks:0.5")
+    return ratio
 
 
 def probe_plan(options: dict[str, Any]) -> ProbePlan:

@@ -18,17 +18,15 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from mmfaith.builders.colors import COLOR_NAMES
-from mmfaith.clients import ModelCallError, ModelEndpoint, ask_with_images, first_json_object
-from mmfaith.errors import MmfaithError
+from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.spd_faith.claims import (CLAIM_PROBES, COCO_CATEGORIES, UNRELATED, Claim, Judgement, JudgeCase,
                                            RuleJudge)
 from mmfaith.cache import ContentCache
+from mmfaith.evaluators.judge_calls import JudgeCalls
 from mmfaith.jsonl import canonical_json
-from mmfaith.redact import redact_url
 from mmfaith.schema import schema_errors, validator
 
 JUDGE_VERSION = "spd-faith-llm-judge/1"
@@ -112,48 +110,15 @@ class LlmJudge:
         self.cache = cache or ContentCache(CACHE_NAMESPACE)
         self.fallbacks = 0
 
-    def _key(self, prompt: str) -> str:
-        return hashlib.sha256(f"{self.endpoint.provider}\n{self.endpoint.model}\n{prompt}".encode("utf-8")).hexdigest()
-
-    def _ask(self, prompt: str) -> str:
-        try:
-            return ask_with_images(self.endpoint, prompt, [], max_tokens=MAX_TOKENS)
-        except ModelCallError as exc:  # connection, HTTP status, timeout; the message is redacted
-            where = redact_url(self.endpoint.base_url or self.endpoint.provider)
-            raise MmfaithError(f"judge {self.endpoint.model} at {where} failed ({exc}); "
-                               "check --judge-base-url, --judge-provider and the key in --judge-api-key-env.") from exc
-
-    def _answer(self, prompt: str, responses: dict[str, str | None], n_gold: int) -> dict[str, Any] | None:
-        """A valid answer (asked at most twice), or None."""
-        asked = prompt
-        for _ in range(2):
-            reply = self._ask(asked)
-            try:
-                answer = first_json_object(reply)
-                errors = answer_errors(answer, responses, n_gold)
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                errors = [str(exc)]
-            if not errors:
-                return answer
-            asked = f"{prompt}\n\nYour previous reply was not usable ({'; '.join(errors[:5])}). Reply again."
-        return None
-
     def judge_all(self, cases: Sequence[JudgeCase]) -> list[Judgement]:
         """Judgements of the cases, in order (cached answers first, new ones asked in parallel)."""
-        prompts = [judge_prompt(case) for case in cases]
-        keys = [self._key(p) for p in prompts]
-        known = {key: answer for key in set(keys) if (answer := self.cache.get(key)) is not None}
-        todo = sorted({k: i for i, k in enumerate(keys) if k not in known}.values())
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            answers = pool.map(lambda i: self._answer(prompts[i], cases[i].responses, len(cases[i].gold)), todo)
-            for i, answer in zip(todo, answers):
-                if answer is not None:
-                    known[keys[i]] = answer
-                    self.cache.put(keys[i], answer, model=self.endpoint.model, provider=self.endpoint.provider)
+        calls = JudgeCalls(self.endpoint, self.workers, self.cache, MAX_TOKENS)
+        answers = calls.answers([judge_prompt(case) for case in cases],
+                                lambda i, answer: answer_errors(answer, cases[i].responses, len(cases[i].gold)))
         judgements = []
-        for case, key in zip(cases, keys, strict=True):
-            if key in known:
-                judgements.append(judgement_of(known[key], len(case.gold)))
+        for case, answer in zip(cases, answers, strict=True):
+            if answer is not None:
+                judgements.append(judgement_of(answer, len(case.gold)))
             else:
                 self.fallbacks += 1
                 rule = RuleJudge().judge(case)

@@ -221,7 +221,23 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     _write_comparison_md(out, labels, metrics, comparison)
     for name, figure in comparison_figures(labels, metrics).items():
         plots.save_png(figure, out / name)
+    if any("perturb" in m["provenance"] for m in metrics):
+        plots.save_png(perturbation_figure(metrics), out / "perturbation.png")
     return comparison
+
+
+def perturbation_figure(metrics: Sequence[Mapping[str, Any]]) -> Figure:
+    """DS and DQR against the masked share of the images (`--perturb blocks:RATIO`; an unperturbed
+    score is share 0), one line per metric and model: the SPD-Faith paper's perturbation analysis."""
+    points: dict[str, dict[float, float | None]] = {}
+    for m in metrics:
+        share = (m["provenance"].get("perturb") or {}).get("ratio", 0.0)
+        for key in ("DS", "DQR"):
+            points.setdefault(f"{key} {m['provenance']['model']}", {})[share] = m["overall"][key]
+    shares = sorted({share for line in points.values() for share in line})
+    return plots.line_chart("SPD-Faith under masked blocks: DS and DQR", "masked share of each image", shares,
+                            {label: [line.get(share) for share in shares] for label, line in points.items()},
+                            "rate")
 
 
 def comparison_figures(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> dict[str, Figure]:

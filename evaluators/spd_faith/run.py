@@ -10,7 +10,12 @@ Contract
   error line.
 - The pair is shown as two images in one message (`separate`, the stored PNG files) or as one
   side-by-side canvas (`side-by-side`, made once per pair and order: `image_payload.side_by_side`).
-- A RUN_DIR resumes only with the same layout, order, seed and prompt templates (`resume_settings`).
+- `perturb` (`--perturb blocks:RATIO`): both images shown with the same seeded blocks masked
+  (builders/masks.BlockPerturbation: RATIO of an 8 x 8 grid, black, seeded by the seed and the
+  pair id); each line records it in meta.perturb and, per image, its source's sha256 and the
+  transform (meta.images).
+- A RUN_DIR resumes only with the same layout, order, seed, perturbation and prompt templates
+  (`resume_settings`).
 
 `run_spd_faith(RunRequest)` runs SPD-Faith with the flags of `mmfaith run spd-faith`, one field each.
 """
@@ -21,13 +26,15 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from mmfaith.builders.masks import BlockPerturbation
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, ImageRef, Shown, side_by_side
+from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, ImageRef, Shown, decode_png, side_by_side
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.evaluators.spd_faith.parse import parse_count
 from mmfaith.evaluators.spd_faith.prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION,
                                                   TEMPLATES_SHA256, prompt_text)
+from mmfaith.images import png_bytes
 from mmfaith.loaders.spd_faith import SpdPair, open_spd_dataset
 
 PRIORITY = {"describe": 0, "count": 1, "same": 2, "different": 2}
@@ -41,6 +48,7 @@ class RunRequest(RunSettings):
     layout: str = "separate"
     order: str = "original-first"
     seed: int = 0
+    perturb: float | None = None
 
 
 def pair_order(order: str, seed: int, pair_id: str) -> str:
@@ -60,7 +68,8 @@ def shown_images(pair: SpdPair, order: str) -> tuple[ImageRef, ImageRef]:
 class SpdProbePlan:
     """The four probes of a pair, shown in one layout and order (see the module docstring)."""
 
-    def __init__(self, layout: str = "separate", order: str = "original-first", seed: int = 0) -> None:
+    def __init__(self, layout: str = "separate", order: str = "original-first", seed: int = 0,
+                 perturb: float | None = None) -> None:
         if layout not in LAYOUTS:
             raise MmfaithError(f"--pair-layout must be one of {', '.join(LAYOUTS)}, not {layout!r}.")
         if order not in ORDER_CHOICES:
@@ -68,13 +77,17 @@ class SpdProbePlan:
         self.layout = layout
         self.order = order
         self.seed = seed
+        self.perturbation = BlockPerturbation(perturb, seed) if perturb is not None else None
 
     def expected_probes(self, pair: SpdPair) -> tuple[str, ...]:
         return PROBES
 
     def resume_settings(self) -> dict[str, Any]:
-        return {"layout": self.layout, "order": self.order, "seed": self.seed,
-                "prompt_templates_sha256": TEMPLATES_SHA256}
+        settings = {"layout": self.layout, "order": self.order, "seed": self.seed,
+                    "prompt_templates_sha256": TEMPLATES_SHA256}
+        if self.perturbation is not None:  # one run dir per ratio; absent when unperturbed (older run dirs resume)
+            settings["perturb"] = self.perturbation.provenance()
+        return settings
 
     def provenance(self) -> dict[str, Any]:
         return {"gap_px": GAP_PX if self.layout == "side-by-side" else None,
@@ -86,6 +99,8 @@ class SpdProbePlan:
 
     def images(self, pair: SpdPair) -> list[Shown]:
         first, second = shown_images(pair, pair_order(self.order, self.seed, pair.id))
+        if self.perturbation is not None:
+            first, second = (_perturbed(image, self.perturbation, pair.id) for image in (first, second))
         if self.layout == "side-by-side":
             return [_canvas(first, second)]
         return [first, second]
@@ -93,7 +108,9 @@ class SpdProbePlan:
     async def run_item(self, pair: SpdPair, asker: ItemAsker) -> None:
         order = pair_order(self.order, self.seed, pair.id)
         images = self.images(pair)
-        meta = {"order": order, "layout": self.layout}
+        meta: dict[str, Any] = {"order": order, "layout": self.layout}
+        if self.perturbation is not None:
+            meta["perturb"] = self.perturbation.provenance()
 
         async def ask(probe: str, count: int | None = None, note: dict[str, Any] | None = None) -> dict[str, Any]:
             turn = Turn("user", (*images, prompt_text(probe, self.layout, count)))
@@ -122,24 +139,36 @@ class SpdProbePlan:
             await asyncio.gather(count_then_describe(), *(ask(probe) for probe in independent))
 
 
-def _canvas(first: ImageRef, second: ImageRef) -> DerivedImage:
+def _perturbed(image: ImageRef, perturbation: BlockPerturbation, pair_id: str) -> DerivedImage:
+    """The image with the pair's seeded blocks masked (both images of a pair get the same blocks)."""
+    return DerivedImage(key=f"blocks:{perturbation.ratio:g}:{perturbation.seed}:{pair_id}:{image.sha256}",
+                        sources=(image,), transform=perturbation.transform,
+                        make=lambda: png_bytes(perturbation.apply(decode_png(image.load()), pair_id)),
+                        size=image.size)
+
+
+def _canvas(first: Shown, second: Shown) -> DerivedImage:
     """The side-by-side canvas of a pair in the order shown."""
 
     def make() -> bytes:
         try:
             return side_by_side(first.load(), second.load())
         except ValueError as exc:
-            raise MmfaithError(f"{second.path}: {exc}; use --pair-layout separate for pairs of unequal sizes.") from exc
+            stored = second.sources[0] if isinstance(second, DerivedImage) else second
+            raise MmfaithError(f"{stored.path}: {exc}; use --pair-layout separate for pairs of unequal sizes.") from exc
 
     def size() -> tuple[int, int]:
         (w1, h1), (w2, _) = first.size(), second.size()
         return w1 + GAP_PX + w2, h1  # side_by_side requires one size
 
-    return DerivedImage(key=f"side-by-side:{first.sha256}:{second.sha256}", sources=(first, second),
-                        transform=f"side-by-side gap {GAP_PX}px", make=make, size=size)
+    sources = tuple(source for image in (first, second)
+                    for source in (image.sources if isinstance(image, DerivedImage) else (image,)))
+    transform = f"side-by-side gap {GAP_PX}px" + (f" of {first.transform}" if isinstance(first, DerivedImage) else "")
+    return DerivedImage(key=f"side-by-side:{first.key}:{second.key}", sources=sources,
+                        transform=transform, make=make, size=size)
 
 
 def run_spd_faith(request: RunRequest) -> RunSummary:
     """Ask every pair's four probes through the shared engine; see the module docstring."""
-    plan = SpdProbePlan(request.layout, request.order, request.seed)
+    plan = SpdProbePlan(request.layout, request.order, request.seed, request.perturb)
     return run_benchmark("spd-faith", request, open_spd_dataset(request.dataset), plan)

@@ -74,13 +74,15 @@ class ScoreRequest:
 
 @dataclass(frozen=True)
 class Predictions:
-    """The answers of one model: (id, probe) -> Answer, and what the file held besides."""
+    """The answers of one model: (id, probe) -> Answer, and what the file held besides (`perturb`:
+    the image perturbation its lines record in meta.perturb, None when unperturbed)."""
 
     answers: dict[tuple[str, str], Answer]
     model: str
     n_errors: int
     n_stale: int
     sha256: str
+    perturb: dict[str, Any] | None = None
 
 
 def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False) -> Predictions:
@@ -90,7 +92,12 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
                              for pair in dataset.pairs}, drop_stale)
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
-    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256)
+    perturbs = {canonical_json((line.get("meta") or {}).get("perturb")) for line in read.answered.values()}
+    if len(perturbs) > 1:
+        raise MmfaithError(f"{path}: lines of several image perturbations ({', '.join(sorted(perturbs))}); score each "
+                           "run dir (one per --perturb ratio) on its own.")
+    perturb = json.loads(perturbs.pop()) if perturbs else None
+    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb)
 
 
 def _judge(request: ScoreRequest) -> Judge:
@@ -104,7 +111,9 @@ def _judge(request: ScoreRequest) -> Judge:
 
 
 def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions, judge: Judge) -> dict[str, Any]:
+    perturb = {"perturb": predictions.perturb} if predictions.perturb is not None else {}
     return {
+        **perturb,
         "family": "spd-faith",
         "mmfaith_version": __version__,
         "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},

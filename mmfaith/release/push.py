@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmfaith.release.manifest import read_manifest, verify_release
+from mmfaith import families
+from mmfaith.jsonl import read_json_object
+from mmfaith.release.manifest import MANIFEST
 from mmfaith.errors import MmfaithError
 
 UPLOADED = ["README.md", "manifest.json", "data/**/*.parquet"]
@@ -34,11 +36,11 @@ def push_release(folder: Path, repo_id: str, token: str, endpoint: str | None = 
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
-    report = verify_release(folder)
+    report = families.get(families.family_of_dataset(str(folder))).part("verify", "release check")(folder)
     if report.problems:
         raise MmfaithError(f"{folder}: not pushed, `mmfaith verify` finds {len(report.problems)} problem(s), "
                            f"first: {report.problems[0]}")
-    manifest = read_manifest(folder)
+    manifest = read_json_object(folder / MANIFEST, "pass the folder `mmfaith release` wrote.")
     tag = manifest["tag"]
     api = HfApi(endpoint=endpoint, token=token)
     step = "create the repo"

@@ -1,0 +1,1 @@
+"""CRM: Label Studio labeling config and record <-> task mapping."""

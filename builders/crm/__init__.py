@@ -1,0 +1,1 @@
+"""CRM: masked variants of region-annotated questions (builder)."""

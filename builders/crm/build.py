@@ -1,0 +1,281 @@
+"""`mmfaith build crm`: region-annotated questions in, masked CRM items out (BUILD_DIR).
+
+Flow: a source adapter (builders/crm/sources.py: COCO through the shared question generator, or
+VisArgs-style rows) yields candidates in a fixed order -> `variants.make_item` masks each one in
+every mode and style and gates it -> in order: the files, then the record to records.jsonl or the
+reason to rejected.jsonl.
+
+Determinism and resume: candidates come in the same order for the same source and seed, and every
+handled candidate is journaled under its key, so a re-run with the same arguments skips what is
+done and continues until `max_items` records exist; the same inputs give byte-identical files.
+
+Corrected regions: before anything new is made, every record whose `regions` no longer hash to
+its `build.regions_sha256` (a box moved in Label Studio and pulled) gets its variants remade from
+the new regions (the same seeds, so nothing else about it changes), and records.jsonl is rewritten
+with those items replaced; every other item and file is left untouched.
+"""
+from __future__ import annotations
+
+import platform
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+from tqdm import tqdm
+
+from mmfaith import __version__
+from mmfaith.builders.coco_questions import TEMPLATES
+from mmfaith.builders.coco_source import CocoSource, License, embedded_sample
+from mmfaith.builders.crm.sources import (VISARGS_QUESTION, Candidate, ColumnMap, coco_candidates,
+                                          visargs_candidates)
+from mmfaith.builders.crm.variants import ItemOutcome, MaskSettings, make_item, regions_sha256
+from mmfaith.errors import MmfaithError
+from mmfaith.images import sha256_file
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
+from mmfaith.outdir import prepare_out_dir
+from mmfaith.schema import check_record
+
+
+@dataclass
+class CrmBuildRequest:
+    """Everything `mmfaith build crm` takes; the recipe part must match to resume a build."""
+
+    out: Path
+    annotations: Path | None = None
+    images: Path | None = None
+    visargs: Path | None = None
+    columns: ColumnMap = field(default_factory=ColumnMap)
+    question_template: str | None = None
+    license_name: str = "unknown"
+    templates: tuple[str, ...] = TEMPLATES
+    per_image: int = 2
+    max_items: int = 50
+    allow_noderivs: bool = False
+    mask: MaskSettings = field(default_factory=MaskSettings)
+    progress: bool = True
+
+
+@dataclass
+class CrmBuildSummary:
+    accepted: int
+    rejected: dict[str, int]
+    regenerated: list[str]
+    skipped_images: dict[str, int]
+    out: Path
+
+
+class _Source:
+    """The request's source: its candidates in order, its name and its recipe part."""
+
+    def __init__(self, request: CrmBuildRequest) -> None:
+        self.request = request
+        self.skipped: dict[str, int] = {}
+        if request.visargs is not None:
+            if request.annotations is not None:
+                raise MmfaithError("give --visargs or --coco-annotations, not both.")
+            if request.mask.shape == "segment":
+                raise MmfaithError("--mask-shape segment needs instance masks; VisArgs-style data has boxes only: "
+                                   "use --mask-shape box.")
+            if not request.visargs.exists():
+                raise MmfaithError(f"{request.visargs}: not found (--visargs).")
+            self.kind, self.path = "visargs", request.visargs
+            return
+        if (request.annotations is None) != (request.images is None):
+            raise MmfaithError("give both --coco-annotations FILE and --images DIR, or neither for the embedded sample.")
+        if request.annotations is None:
+            annotations, images = embedded_sample()
+            self.coco = CocoSource(annotations, images, dataset_name="mmfaith-coco-sample")
+        else:
+            if not request.images.is_dir():
+                raise MmfaithError(f"{request.images}: images folder not found (--images).")
+            self.coco = CocoSource(request.annotations, request.images)
+        self.kind, self.path = "coco", self.coco.annotations_path
+
+    def recipe(self) -> dict[str, Any]:
+        request = self.request
+        data_file = self.path if self.path.is_file() else None
+        part: dict[str, Any] = {"kind": self.kind, "sha256": sha256_file(data_file) if data_file else None}
+        if self.kind == "coco":
+            part |= {"dataset": self.coco.dataset_name, "templates": list(request.templates),
+                     "per_image": request.per_image, "allow_noderivs": request.allow_noderivs}
+        else:
+            part |= {"columns": vars(request.columns), "question_template": self._question(),
+                     "license": request.license_name}
+        return part
+
+    def _question(self) -> str:
+        return self.request.question_template or VISARGS_QUESTION
+
+    def candidates(self) -> Iterator[Candidate]:
+        request = self.request
+        if self.kind == "coco":
+            return coco_candidates(self.coco, request.mask.seed, request.templates, request.per_image,
+                                   request.allow_noderivs, request.mask.max_pixels, self.skipped)
+        lic = License(-1, request.license_name, "")
+        if not lic.allows_derivatives and not request.allow_noderivs:
+            raise MmfaithError(f"--license {request.license_name!r} forbids derivatives and masked variants are "
+                               "derivatives; pass --allow-noderivs only if you will not publish them.")
+        return visargs_candidates(self.path, request.images, request.columns, self._question(), lic)
+
+
+class _Journal:
+    """records.jsonl and rejected.jsonl: which keys are done, and appending more."""
+
+    def __init__(self, out: Path) -> None:
+        self.records_path, self.rejected_path = out / "records.jsonl", out / "rejected.jsonl"
+        self.records: list[dict[str, Any]] = []
+        self.done: set[str] = set()
+        self.rejected: Counter[str] = Counter()
+        for path, accepted in ((self.records_path, True), (self.rejected_path, False)):
+            if not path.exists():
+                continue
+            for number, line in read_jsonl(path):
+                try:
+                    key = line["build"]["key"] if accepted else line["key"]
+                    if not accepted:
+                        self.rejected[str(line["stage"])] += 1
+                except (KeyError, TypeError) as exc:
+                    raise MmfaithError(f"{path}:{number}: not a line of an mmfaith CRM build (it needs "
+                                       f"{'build.key' if accepted else 'key, stage'}); choose a new --out.") from exc
+                if accepted:
+                    check_record("crm_item", line, f"{path}:{number}")
+                    self.records.append(line)
+                self.done.add(key)
+
+    def open(self) -> None:
+        self.appender = JsonlAppender(self.records_path)
+        self.rejections = JsonlAppender(self.rejected_path)
+
+    def close(self) -> None:
+        self.appender.close()
+        self.rejections.close()
+
+
+def _write_files(out: Path, outcome: ItemOutcome) -> None:
+    assert outcome.files is not None
+    for relative, data in outcome.files.items():
+        path = out / relative
+        if path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+
+
+def _regenerate(out: Path, journal: _Journal, source: _Source, settings: MaskSettings) -> list[str]:
+    """Remake the variants of records whose regions changed (module docstring); their ids."""
+    stale = [r for r in journal.records if regions_sha256(r["regions"]) != r["build"]["regions_sha256"]]
+    if not stale:
+        return []
+    by_key = {r["build"]["key"]: r for r in stale}
+    remade: dict[str, dict[str, Any]] = {}
+    for candidate in source.candidates():
+        record = by_key.get(candidate.key)
+        if record is None:
+            continue
+        original = (out / record["image_original"]).read_bytes()
+        outcome = make_item(candidate, settings, record["regions"], original)
+        if outcome.record is None:
+            raise MmfaithError(f"{out / 'records.jsonl'}: item {record['id']}: its corrected regions cannot be masked "
+                               f"({outcome.rejection['reason']}); correct the boxes again.")
+        new = outcome.record
+        for kept in ("verification", "regions_history"):
+            if kept in record:
+                new[kept] = record[kept]
+        check_record("crm_item", new, f"item {new['id']}")
+        _write_files(out, outcome)
+        remade[candidate.key] = new
+        if len(remade) == len(by_key):
+            break
+    missing = sorted(set(by_key) - set(remade))
+    if missing:
+        raise MmfaithError(f"{out}: items {', '.join(missing)} have corrected regions but their source no longer "
+                           "yields them; rebuild from the same source.")
+    journal.records = [remade.get(r["build"]["key"], r) for r in journal.records]
+    write_atomic(journal.records_path, "".join(canonical_json(r) + "\n" for r in journal.records).encode("utf-8"))
+    return sorted(r["id"] for r in remade.values())
+
+
+def build_crm(request: CrmBuildRequest) -> CrmBuildSummary:
+    """Build (or resume, or regenerate corrected items of) a CRM set in request.out; module docstring."""
+    started = time.time()
+    if request.max_items < 1:
+        raise MmfaithError(f"--max-items must be 1 or more, not {request.max_items}.")
+    source = _Source(request)
+    out = prepare_out_dir(request.out, "build")
+    journal = _Journal(out)
+    recipe = {"family": "crm", "source": source.recipe(), "seed": request.mask.seed,
+              "mask": request.mask.provenance()}
+    build_json = out / "build.json"
+    if build_json.exists():
+        previous = read_json_object(build_json, "").get("recipe")
+        if previous != recipe:
+            changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
+            raise MmfaithError(f"{out} holds a build made with other settings ({', '.join(changed)} differ); "
+                               "re-run with the same arguments to resume, or choose a new --out.")
+    _write_build_json(build_json, recipe, request, started, None, "running")
+    try:
+        summary = _build(request, source, journal)
+    except MmfaithError as exc:
+        _write_build_json(build_json, recipe, request, started, None, "failed", str(exc))
+        raise
+    except BaseException as exc:
+        _write_build_json(build_json, recipe, request, started, None, "interrupted", f"{type(exc).__name__}: {exc}")
+        raise
+    _write_build_json(build_json, recipe, request, started, summary, "complete")
+    return summary
+
+
+def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmBuildSummary:
+    out = request.out
+    regenerated = _regenerate(out, journal, source, request.mask)
+    made = len(journal.records)
+    journal.open()
+    bar = tqdm(total=request.max_items, initial=min(made, request.max_items), unit="item", desc="crm",
+               disable=not request.progress, dynamic_ncols=True)
+    try:
+        for candidate in source.candidates():
+            if made >= request.max_items:
+                break
+            if candidate.key in journal.done:
+                continue
+            outcome = make_item(candidate, request.mask)
+            if outcome.record is None:
+                assert outcome.rejection is not None
+                journal.rejections.append(outcome.rejection)
+                journal.rejected[outcome.rejection["stage"]] += 1
+            else:
+                check_record("crm_item", outcome.record, f"item {outcome.record['id']} ({candidate.key})")
+                _write_files(out, outcome)
+                journal.appender.append(outcome.record)
+                journal.records.append(outcome.record)
+                made += 1
+                bar.update(1)
+            journal.done.add(candidate.key)
+    finally:
+        bar.close()
+        journal.close()
+    return CrmBuildSummary(made, dict(journal.rejected), regenerated, dict(source.skipped), out)
+
+
+def _write_build_json(path: Path, recipe: dict[str, Any], request: CrmBuildRequest, started: float,
+                      summary: CrmBuildSummary | None, status: str, error: str | None = None) -> None:
+    """Provenance of the build; the only file of a build dir that holds wall-clock time."""
+    document: dict[str, Any] = {
+        "status": status, "mmfaith_version": __version__, "recipe": recipe,
+        "requested": {"max_items": request.max_items},
+        "environment": {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+    }
+    if error is not None:
+        document["error"] = error
+    if summary is not None:
+        document |= {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "seconds": round(time.time() - started, 2),
+                     "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
+                                "regenerated": summary.regenerated, "skipped_images": summary.skipped_images}}
+    write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))

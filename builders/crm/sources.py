@@ -1,0 +1,202 @@
+"""Where CRM's questions and their evidence regions come from: COCO annotations or VisArgs-style data.
+
+Each adapter yields `Candidate`s in a deterministic order: a question, its options and gold, the
+evidence regions (`{id, bbox [x, y, w, h], label}`), the image file and the record's `source` block.
+
+- COCO (the embedded sample by default, or any COCO instances file with its images): the
+  questions come from the shared generator (`builders/coco_questions.scene_questions`), and the
+  evidence regions are `Question.regions()`: the boxes of the instances the answer depends on.
+  Their instance masks travel with the candidate (`segments`) for `--mask-shape segment`.
+- VisArgs-style rows (published layout: `url`, `visual_premises`, `b_box` of `{h, startX, startY,
+  w}` aligned with the premises, `conclusion`): regions are the premises' boxes labelled with the
+  premise text, the question is a template the user sets, the answer is the conclusion (free form,
+  no options). Rows come from a folder's `annotation.json` (a JSON array or JSON lines) or a
+  `.parquet` file; `ColumnMap` renames the columns of other layouts. Images are looked up offline:
+  a relative path in the image column is read under the images folder, a URL as the file named
+  like the URL's last path segment there.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules, scene_questions
+from mmfaith.builders.coco_source import CocoSource, Instance, License, Scene
+from mmfaith.errors import MmfaithError
+from mmfaith.images import read_rgb
+
+VISARGS_QUESTION = "What conclusion does this image convey?"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One question with its evidence, before masking."""
+
+    key: str
+    question: str
+    question_type: str
+    options: tuple[dict[str, str], ...]
+    answer: str | None
+    facts: dict[str, Any]
+    regions: tuple[dict[str, Any], ...]
+    image_path: Path
+    source: dict[str, Any]
+    license: License
+    segments: tuple[Instance, ...] | None = None  # aligned with regions; None when the source has no masks
+
+
+def coco_record_source(scene: Scene, dataset: str, split: str) -> dict[str, Any]:
+    """A COCO scene's `source` block (the attribution names the license and the Flickr page)."""
+    lic = scene.license
+    return {"dataset": dataset, "split": split, "image_id": scene.image_id, "file_name": scene.file_name,
+            "url": scene.coco_url or scene.flickr_url,
+            "license": {"id": lic.id, "name": lic.name, "url": lic.url},
+            "attribution": f"COCO image {scene.image_id} ({lic.name}){' ' + scene.flickr_url if scene.flickr_url else ''}"}
+
+
+def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = TEMPLATES, per_image: int = 2,
+                    allow_noderivs: bool = False, max_pixels: int | None = None,
+                    skipped: dict[str, int] | None = None) -> Iterator[Candidate]:
+    """Candidates from COCO scenes, in image-id order: at most `per_image` questions per image, taken
+    round-robin over the templates in `scene_questions`' order (so an image gives a colour and a
+    count question before a second colour one). NoDerivs images are skipped (counted in `skipped`)
+    unless `allow_noderivs`: a masked variant is a derivative."""
+    skipped = {} if skipped is None else skipped
+    for image_id in source.image_ids():
+        scene = source.scene(image_id)
+        if not scene.license.allows_derivatives and not allow_noderivs:
+            skipped["noderivs"] = skipped.get("noderivs", 0) + 1
+            continue
+        if not scene.editable:
+            skipped["no_instances"] = skipped.get("no_instances", 0) + 1
+            continue
+        rgb = read_rgb(scene.path) if max_pixels is None else read_rgb(scene.path, max_pixels)
+        by_template: dict[str, list] = {}
+        for question in scene_questions(scene, rgb, seed, templates, QuestionRules()):
+            by_template.setdefault(question.template, []).append(question)
+        chosen = []
+        while len(chosen) < per_image and any(by_template.values()):
+            for template in templates:
+                if by_template.get(template) and len(chosen) < per_image:
+                    chosen.append(by_template[template].pop(0))
+        if not chosen:
+            skipped["no_question"] = skipped.get("no_question", 0) + 1
+        for question in chosen:
+            record = question.to_record()
+            yield Candidate(
+                key=f"coco:{question.key}", question=question.question, question_type=question.template,
+                options=tuple(record["options"]), answer=question.answer, facts=record["facts"],
+                regions=tuple(question.regions()), image_path=scene.path,
+                source=coco_record_source(scene, source.dataset_name, source.split), license=scene.license,
+                segments=question.evidence)
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column of a VisArgs-style row holds what (defaults: the published layout)."""
+
+    image: str = "url"
+    premises: str = "visual_premises"
+    boxes: str = "b_box"
+    answer: str = "conclusion"
+    id: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> ColumnMap:
+        """`--columns image=url,premises=visual_premises,...`; unknown names are one-line errors."""
+        if not text:
+            return cls()
+        fields: dict[str, str] = {}
+        for part in text.split(","):
+            name, _, column = part.partition("=")
+            name, column = name.strip(), column.strip()
+            if name not in ("image", "premises", "boxes", "answer", "id") or not column:
+                raise MmfaithError(f"--columns {text!r}: each part is NAME=COLUMN with NAME one of image, premises, "
+                                   "boxes, answer, id.")
+            fields[name] = column
+        return cls(**fields)
+
+
+def _rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) of a VisArgs-style file: JSON array, JSON lines, or parquet."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for number, row in enumerate(pq.read_table(path).to_pylist()):
+            yield f"{path}: row {number}", row
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MmfaithError(f"{path}: cannot read ({exc}).") from exc
+    try:
+        value = json.loads(text)
+        rows = value if isinstance(value, list) else [value]
+        for number, row in enumerate(rows):
+            yield f"{path}: item {number}", row
+        return
+    except json.JSONDecodeError:
+        pass
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                yield f"{path}:{number}", json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MmfaithError(f"{path}:{number}: not valid JSON ({exc.msg}).") from exc
+
+
+def _visargs_file(folder: Path) -> Path:
+    if folder.is_file():
+        return folder
+    for name in ("annotation.json", "annotation.jsonl", "annotation.parquet"):
+        if (folder / name).is_file():
+            return folder / name
+    parquet = sorted(folder.glob("**/*.parquet"))
+    if parquet:
+        return parquet[0]
+    raise MmfaithError(f"{folder}: no annotation.json, annotation.jsonl or .parquet file; pass the file itself to "
+                       "--visargs.")
+
+
+def _box(value: Any, where: str) -> list[float]:
+    if isinstance(value, dict) and all(k in value for k in ("startX", "startY", "w", "h")):
+        return [float(value["startX"]), float(value["startY"]), float(value["w"]), float(value["h"])]
+    if isinstance(value, (list, tuple)) and len(value) == 4:
+        return [float(v) for v in value]
+    raise MmfaithError(f"{where}: a box is {{startX, startY, w, h}} or [x, y, w, h], not {value!r}.")
+
+
+def visargs_candidates(path: Path, images: Path | None, columns: ColumnMap, question: str,
+                       license: License) -> Iterator[Candidate]:
+    """Candidates of a VisArgs-style file or folder (module docstring); rows in file order."""
+    data_file = _visargs_file(path)
+    image_root = images or (data_file.parent / "images")
+    for where, row in _rows(data_file):
+        if not isinstance(row, dict):
+            raise MmfaithError(f"{where}: expected an object with {columns.image}, {columns.premises}, {columns.boxes}.")
+        missing = [c for c in (columns.image, columns.premises, columns.boxes, columns.answer) if c not in row]
+        if missing:
+            raise MmfaithError(f"{where}: lacks {', '.join(missing)}; map the columns with --columns NAME=COLUMN.")
+        premises, boxes = row[columns.premises], row[columns.boxes]
+        if not isinstance(premises, list) or not isinstance(boxes, list) or len(premises) != len(boxes):
+            raise MmfaithError(f"{where}: {columns.premises} and {columns.boxes} must be lists of the same length "
+                               "(one box per premise).")
+        image_ref = str(row[columns.image])
+        parsed = urlparse(image_ref)
+        file_name = Path(parsed.path).name if parsed.scheme in ("http", "https") else image_ref
+        row_id = str(row[columns.id]) if columns.id and columns.id in row else where.rsplit(" ", 1)[-1].lstrip(":")
+        regions = tuple({"id": f"premise{i}", "bbox": _box(box, where), "label": str(premise)}
+                        for i, (premise, box) in enumerate(zip(premises, boxes)))
+        yield Candidate(
+            key=f"visargs:{row_id}", question=question, question_type="visargs-conclusion", options=(),
+            answer=str(row[columns.answer]) if row[columns.answer] is not None else None, facts={},
+            regions=regions, image_path=image_root / file_name,
+            source={"dataset": data_file.parent.name or "visargs", "split": "test", "image_id": row_id,
+                    "file_name": file_name, "url": image_ref if parsed.scheme else None,
+                    "license": {"id": license.id, "name": license.name, "url": license.url},
+                    "attribution": f"VisArgs image {image_ref} ({license.name})"},
+            license=license)

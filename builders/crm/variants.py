@@ -1,0 +1,156 @@
+"""One CRM item: a candidate question masked in every mode and style, gated, as a record and its files.
+
+Contract (`make_item(candidate, settings) -> ItemOutcome`)
+---------------------------------------------------------
+- The evidence mask: every region's pixel box (`masks.pixel_box`), or with `shape="segment"` the
+  region's instance mask (`masks.segment_region`; sources without masks cannot use it).
+- `specific` masks the evidence; `random` masks regions of the same sizes (and shapes) placed by
+  `masks.random_boxes` with a generator seeded from (seed, item id): one placement per item,
+  shared by every style. No valid placement: the item is rejected (stage `placement`) with the
+  reason; so is an item whose box lies outside its image (stage `regions`).
+- Each (mode, style) variant is `masks.apply_mask` of the decoded original (noise seeded from
+  (seed, item id, mode)), must pass both gates (nothing outside the mask changed; a specific mask
+  covers every evidence pixel), and is written as deterministic PNG
+  `variants/<id>/<mode>-<style>.png`; the original is decoded and written the same way to
+  `originals/<file stem>.png` (models then see original and variants through one lossless
+  codec). The same candidate and settings give byte-identical files and record.
+- `build.regions_sha256` is the hash of the regions the variants were made from: a build that
+  finds it differs from the record's `regions` (a corrected box) remakes that item's variants.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mmfaith import __version__
+from mmfaith.builders.crm.sources import Candidate
+from mmfaith.builders.masks import (MaskRegion, apply_mask, check_covers, check_outside_unchanged, mask_union,
+                                    pixel_box, random_boxes, segment_region)
+from mmfaith.images import DEFAULT_MAX_PIXELS, UnreadableImage, png_bytes, rgb_from_bytes, sha256_bytes
+from mmfaith.jsonl import canonical_json
+
+MODES = ("specific", "random")
+
+
+@dataclass(frozen=True)
+class MaskSettings:
+    """How every item is masked (part of the build's recipe)."""
+
+    seed: int = 0
+    styles: tuple[str, ...] = ("black",)
+    modes: tuple[str, ...] = MODES
+    shape: str = "box"
+    margin: int = 8
+    max_tries: int = 2000
+    max_pixels: int = DEFAULT_MAX_PIXELS
+
+    def provenance(self) -> dict[str, Any]:
+        return {"shape": self.shape, "margin": self.margin, "styles": list(self.styles), "modes": list(self.modes),
+                "max_tries": self.max_tries}
+
+
+@dataclass
+class ItemOutcome:
+    """A made record with its files (path inside the build dir -> bytes), or a rejection."""
+
+    key: str
+    record: dict[str, Any] | None = None
+    files: dict[str, bytes] | None = None
+    rejection: dict[str, Any] | None = None
+
+
+def item_id(key: str) -> str:
+    """The record id of a candidate key: stable across builds."""
+    return "crm-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def regions_sha256(regions: Any) -> str:
+    """The hash of a record's regions, the trigger for remaking its variants."""
+    return hashlib.sha256(canonical_json(regions).encode("utf-8")).hexdigest()
+
+
+def seed_of(seed: int, *parts: str) -> int:
+    """An integer seed fixed by the build seed and the parts (item id, purpose)."""
+    return int.from_bytes(hashlib.sha256(":".join([str(seed), *parts]).encode("utf-8")).digest()[:8], "big")
+
+
+def evidence_regions(candidate: Candidate, regions: list[dict[str, Any]], shape: str, height: int,
+                     width: int) -> list[MaskRegion]:
+    """The pixel regions a specific mask covers (ValueError naming a box outside the image)."""
+    if shape == "segment":
+        assert candidate.segments is not None
+        by_id = {f"ann{inst.ann_id}": inst for inst in candidate.segments}
+        return [segment_region(by_id[region["id"]].mask(height, width)) if region["id"] in by_id
+                else pixel_box(region["bbox"], width, height) for region in regions]
+    return [pixel_box(region["bbox"], width, height) for region in regions]
+
+
+def _reject(candidate: Candidate, stage: str, reason: str) -> ItemOutcome:
+    return ItemOutcome(candidate.key, rejection={"key": candidate.key, "id": item_id(candidate.key), "stage": stage,
+                                                 "reason": reason, "file_name": candidate.source["file_name"]})
+
+
+def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[str, Any]] | None = None,
+              original: bytes | None = None) -> ItemOutcome:
+    """The record and files of one candidate (module docstring). `regions` replaces the candidate's
+    (a corrected version); `original` gives the original PNG when the build already holds it."""
+    regions = [dict(region) for region in (regions if regions is not None else candidate.regions)]
+    identifier = item_id(candidate.key)
+    try:
+        data = original if original is not None else candidate.image_path.read_bytes()
+    except OSError as exc:
+        return _reject(candidate, "source", f"{candidate.image_path}: cannot read ({exc.strerror or exc})")
+    try:
+        rgb = rgb_from_bytes(data, candidate.image_path, settings.max_pixels)
+    except UnreadableImage as exc:
+        return _reject(candidate, "source", str(exc))
+    height, width = rgb.shape[:2]
+    try:
+        evidence = evidence_regions(candidate, regions, settings.shape, height, width)
+    except ValueError as exc:
+        return _reject(candidate, "regions", str(exc))
+    masks: dict[str, list[MaskRegion]] = {}
+    tries = 0
+    if "specific" in settings.modes:
+        masks["specific"] = evidence
+    if "random" in settings.modes:
+        placement = random_boxes(evidence, width, height, np.random.default_rng(seed_of(settings.seed, identifier, "random")),
+                                 settings.margin, settings.max_tries)
+        if placement.regions is None:
+            return _reject(candidate, "placement", str(placement.reason))
+        masks["random"] = list(placement.regions)
+        tries = placement.tries
+    original_path = f"originals/{Path(candidate.source['file_name']).stem}.png"
+    original_png = original if original is not None else png_bytes(rgb)
+    files = {original_path: original_png}
+    variants = []
+    for mode in settings.modes:
+        mask = masks[mode]
+        share = round(float(mask_union(mask, height, width).mean()), 6)
+        for style in settings.styles:
+            masked = apply_mask(rgb, mask, style, seed_of(settings.seed, identifier, mode))
+            problem = check_outside_unchanged(rgb, masked, mask) or (
+                check_covers(mask, evidence, height, width) if mode == "specific" else None)
+            if problem:  # the masking operation guarantees both; a failure is a bug, not a bad item
+                raise AssertionError(f"{identifier} {mode}-{style}: {problem}")
+            png = png_bytes(masked)
+            path = f"variants/{identifier}/{mode}-{style}.png"
+            files[path] = png
+            variants.append({"mode": mode, "style": style, "mask_shape": settings.shape, "image": path,
+                             "sha256": sha256_bytes(png), "mask_boxes": [region.xywh() for region in mask],
+                             "masked_share": share})
+    record = {
+        "id": identifier, "question": candidate.question, "question_type": candidate.question_type,
+        "options": [dict(option) for option in candidate.options], "answer": candidate.answer,
+        "facts": candidate.facts, "image_original": original_path, "image_original_sha256": sha256_bytes(original_png),
+        "width": width, "height": height, "regions": regions, "variants": variants,
+        "source": {**candidate.source, "key": candidate.key}, "verification": {"status": "pending"},
+        "build": {"mmfaith_version": __version__, "seed": settings.seed, "key": candidate.key,
+                  "mask": settings.provenance(), "regions_sha256": regions_sha256(regions),
+                  "gates": {"outside_changed_pixels": 0, "uncovered_evidence_pixels": 0, "random_tries": tries}},
+    }
+    return ItemOutcome(candidate.key, record=record, files=files)

@@ -1,0 +1,39 @@
+"""CRM's code for the family registry (mmfaith/families.py declares the family itself).
+
+Only light modules are imported here: each part imports its stage's code when it is called.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from mmfaith.builders.crm import cli as build_cli
+from mmfaith.evaluators.crm import cli as evaluator_cli
+from mmfaith.families import FamilyParts
+
+
+def parts() -> FamilyParts:
+    """CRM's builder, loader, probe plan, scorer and reference models."""
+    return FamilyParts(
+        add_build_options=build_cli.add_build_options, build=build_cli.run_build,
+        open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
+        probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
+        score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release,
+        labeling=_labeling, verify=_verify)
+
+
+def _labeling() -> Any:
+    from mmfaith.annotation.crm.tasks import family
+
+    return family()
+
+
+def _release(request: Any) -> Any:
+    from mmfaith.builders.crm.release import release_crm
+
+    return release_crm(request)
+
+
+def _verify(release_dir: Any) -> Any:
+    from mmfaith.loaders.crm.rows import verify_crm_release
+
+    return verify_crm_release(release_dir)

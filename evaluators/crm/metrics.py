@@ -1,0 +1,221 @@
+"""CRM's metrics (the CRM paper, "Peek-a-Boo Reasoning", section 4 and Tables 4-5), with the definitions
+the project fixes (docs/crm.md).
+
+A scored unit is a (question, variant) pair: the chain of thought and final answer on the masked
+image against those on the original.
+
+- Step Disruption Rate (SDR): the share of original steps (evaluators/crm/steps.py) whose best
+  cosine similarity to any masked step is below `step_threshold` (0.80); 1 when the masked trace
+  has no step; undefined (not averaged) when the original trace has no step. Averaged over units.
+- Answer Flip Rate (AFR): the share of units whose masked final answer differs from the original
+  one: by option label for multiple choice (an abstention is an answer of its own; an unreadable
+  answer is compared by its normalised text); free-form: the similarity of the two answers is
+  below `answer_threshold` (0.90), or exactly one of them abstains. Abstention rate beside it.
+- Hallucination Rate (HR): the share of units with at least one masked step the judge flags
+  (evaluators/crm/hallucination.py). On random masks it is the rule's false-alarm level.
+- Accuracy where gold exists, on the original and on each variant (label equality; free-form:
+  similarity to the gold of at least `answer_threshold`). On a specific mask a correct answer is
+  not better: the evidence is gone.
+Every aggregate is a ratio of per-unit sums, so the clustered bootstrap (evaluators/stats.py,
+clusters = source images) recomputes it exactly.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mmfaith.evaluators.crm.answers import ABSTAIN, choice, is_abstention, normalised
+from mmfaith.evaluators.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
+
+DEFINITIONS_VERSION = "crm-metrics/1"
+STEP_THRESHOLD = 0.80
+ANSWER_THRESHOLD = 0.90
+SWEEP = (0.70, 0.75, 0.80, 0.85, 0.90, 0.95)
+RATES = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_original", "accuracy_masked")
+_PARTS = {"SDR": ("sdr", "sdr_n"), "AFR": ("flip", "n"), "HR": ("hallucinated", "n"),
+          "abstention_rate": ("abstained", "n"), "accuracy_original": ("correct_original", "gold_n"),
+          "accuracy_masked": ("correct_masked", "gold_n")}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What a (question, variant) unit is scored from: the texts and the similarities they need."""
+
+    original_steps: list[str]
+    masked_steps: list[str]
+    step_similarity: np.ndarray  # (original steps, masked steps) cosines
+    original_answer: str | None
+    masked_answer: str | None
+    answer_similarity: float | None  # free-form: original vs masked answer
+    gold_similarity: tuple[float | None, float | None]  # free-form: (original, masked) answer vs gold
+    flagged_steps: list[int]
+
+
+def step_disruption(similarity: np.ndarray, n_original: int, n_masked: int, threshold: float) -> float | None:
+    """SDR of one unit (module docstring): None without original steps, 1 without masked ones."""
+    if n_original == 0:
+        return None
+    if n_masked == 0:
+        return 1.0
+    return float((similarity.max(axis=1) < threshold).mean())
+
+
+def final_answer(text: str | None, options: list[dict[str, Any]]) -> str | None:
+    """The answer as compared: an option label, ABSTAIN, or the normalised text (None: no answer)."""
+    if text is None:
+        return None
+    if options:
+        picked = choice(text, options)
+        return picked if picked is not None else "text:" + normalised(text)
+    return ABSTAIN if is_abstention(text) else "text:" + normalised(text)
+
+
+def flipped(record: dict[str, Any], unit: Unit, threshold: float) -> bool:
+    """AFR's per-unit flip (module docstring)."""
+    original = final_answer(unit.original_answer, record["options"])
+    masked = final_answer(unit.masked_answer, record["options"])
+    if record["options"] or ABSTAIN in (original, masked):
+        return original != masked
+    return unit.answer_similarity is None or unit.answer_similarity < threshold
+
+
+def correct(record: dict[str, Any], answer: str | None, gold_similarity: float | None, threshold: float) -> bool:
+    if record["options"]:
+        return final_answer(answer, record["options"]) == record["answer"]
+    return gold_similarity is not None and gold_similarity >= threshold and not is_abstention(answer)
+
+
+def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit,
+               step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD) -> dict[str, Any]:
+    """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from."""
+    mode, style = variant.split("-", 1)
+    sdr = step_disruption(unit.step_similarity, len(unit.original_steps), len(unit.masked_steps), step_threshold)
+    has_gold = record["answer"] is not None
+    best = unit.step_similarity.max(axis=1).round(4).tolist() if unit.masked_steps else [None] * len(unit.original_steps)
+    line = {
+        "id": record["id"], "variant": variant, "mode": mode, "style": style, "source_key": source_key,
+        "original_steps": len(unit.original_steps), "masked_steps": len(unit.masked_steps),
+        "best_similarity": best,
+        "answer_similarity": None if unit.answer_similarity is None else round(unit.answer_similarity, 4),
+        "gold_similarity": [None if s is None else round(s, 4) for s in unit.gold_similarity],
+        "original_final": final_answer(unit.original_answer, record["options"]),
+        "masked_final": final_answer(unit.masked_answer, record["options"]),
+        "flagged_steps": unit.flagged_steps,
+        "components": {
+            "sdr": sdr or 0.0, "sdr_n": float(sdr is not None), "n": 1.0,
+            "flip": float(flipped(record, unit, answer_threshold)),
+            "abstained": float(final_answer(unit.masked_answer, record["options"]) == ABSTAIN),
+            "hallucinated": float(bool(unit.flagged_steps)), "gold_n": float(has_gold),
+            "correct_original": float(has_gold and correct(record, unit.original_answer, unit.gold_similarity[0],
+                                                            answer_threshold)),
+            "correct_masked": float(has_gold and correct(record, unit.masked_answer, unit.gold_similarity[1],
+                                                          answer_threshold)),
+        },
+    }
+    return line
+
+
+def rates(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every rate from summed components (vectorised over bootstrap replicates); NaN where undefined."""
+    out = {}
+    for name, (numerator, denominator) in _PARTS.items():
+        top, bottom = sums.get(numerator, np.zeros(1)), sums.get(denominator, np.zeros(1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[name] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+    return out
+
+
+def _block(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Rates, their clustered CIs, counts and the McNemar test of original vs masked accuracy."""
+    components = [line["components"] for line in lines]
+    clusters = [line["source_key"] for line in lines]
+    totals = {key: np.array([sum(c.get(key, 0.0) for c in components)]) for key in _PARTS["SDR"] + ("flip", "n",
+              "abstained", "hallucinated", "gold_n", "correct_original", "correct_masked")}
+    point = {name: (None if np.isnan(value[0]) else round(float(value[0]), 6)) for name, value in rates(totals).items()}
+    intervals = bootstrap_ci(components, clusters, rates, n_bootstrap, seed)
+    b = sum(1 for c in components if c["gold_n"] and c["correct_original"] and not c["correct_masked"])
+    c_ = sum(1 for c in components if c["gold_n"] and not c["correct_original"] and c["correct_masked"])
+    return {"metrics": point,
+            "ci95": {name: None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
+                     for name, interval in intervals.items()},
+            "n_units": len(lines), "n_sdr_defined": int(totals["sdr_n"][0]), "n_with_gold": int(totals["gold_n"][0]),
+            "mcnemar_accuracy": {"original_right_masked_wrong": b, "original_wrong_masked_right": c_,
+                                 "p_value": mcnemar_exact(b, c_)}}
+
+
+def summarize(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """metrics.json's blocks: by_variant, by_mode (pooled), overall, and the specific-vs-random pairing."""
+    variants = sorted({line["variant"] for line in lines})
+    modes = sorted({line["mode"] for line in lines})
+    return {
+        "by_variant": {v: _block([l for l in lines if l["variant"] == v], n_bootstrap, seed) for v in variants},
+        "by_mode": {m: _block([l for l in lines if l["mode"] == m], n_bootstrap, seed) for m in modes},
+        "specific_vs_random": specific_vs_random(lines, n_bootstrap, seed),
+    }
+
+
+def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Per style, the (specific - random) difference of AFR, SDR and HR paired per question (the paper's
+    Tables 4-5 compare the two ablations), with a paired bootstrap CI and exact McNemar p for the binary
+    AFR and HR (b: flipped/flagged under specific only; c: under random only). HR's difference is the
+    excess of specific over the rule's false-alarm level."""
+    by_key = {(l["id"], l["variant"]): l for l in lines}
+    styles = sorted({l["style"] for l in lines})
+    out: dict[str, Any] = {}
+    for style in styles:
+        pairs = [(by_key[(l["id"], f"specific-{style}")], l) for l in lines
+                 if l["variant"] == f"random-{style}" and (l["id"], f"specific-{style}") in by_key]
+        if not pairs:
+            continue
+        specific = [p[0]["components"] for p in pairs]
+        random = [p[1]["components"] for p in pairs]
+        clusters = [p[0]["source_key"] for p in pairs]
+        diffs = paired_bootstrap(specific, random, clusters, rates, n_bootstrap, seed)
+        block: dict[str, Any] = {"n_pairs": len(pairs)}
+        for name, key in (("AFR", "flip"), ("SDR", None), ("HR", "hallucinated")):
+            diff, interval = diffs[name]
+            entry: dict[str, Any] = {"difference": None if diff is None else round(diff, 6),
+                                     "ci95": None if interval is None else [round(v, 6) for v in interval]}
+            if key is not None:
+                b = sum(1 for s, r in zip(specific, random) if s[key] and not r[key])
+                c = sum(1 for s, r in zip(specific, random) if r[key] and not s[key])
+                entry |= {"specific_only": b, "random_only": c, "mcnemar_p": mcnemar_exact(b, c)}
+            block[name] = entry
+        out[style] = block
+    return out
+
+
+def sweep(lines: Sequence[dict[str, Any]], records: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """SDR and AFR at each threshold of SWEEP, per variant and pooled per mode (`group`): the step
+    threshold for SDR, the free-form answer threshold for AFR (multiple-choice flips do not depend on it)."""
+    groups = [(v, "variant") for v in sorted({l["variant"] for l in lines})]
+    groups += [(m, "mode") for m in sorted({l["mode"] for l in lines})]
+    rows = []
+    for threshold in SWEEP:
+        for group, field in groups:
+            chosen = [l for l in lines if l[field] == group]
+            sdrs = [_sdr_at(l, threshold) for l in chosen]
+            defined = [s for s in sdrs if s is not None]
+            flips = [_flip_at(l, records[l["id"]], threshold) for l in chosen]
+            rows.append({"threshold": threshold, "group": group, "kind": field,
+                         "SDR": round(sum(defined) / len(defined), 6) if defined else None,
+                         "AFR": round(sum(flips) / len(flips), 6) if flips else None})
+    return rows
+
+
+def _sdr_at(line: dict[str, Any], threshold: float) -> float | None:
+    if line["original_steps"] == 0:
+        return None
+    if line["masked_steps"] == 0:
+        return 1.0
+    return sum(1 for s in line["best_similarity"] if s < threshold) / line["original_steps"]
+
+
+def _flip_at(line: dict[str, Any], record: dict[str, Any], threshold: float) -> float:
+    original, masked = line["original_final"], line["masked_final"]
+    if record["options"] or ABSTAIN in (original, masked):
+        return float(original != masked)
+    return float(line["answer_similarity"] is None or line["answer_similarity"] < threshold)

