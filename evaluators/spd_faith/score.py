@@ -34,7 +34,6 @@ answers are cached under the mmfaith cache dir, `mmfaith.cache`, never in the sc
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +45,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.predictions import read_predictions
+from mmfaith.evaluators.score_dir import check_score_dir, replace_folder
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
@@ -143,7 +143,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "
                            "resumes), then score again.")
     out = prepare_out_dir(request.out, "score")  # after the inputs are checked: a refused score writes nothing
-    _check_score_dir(request, dataset, predictions)
+    check_score_dir(request.out, ((request.predictions, "--predictions"), (request.dataset, "--dataset")),
+                    {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
     judge = _judge(request)
     answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
                for pair in dataset.pairs]
@@ -175,7 +176,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     if official_block is not None:
         with open(staging / "report.md", "a", encoding="utf-8") as report:
             report.write(official_responses.comparison_markdown(metrics))
-    _replace_folder(out, staging)
+    replace_folder(out, staging)
     return metrics
 
 
@@ -201,36 +202,3 @@ def _load_official(request: ScoreRequest,
     return (SpdDataset(pairs, dataset.dataset_id, dataset.revision),
             Predictions(answers, official.model, 0, 0, official.sha256),
             official_responses.official_block(official, disagreements, len(pairs), gold))
-
-
-def _check_score_dir(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions) -> None:
-    """Refuse a non-empty --out that is not a previous score of these inputs, unless `overwrite`."""
-    out = request.out
-    held = sorted(p.name for p in out.iterdir())
-    if not held:
-        return
-    for source, flag in ((request.predictions, "--predictions"), (request.dataset, "--dataset")):
-        if source is not None and source.exists() and source.resolve().is_relative_to(out.resolve()):
-            raise MmfaithError(f"score --out {out}: holds the {flag} input {source}, and a score replaces its folder "
-                               "whole; choose another --out.")
-    if request.overwrite:
-        return
-    try:
-        previous = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["provenance"]
-        same = (previous["dataset"] == {"id": dataset.dataset_id, "revision": dataset.revision}
-                and previous["predictions_sha256"] == predictions.sha256)
-    except (OSError, ValueError, KeyError, TypeError):
-        same = False
-    if not same:
-        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
-        raise MmfaithError(f"score --out {out}: not empty ({shown}) and not a score of these predictions on this "
-                           "dataset; choose a new --out, or pass --overwrite to replace the folder whole.")
-
-
-def _replace_folder(out: Path, staging: Path) -> None:
-    """Put `staging` where `out` is, whole: the old folder is moved aside first and removed last."""
-    old = out.parent / f".{out.name}.replaced"
-    shutil.rmtree(old, ignore_errors=True)
-    os.replace(out, old)
-    os.replace(staging, out)
-    shutil.rmtree(old, ignore_errors=True)
