@@ -186,9 +186,9 @@ MCOT = Family(
         ProbeInfo("replay_visual", "the trace with every crop replaced by seeded noise, then the final answer"),
     ),
     metrics=(
-        MetricInfo("accuracy_trace", "accuracy (trace)", "share of items the model's own run answers right",
+        MetricInfo("accuracy_trace", "trace accuracy", "share of items the model's own run answers right",
                    "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
-        MetricInfo("accuracy_replay_none", "accuracy (replay_none)", "accuracy of the unchanged trace replayed",
+        MetricInfo("accuracy_replay_none", "replay_none accuracy", "accuracy of the unchanged trace replayed",
                    "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
         MetricInfo("ATE_text", "ATE_text", "accuracy change when the trace's text holds injected mistakes (4.1, H1)",
                    "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed"),
