@@ -22,7 +22,7 @@ elsewhere on the same ground line they float (a knife off its rack on a tiled wa
 Recoloring (`color_palette`): nothing is recolored in a monochrome photo (colors.is_monochrome);
 people are not recolored unless asked (`recolor_people`); every
 category has a palette of plausible colors (a car may become red, blue, white, black, gray or
-yellow; animals keep natural coat colors; cutlery stays metal-colored; plants, most food, bowls
+yellow; animals keep natural coat colors; cutlery stays metal-colored; plants, most food, bowls, wine glasses
 (their masks hold the food) and signs are never recolored);
 categories not listed (manufactured things: cups, chairs, umbrellas...) may take any basic color.
 """
@@ -60,11 +60,11 @@ COLOR_PALETTES: dict[str, tuple[str, ...]] = {
     "potted plant": (), "broccoli": (), "carrot": (), "hot dog": (), "pizza": (), "sandwich": (),
     "banana": ("yellow", "green", "brown"), "apple": ("red", "green", "yellow"), "orange": ("orange", "green"),
     "donut": ("brown", "pink", "white"), "cake": ("white", "brown", "pink", "yellow"),
-    # containers whose COCO mask holds their contents (a recolor paints the food too), and cutlery
-    "bowl": (), "knife": ("gray", "black", "white"), "fork": ("gray", "black", "white"),
+    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, and cutlery
+    "bowl": (), "wine glass": (), "knife": ("gray", "black", "white"), "fork": ("gray", "black", "white"),
     "spoon": ("gray", "black", "white"),
     # signs and fixtures whose color carries meaning
-    "stop sign": (), "traffic light": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
+    "stop sign": (), "traffic light": (), "clock": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
 }
 
 

@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 from mmfaith.builders.colors import COLOR_SYNONYMS, COLOR_NAMES, normalize_color
 from mmfaith.evaluators.spd_faith.parse import parse_claims
+from mmfaith.nouns import noun_forms
 
 RULES_VERSION = "spd-faith-rule-judge/1"
 CLAIM_TYPES = ("color", "remove", "position")
@@ -91,8 +92,6 @@ CATEGORY_SYNONYMS: dict[str, str] = {
     "teddy": "teddy bear", "stuffed animal": "teddy bear", "stuffed toy": "teddy bear",
     "hair dryer": "hair drier", "hairdryer": "hair drier", "blow dryer": "hair drier",
 }
-_IRREGULAR_PLURALS = {"knife": "knives", "mouse": "mice", "person": "people", "man": "men", "woman": "women",
-                      "child": "children", "gentleman": "gentlemen", "calf": "calves", "ox": "oxen"}
 TYPE_SYNONYMS: dict[str, str] = {
     **{w: "color" for w in ("color", "colour", "colors", "colours", "recolor", "recolour", "recolored",
                             "recoloured", "changed color", "changed colour", "color change", "colour change",
@@ -167,20 +166,10 @@ def _tokens(text: str) -> list[str]:
     return re.sub(r"[^a-z0-9]+", " ", text.lower().replace("'s ", " ")).split()
 
 
-def _forms(phrase: str) -> set[str]:
-    """A phrase and the plural forms of its last word."""
-    words = phrase.split()
-    last = words[-1]
-    plurals = {last, last + "s", last + "es", _IRREGULAR_PLURALS.get(last, last)}
-    if last.endswith("y"):
-        plurals.add(last[:-1] + "ies")
-    return {" ".join([*words[:-1], p]) for p in plurals}
-
-
 def _lexicon(entries: Iterable[tuple[str, str]], plurals: bool) -> dict[tuple[str, ...], str]:
     lexicon: dict[tuple[str, ...], str] = {}
     for phrase, canonical in entries:
-        for form in (_forms(phrase) if plurals else {phrase}):
+        for form in (noun_forms(phrase) if plurals else {phrase}):
             lexicon.setdefault(tuple(form.split()), canonical)
     return lexicon
 

@@ -1,0 +1,271 @@
+"""Multiple-choice questions whose answer is decided by annotated COCO objects (shared by every family).
+
+VFaith edits the deciding object so that another option becomes correct, CRM masks it, MCoT asks
+about it when it is small; all three take their offline questions from `scene_questions`, so a
+question means the same thing in every family. docs/questions.md states the rules below with
+examples.
+
+Templates (`Question.facts` in brackets):
+- color: "What color is the {object}?" about a category with exactly one instance in the image
+  [category, color]. The object must have a dominant colour name (builders/colors.py: one name on at
+  least 45% of its pixels) that is one its category plausibly has (targets.COLOR_PALETTES: a fork
+  that reflects a chocolate cake is not asked about as "brown"; categories without a palette, such
+  as plants, food, bowls and glasses, get no colour question); none in a monochrome photo, none
+  about people (their colour is their clothes'), and none about an object that is partly hidden or
+  holds other objects (targets.movable_reason: its mask then often includes what sits on it or
+  hides it). Distractors: colours plausible for the category first (targets.COLOR_PALETTES), then
+  other basic colours; each at least DEFAULT_MIN_DELTA_E (CIE76) from the object's colour and
+  carried by less than SECONDARY_SHARE of its pixels, so no distractor is also a fair answer.
+- count: "How many {objects} are there?" [category, count], 1 to max_count instances. Options are
+  n consecutive numbers that always hold count - 1 and count (a removal of one instance moves the
+  answer to another option); the window's start is drawn with the seed.
+- existence: "Is there {a object} in the image?" [category, count], answer yes; options yes / no.
+- relation: "Is the {subject} to the left or to the right of the {reference}?" [subject,
+  reference, relation], two categories with one instance each whose boxes are disjoint in x by at
+  least min_relation_gap of the width; options left / right. Which of the two is the subject is
+  drawn with the seed.
+
+COCO annotates instances incompletely, and a crowd region stands for an uncounted group: a
+category with any crowd annotation in the image gets no question at all, and every instance a
+question depends on must cover at least min_instance_area of the image (by its box), or a small,
+likely unannotated twin could make count and existence wrong. Sizes are box areas over the image
+area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
+colour's object, the relation's subject, every counted instance) must be smaller than that.
+
+Determinism: questions come in a fixed order (template, then category or annotation ids), and each
+question's options are shuffled by a generator seeded from (seed, key), where the key names the
+template, the image and the annotations; the same scene and seed give the same questions.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mmfaith.builders.coco_source import Instance, Scene
+from mmfaith.builders.colors import COLOR_NAMES, is_monochrome, name_labs, object_color, rgb_to_lab, distinct_targets
+from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E
+from mmfaith.builders.targets import PEOPLE, TargetRules, movable_reason
+from mmfaith.nouns import PLURAL_ONLY, display_name, plural, with_article
+
+TEMPLATES: tuple[str, ...] = ("color", "count", "existence", "relation")
+LETTERS = "ABCDEFGHIJ"
+SECONDARY_SHARE = 0.15
+
+
+@dataclass(frozen=True)
+class Option:
+    """One answer option: its letter and its text."""
+
+    label: str
+    text: str
+
+
+@dataclass(frozen=True)
+class QuestionRules:
+    """The thresholds of the templates (module docstring)."""
+
+    min_instance_area: float = 0.002
+    max_count: int = 6
+    min_relation_gap: float = 0.02
+    max_subject_area: float | None = None
+    n_options: int = 4
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question about one scene; `evidence` lists the instances that decide its answer (subject first)."""
+
+    key: str
+    template: str
+    question: str
+    options: tuple[Option, ...]
+    answer: str
+    evidence: tuple[Instance, ...]
+    facts: dict[str, Any] = field(hash=False)
+
+    @property
+    def answer_text(self) -> str:
+        """The gold option's text."""
+        return next(option.text for option in self.options if option.label == self.answer)
+
+    def label_of(self, text: str) -> str | None:
+        """The label of the option whose text is `text`, or None."""
+        return next((option.label for option in self.options if option.text == text), None)
+
+    def regions(self) -> list[dict[str, Any]]:
+        """The evidence as regions: [{"id": "ann<id>", "bbox": [x, y, w, h], "label": category}, ...]."""
+        return [{"id": f"ann{inst.ann_id}", "bbox": list(inst.bbox), "label": inst.category} for inst in self.evidence]
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-ready view of the question (for build records and journals)."""
+        return {"key": self.key, "template": self.template, "question": self.question,
+                "options": [{"label": o.label, "text": o.text} for o in self.options],
+                "answer": self.answer, "facts": dict(self.facts), "regions": self.regions()}
+
+
+def gold_letter_counts(questions: Iterable[Question]) -> dict[str, int]:
+    """How often each letter is the gold answer (a build reports it: shuffling should balance it)."""
+    counts: dict[str, int] = {}
+    for question in questions:
+        counts[question.answer] = counts.get(question.answer, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def question_rng(seed: int, key: str) -> np.random.Generator:
+    """The generator of one question's random choices, from the build seed and the question key."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
+def _shuffled_options(texts: Sequence[str], gold: str, rng: np.random.Generator) -> tuple[tuple[Option, ...], str]:
+    order = rng.permutation(len(texts))
+    options = tuple(Option(LETTERS[i], texts[j]) for i, j in enumerate(order))
+    return options, next(o.label for o in options if o.text == gold)
+
+
+def _area(inst: Instance, scene: Scene) -> float:
+    _, _, w, h = inst.bbox
+    return (w * h) / float(scene.width * scene.height)
+
+
+class _SceneView:
+    """The instances of one scene grouped by category, with the size rules applied."""
+
+    def __init__(self, scene: Scene, rules: QuestionRules) -> None:
+        self.scene, self.rules = scene, rules
+        crowded = {inst.category for inst in scene.instances if inst.iscrowd}
+        groups: dict[str, list[Instance]] = {}
+        for inst in scene.editable:
+            groups.setdefault(inst.category, []).append(inst)
+        self.groups = {cat: tuple(insts) for cat, insts in sorted(groups.items()) if cat not in crowded}
+        self.crowd = frozenset(inst.ann_id for inst in scene.instances if inst.iscrowd)
+        self.boxes = {inst.ann_id: inst.bbox for inst in scene.instances}
+
+    @functools.cached_property
+    def masks(self) -> dict[int, np.ndarray]:
+        """Every instance's pixel mask (crowd ones too: they still occupy space), decoded once."""
+        return {inst.ann_id: inst.mask(self.scene.height, self.scene.width) for inst in self.scene.instances}
+
+    def large_enough(self, inst: Instance) -> bool:
+        return _area(inst, self.scene) >= self.rules.min_instance_area
+
+    def small_enough(self, inst: Instance) -> bool:
+        limit = self.rules.max_subject_area
+        return limit is None or _area(inst, self.scene) < limit
+
+    def countable(self) -> list[tuple[str, tuple[Instance, ...]]]:
+        """Categories whose every instance is large enough (and small enough, for small targets)."""
+        return [(cat, insts) for cat, insts in self.groups.items()
+                if len(insts) <= self.rules.max_count
+                and all(self.large_enough(i) and self.small_enough(i) for i in insts)]
+
+    def singles(self) -> list[Instance]:
+        """Instances that are the only one of their category and large enough."""
+        return [insts[0] for insts in self.groups.values() if len(insts) == 1 and self.large_enough(insts[0])]
+
+
+def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int,
+                    target_rules: TargetRules) -> Question | None:
+    scene, rules = view.scene, view.rules
+    mask = view.masks[inst.ann_id]
+    palette = target_rules.color_palette(inst.category)
+    if not mask.any() or movable_reason(inst.ann_id, view.masks, view.boxes, view.crowd) is not None:
+        return None
+    current = object_color(rgb, mask)
+    if not current.dominant or current.name not in palette:
+        return None
+    shares = np.bincount(name_labs(rgb_to_lab(rgb[mask])), minlength=len(COLOR_NAMES)) / float(mask.sum())
+    secondary = {name for name, share in zip(COLOR_NAMES, shares) if share >= SECONDARY_SHARE}
+    plausible = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, palette)
+                 if c not in secondary]
+    others = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E) if c not in secondary and c not in plausible]
+    key = f"color:{scene.image_id}:{inst.ann_id}"
+    rng = question_rng(seed, key)
+    wanted = rules.n_options - 1
+    distractors = [plausible[i] for i in rng.permutation(len(plausible))][:wanted]
+    distractors += [others[i] for i in rng.permutation(len(others))][:wanted - len(distractors)]
+    if len(distractors) < wanted:
+        return None
+    options, answer = _shuffled_options([current.name, *distractors], current.name, rng)
+    name = display_name(inst.category)
+    verb = "are" if inst.category in PLURAL_ONLY else "is"
+    return Question(key, "color", f"What color {verb} the {name}?", options, answer, (inst,),
+                    {"category": inst.category, "color": current.name})
+
+
+def _count_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int) -> Question:
+    count, n = len(insts), view.rules.n_options
+    key = f"count:{view.scene.image_id}:{'+'.join(str(i.ann_id) for i in insts)}"
+    rng = question_rng(seed, key)
+    starts = [s for s in range(count - n + 1, count) if s >= 0]
+    start = starts[int(rng.integers(len(starts)))]
+    texts = [str(value) for value in range(start, start + n)]
+    options, answer = _shuffled_options(texts, str(count), rng)
+    name = display_name(category)
+    noun = f"pairs of {name}" if category in PLURAL_ONLY else plural(name)
+    return Question(key, "count", f"How many {noun} are there in the image?", options, answer, insts,
+                    {"category": category, "count": count})
+
+
+def _existence_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int) -> Question:
+    key = f"existence:{view.scene.image_id}:{'+'.join(str(i.ann_id) for i in insts)}"
+    options, answer = _shuffled_options(["yes", "no"], "yes", question_rng(seed, key))
+    name = display_name(category)
+    text = f"Are there {name} in the image?" if category in PLURAL_ONLY else f"Is there {with_article(name)} in the image?"
+    return Question(key, "existence", text, options, answer, insts, {"category": category, "count": len(insts)})
+
+
+def _relation_question(view: _SceneView, first: Instance, second: Instance, seed: int) -> Question | None:
+    (x1, _, w1, _), (x2, _, w2, _) = first.bbox, second.bbox
+    gap = max(x2 - (x1 + w1), x1 - (x2 + w2))
+    if gap < view.rules.min_relation_gap * view.scene.width:
+        return None
+    key = f"relation:{view.scene.image_id}:{first.ann_id}+{second.ann_id}"
+    rng = question_rng(seed, key)
+    pairs = [(s, r) for s, r in ((first, second), (second, first)) if view.small_enough(s)]
+    if not pairs:
+        return None
+    subject, reference = pairs[int(rng.integers(len(pairs)))]
+    relation = "left" if subject.bbox[0] < reference.bbox[0] else "right"
+    options, answer = _shuffled_options(["left", "right"], relation, rng)
+    text = (f"Is the {display_name(subject.category)} to the left or to the right of the "
+            f"{display_name(reference.category)}?")
+    return Question(key, "relation", text, options, answer, (subject, reference),
+                    {"subject": subject.category, "reference": reference.category, "relation": relation})
+
+
+def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequence[str] = TEMPLATES,
+                    rules: QuestionRules = QuestionRules(), target_rules: TargetRules = TargetRules()) -> list[Question]:
+    """Every question the templates allow on one scene (module docstring), in a deterministic order.
+
+    `rgb` is the scene's decoded HxWx3 uint8 image (colour questions read its pixels). Unknown
+    template names raise ValueError.
+    """
+    unknown = sorted(set(templates) - set(TEMPLATES))
+    if unknown:
+        raise ValueError(f"unknown question template(s) {', '.join(unknown)}; known: {', '.join(TEMPLATES)}")
+    view = _SceneView(scene, rules)
+    questions: list[Question] = []
+    if "color" in templates and not is_monochrome(rgb):
+        for inst in view.singles():
+            if inst.category not in PEOPLE and view.small_enough(inst):
+                question = _color_question(view, inst, rgb, seed, target_rules)
+                if question is not None:
+                    questions.append(question)
+    if "count" in templates:
+        questions += [_count_question(view, cat, insts, seed) for cat, insts in view.countable()]
+    if "existence" in templates:
+        questions += [_existence_question(view, cat, insts, seed) for cat, insts in view.countable()]
+    if "relation" in templates:
+        singles = view.singles()
+        for i, first in enumerate(singles):
+            for second in singles[i + 1:]:
+                question = _relation_question(view, first, second, seed)
+                if question is not None:
+                    questions.append(question)
+    return questions
