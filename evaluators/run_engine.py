@@ -116,6 +116,9 @@ class ProbePlan(Protocol):
     def provenance(self) -> dict[str, Any]:
         """Further run.json fields, recorded but not compared."""
 
+    # Optional: `images_per_request` (int), the most images one request shows when that is more than two
+    # (`run --serve` starts vLLM with that --limit-mm-per-prompt).
+
     def shows(self, item: Any) -> dict[str, Any]:
         """What the item's probes show the model, as JSON: its images' sha256 and any question and option
         text not fixed by the prompt templates; never gold answers or verification. The run dir is bound
@@ -213,6 +216,11 @@ class ItemAsker:
     def pending(self, probe: str) -> bool:
         """Whether this probe still needs an answer."""
         return self.answered(probe) is None
+
+    @property
+    def model(self) -> str:
+        """The model this run asks (the `model` of every line)."""
+        return self._session.settings.model
 
     @property
     def run_dir(self) -> Path:

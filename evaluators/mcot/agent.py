@@ -69,7 +69,7 @@ class CropStore:
         self.item = item
         self.folder = folder
         self._rgb: np.ndarray | None = None
-        self._made: dict[str, tuple[bytes, str]] = {}
+        self._made: dict[str, asyncio.Future[tuple[bytes, str]]] = {}
         self._images: dict[str, DerivedImage] = {}
 
     async def region(self, region: Region) -> tuple[DerivedImage, str]:
@@ -85,9 +85,9 @@ class CropStore:
                                  lambda rgb: noise_like(region, seed, f"{self.item.id}:{index}"), region)
 
     async def _image(self, name: str, transform: str, make: Any, region: Region) -> tuple[DerivedImage, str]:
-        if name not in self._made:
-            self._made[name] = await asyncio.to_thread(self._make, name, make)
-        png, sha = self._made[name]
+        if name not in self._made:  # one making per crop, awaited by every caller (replays run at once)
+            self._made[name] = asyncio.ensure_future(asyncio.to_thread(self._make, name, make))
+        png, sha = await self._made[name]
         if name not in self._images:
             self._images[name] = DerivedImage(key=sha, sources=(self.item.image,), transform=transform,
                                               make=lambda: png, size=lambda: (region.width, region.height))

@@ -41,6 +41,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="continue: the last assistant message is continued (vLLM continue_final_message); "
                              "user-turn: a final user turn asks only for the answer")
     replay.add_argument("--seed", type=int, default=0, help="seed of the rule injector and the noise crops")
+    replay.add_argument("--traces", type=Path, metavar="FILE",
+                        help="replay the trace lines of this predictions file instead of running the agent loop")
     replay.add_argument("--injector-model", metavar="MODEL",
                         help="inject the text mistakes with this model (OpenAI-compatible; default: the offline rule "
                              "injector)")
@@ -63,7 +65,7 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
     if options.get("injector_model"):
         injector = LlmInjector(ModelEndpoint("openai", options["injector_model"], options.get("injector_base_url"),
                                              options.get("injector_api_key_env")))
-    return McotProbePlan(settings, injector)
+    return McotProbePlan(settings, injector, options.get("traces"))
 
 
 def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:

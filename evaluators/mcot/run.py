@@ -12,12 +12,16 @@ Per item, in order:
   an empty response and `meta.skipped` = "no tool call" (answered, so a resumed run does not ask
   again; the scorer leaves such items out of the intervention metrics and counts them). A failed
   trace gets error lines for its replays (retried on a re-run with the trace).
+- `traces` (a predictions file, `--traces`): its trace lines are taken as the items' traces (meta
+  kept, `submitted_by` naming their model) and only the replays are asked, so a submitted file of
+  traces is replayed the same way.
 - A RUN_DIR resumes only with the same protocol, coordinates, turn limit, continuation, seed,
   injector and prompts (`resume_settings`).
 """
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from mmfaith.evaluators.image_payload import Shown
@@ -33,13 +37,43 @@ REPLAYS = PROBES[1:]
 SKIPPED = "no tool call"
 
 
+def read_traces(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
+    """The answered `trace` lines of a predictions file (the last per id), and the file's sha256;
+    an error naming the line for one that is not a prediction or holds no meta.trace."""
+    from mmfaith.errors import MmfaithError
+    from mmfaith.images import sha256_file
+    from mmfaith.jsonl import read_jsonl
+    from mmfaith.schema import check_record
+
+    if not path.is_file():
+        raise MmfaithError(f"--traces {path}: no such file; pass the predictions.jsonl that holds the traces.")
+    traces = {}
+    for number, line in read_jsonl(path):
+        check_record("prediction", line, f"{path}:{number}")
+        if line["probe"] != "trace" or line["response"] is None:
+            continue
+        if not isinstance((line.get("meta") or {}).get("trace"), dict):
+            raise MmfaithError(f"{path}:{number}: a trace line without meta.trace; traces are replayed from the "
+                               "record `mmfaith run mcot` writes (docs/mcot.md#the-trace-record).")
+        traces[line["id"]] = line
+    if not traces:
+        raise MmfaithError(f"--traces {path}: holds no answered trace line.")
+    return traces, sha256_file(path)
+
+
 class McotProbePlan:
     """The plan (module docstring)."""
 
-    def __init__(self, settings: AgentSettings, injector: Injector) -> None:
+    def __init__(self, settings: AgentSettings, injector: Injector, traces: Path | None = None) -> None:
         self.settings = settings
         self.injector = injector
+        self.traces, self.traces_sha256 = read_traces(traces) if traces else ({}, None)
         self._crop_images: dict[str, list[Shown]] = {}
+
+    @property
+    def images_per_request(self) -> int:
+        """The most images one request shows: the image and one crop per turn (what `run --serve` lets vLLM take)."""
+        return self.settings.max_turns + 1
 
     def expected_probes(self, item: McotItem) -> tuple[str, ...]:
         return PROBES
@@ -52,7 +86,7 @@ class McotProbePlan:
         s = self.settings
         return {"protocol": s.protocol, "coords": s.coords, "max_turns": s.max_turns, "continuation": s.continuation,
                 "seed": s.seed, "injector": self.injector.name, "prompt_version": PROMPT_VERSION,
-                "prompts_sha256": prompts_hash()}
+                "prompts_sha256": prompts_hash(), "traces_sha256": self.traces_sha256}
 
     def provenance(self) -> dict[str, Any]:
         return {"trace_version": "mcot-trace/1"}
@@ -70,7 +104,12 @@ class McotProbePlan:
 
     async def _run_item(self, item: McotItem, asker: ItemAsker, crops: CropStore) -> None:
         trace_line = asker.answered("trace")
-        if trace_line is None:
+        if trace_line is None and item.id in self.traces:  # a submitted trace: replayed, not run
+            submitted = self.traces[item.id]
+            trace_line = {"id": item.id, "probe": "trace", "response": submitted["response"], "model": asker.model,
+                          "meta": {**submitted["meta"], "submitted_by": submitted["model"], "error": None}}
+            await asker.write(trace_line)
+        elif trace_line is None:
             trace_line = await run_trace(item, asker, self.settings, crops)
             await asker.write(trace_line)
         pending = [probe for probe in REPLAYS if asker.pending(probe)]
