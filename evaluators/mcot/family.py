@@ -1,6 +1,8 @@
 """MCoT's code for the family registry (mmfaith/families.py declares the family itself)."""
 from __future__ import annotations
 
+from typing import Any
+
 from mmfaith.builders.mcot import cli as build_cli
 from mmfaith.evaluators.mcot import cli as evaluator_cli
 from mmfaith.families import FamilyParts
@@ -12,5 +14,11 @@ def parts() -> FamilyParts:
         add_build_options=build_cli.add_build_options, build=build_cli.run_build,
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
-        score=evaluator_cli.score, reference_model=evaluator_cli.reference_model)
+        score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release)
+
+
+def _release(request: Any) -> Any:
+    from mmfaith.release.mcot import release_mcot
+
+    return release_mcot(request)
 
