@@ -8,6 +8,7 @@ raise Misfit); the merge applies Votes to records without knowing the family.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 VERDICTS = ("accept", "reject")
 
@@ -27,3 +28,19 @@ class Vote:
     notes: str | None = None
     edits: dict[str, str] = field(default_factory=dict)
     time: str | None = None
+
+
+def text_of(item: dict[str, Any], name: str) -> str:
+    """The single text of a textarea result, stripped; Misfit unless it is exactly one string."""
+    text = item.get("value", {}).get("text")
+    if not isinstance(text, list) or len(text) != 1 or not isinstance(text[0], str):
+        raise Misfit(f"{name}: expected one text, found {text!r}")
+    return text[0].strip()
+
+
+def choices_of(item: dict[str, Any], name: str, allowed: tuple[str, ...]) -> list[str]:
+    """The choices of a choices result; Misfit for a value outside `allowed`."""
+    chosen = item.get("value", {}).get("choices")
+    if not isinstance(chosen, list) or not chosen or any(c not in allowed for c in chosen):
+        raise Misfit(f"{name}: expected choices among {list(allowed)}, found {chosen!r}")
+    return chosen

@@ -18,6 +18,8 @@ from PIL import Image, ImageDraw
 
 from mmfaith.annotation.family import Family
 from mmfaith.annotation.votes import VERDICTS, Misfit, Vote
+from mmfaith.annotation.votes import choices_of as _choices
+from mmfaith.annotation.votes import text_of as _texts
 
 NAME = "spd-faith"
 REASONS = ("artifact", "invisible change", "unnatural", "other")
@@ -91,22 +93,6 @@ def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: di
                         for n, d in enumerate(diffs, start=1)],
         "caption": record["caption"] or "",
     }
-
-
-def _texts(item: dict[str, Any], name: str) -> str:
-    """The single text of a textarea result; Misfit unless it is exactly one string."""
-    text = item.get("value", {}).get("text")
-    if not isinstance(text, list) or len(text) != 1 or not isinstance(text[0], str):
-        raise Misfit(f"{name}: expected one text, found {text!r}")
-    return text[0].strip()
-
-
-def _choices(item: dict[str, Any], name: str, allowed: tuple[str, ...]) -> list[str]:
-    """The choices of a choices result; Misfit for a value outside `allowed`."""
-    chosen = item.get("value", {}).get("choices")
-    if not isinstance(chosen, list) or not chosen or any(c not in allowed for c in chosen):
-        raise Misfit(f"{name}: expected choices among {list(allowed)}, found {chosen!r}")
-    return chosen
 
 
 def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_id: int,

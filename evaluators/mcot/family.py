@@ -14,7 +14,8 @@ def parts() -> FamilyParts:
         add_build_options=build_cli.add_build_options, build=build_cli.run_build,
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
-        score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release)
+        score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release,
+        labeling=_labeling)
 
 
 def _release(request: Any) -> Any:
@@ -22,3 +23,9 @@ def _release(request: Any) -> Any:
 
     return release_mcot(request)
 
+
+
+def _labeling() -> Any:
+    from mmfaith.annotation.mcot.tasks import family
+
+    return family()
