@@ -131,3 +131,50 @@ def test_loader_refuses_a_broken_record(tmp_path: Path, capsys: pytest.CaptureFi
     (out / "records.jsonl").write_text(lines[0] + "\n" + json.dumps(broken) + "\n")
     with pytest.raises(Exception, match=r"records.jsonl:2: not an MCoT record: .*'answer' is a required property"):
         open_mcot_dataset(out)
+
+
+FROM_HUB = """
+import sys
+from huggingface_hub import HfApi
+api = HfApi(token="tok")
+for repo, folder in (("craigwu/vstar_bench", sys.argv[1]), ("DreamMr/HR-Bench", sys.argv[2])):
+    api.create_repo(repo, repo_type="dataset")
+    api.upload_folder(folder_path=folder, repo_id=repo, repo_type="dataset")
+from mmfaith.cli import main
+assert main(["build", "mcot", "--source", "vstar", "--source-path", "craigwu/vstar_bench", "--out", "hub-vstar"]) == 0
+assert main(["build", "mcot", "--source", "hrbench-4k", "--source-path", "DreamMr/HR-Bench", "--out", "hub-hr"]) == 0
+"""
+
+
+def test_hub_ids_are_fetched_with_huggingface_hub(tmp_path: Path) -> None:
+    """Both sources by Hub id through huggingface_hub against the local fake Hub (tests/hub_server.py): the same
+    records as from the folders, the snapshot's commit as the revision; HR-Bench fetches only its size's file."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.hub_server import FakeHub
+
+    vstar = write_vstar_folder(tmp_path / "vstar")
+    hr = tmp_path / "hr"
+    write_hrbench(hr, "4k")
+    write_hrbench(hr, "8k")
+    fake = FakeHub("tok").start()
+    env = {**os.environ, "HF_ENDPOINT": fake.url, "HF_TOKEN": "tok", "HF_HUB_DISABLE_XET": "1",
+           "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HOME": str(tmp_path / "hf"),
+           "PYTHONPATH": str(Path(__file__).parent.parent)}
+    try:
+        done = subprocess.run([sys.executable, "-c", FROM_HUB, str(vstar), str(hr)], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=300)
+    finally:
+        fake.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    for hub_build, source, path in (("hub-vstar", "vstar", vstar), ("hub-hr", "hrbench-4k", hr)):
+        local = tmp_path / f"local-{source}"
+        assert main(["build", "mcot", "--source", source, "--source-path", str(path), "--out", str(local)]) == 0
+        fetched = records(tmp_path / hub_build)
+        assert [(r["id"], r["question"], r["answer"], r["image_sha256"], r["targets"]) for r in fetched] == \
+               [(r["id"], r["question"], r["answer"], r["image_sha256"], r["targets"]) for r in records(local)]
+        assert all(len(r["source"]["revision"]) == 40 for r in fetched)
+    snapshots = list((tmp_path / "hf").rglob("hr_bench_*"))
+    assert {p.name for p in snapshots if p.is_file() or p.is_symlink()} == {"hr_bench_4k.parquet"}

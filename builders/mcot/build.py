@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from mmfaith import __version__
-from mmfaith.builders.mcot.sources import SourceItem, read_source, source_revision
+from mmfaith.builders.mcot.sources import SourceItem, read_source, resolve_origin
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, png_bytes, sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
@@ -70,14 +70,15 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
         from mmfaith.builders.mcot.coco import coco_items
 
         items: Iterable[SourceItem] = coco_items(request)
-        origin = str(request.coco_annotations or "embedded COCO sample")
+        origin, revision = str(request.coco_annotations or "embedded COCO sample"), None
         rules: dict[str, Any] | None = {"max_subject_area": request.max_subject_area,
                                         "templates": ["color", "relation"]}
     else:
         if not request.source_path:
             raise MmfaithError(f"--source {request.source} needs --source-path (a dataset folder, a parquet/TSV file "
                                "or a Hub id ORG/NAME[@REVISION]).")
-        items = read_source(request.source, request.source_path, request.columns)
+        path, revision = resolve_origin(request.source, request.source_path)
+        items = read_source(request.source, path, request.columns)
         origin, rules = request.source_path, None
     prepare_out_dir(request.out, "build")
     (request.out / IMAGES).mkdir(exist_ok=True)
@@ -103,7 +104,7 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
             "options": [{"label": label, "text": text} for label, text in item.options],
             "answer": item.answer, "category": item.category, "image": f"{IMAGES}/{sha}.png", "image_sha256": sha,
             "width": width, "height": height, "targets": [dict(target) for target in item.targets],
-            "source": {"dataset": request.source, "origin": origin, "revision": source_revision(origin),
+            "source": {"dataset": request.source, "origin": origin, "revision": revision,
                        "item_id": item.item_id, "file_name": item.file_name, **item.extra},
             "verification": {"status": "pending", "annotators": [], "notes": None, "task_id": None, "time": None},
             "build": build,

@@ -2,7 +2,8 @@
 
 Contract
 --------
-`read_source(kind, origin, columns)` yields `SourceItem`s (the question, options, answer letter,
+`resolve_origin(kind, origin)` gives the local path to read (fetching a Hub id) and its commit;
+`read_source(kind, path, columns)` yields `SourceItem`s (the question, options, answer letter,
 category, evidence boxes and the image's encoded bytes) in the source's own order.
 
 - `kind` is "vstar", "hrbench-4k" or "hrbench-8k".
@@ -69,41 +70,43 @@ def parse_columns(text: str | None) -> dict[str, str]:
     return mapping
 
 
-def read_source(kind: str, origin: str, columns: dict[str, str] | None = None) -> Iterator[SourceItem]:
-    """The items of one source (module docstring)."""
-    columns = dict(columns or {})
-    known = VSTAR_COLUMNS if kind == "vstar" else HRBENCH_COLUMNS
-    unknown = sorted(set(columns) - set(known))
-    if unknown:
-        raise MmfaithError(f"--columns: {', '.join(unknown)} is not a field of {kind} (its fields: {', '.join(known)}).")
+def resolve_origin(kind: str, origin: str) -> tuple[Path, str | None]:
+    """(the local file or folder to read, the Hub commit it was fetched at; None for a local path).
+
+    A Hub id is fetched with huggingface_hub (its cache; offline with HF_HUB_OFFLINE=1 once cached):
+    V* whole (questions, images, annotations), HR-Bench only the file of its size."""
     path = Path(origin)
-    if not path.exists():
-        if not _HUB_ID.match(origin):
-            raise MmfaithError(f"--source-path {origin}: no such file or folder, and not a Hub id ORG/NAME[@REVISION].")
-        path = _download(origin)
-    if kind == "vstar":
-        yield from _vstar(path, columns)
-    elif kind in ("hrbench-4k", "hrbench-8k"):
-        yield from _hrbench(path, kind.split("-")[1], columns)
-    else:
-        raise MmfaithError(f"unknown source {kind!r}; known: {', '.join(KINDS)}, coco.")
-
-
-def source_revision(origin: str) -> str | None:
-    """The revision a Hub id names (`ORG/NAME@REV`), None for local files."""
-    return origin.partition("@")[2] or None if not Path(origin).exists() and _HUB_ID.match(origin) else None
-
-
-def _download(origin: str) -> Path:
+    if path.exists():
+        return path, None
+    if not _HUB_ID.match(origin):
+        raise MmfaithError(f"--source-path {origin}: no such file or folder, and not a Hub id ORG/NAME[@REVISION].")
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     repo_id, _, revision = origin.partition("@")
+    patterns = None if kind == "vstar" else [f"hr_bench_{kind.split('-')[-1]}.*"]
     try:
-        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None))
+        folder = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None,
+                                        allow_patterns=patterns))
     except (HfHubHTTPError, LocalEntryNotFoundError) as exc:
         raise MmfaithError(f"{origin}: cannot fetch that Hub dataset ({exc.__class__.__name__}); check the id, the "
                            "revision, HF_TOKEN, or pass a local folder.") from exc
+    return folder, folder.name  # huggingface_hub's snapshot folder is named by the commit
+
+
+def read_source(kind: str, path: Path, columns: dict[str, str] | None = None) -> Iterator[SourceItem]:
+    """The items of one source read from a local file or folder (module docstring; `resolve_origin` for Hub ids)."""
+    columns = dict(columns or {})
+    if kind not in KINDS:
+        raise MmfaithError(f"unknown source {kind!r}; known: {', '.join(KINDS)}, coco.")
+    known = VSTAR_COLUMNS if kind == "vstar" else HRBENCH_COLUMNS
+    unknown = sorted(set(columns) - set(known))
+    if unknown:
+        raise MmfaithError(f"--columns: {', '.join(unknown)} is not a field of {kind} (its fields: {', '.join(known)}).")
+    if kind == "vstar":
+        yield from _vstar(path, columns)
+    else:
+        yield from _hrbench(path, kind.split("-")[1], columns)
 
 
 def _column(row: dict[str, Any], name: str, columns: dict[str, str], where: str) -> Any:
