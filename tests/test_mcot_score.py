@@ -2,6 +2,7 @@
 directions over the real reference server (HTTP) on a built COCO set."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -23,7 +24,8 @@ def item(number: int, category: str, trace: int, none: int | None = None, text: 
         correct.update(replay_none=none, replay_text=text, replay_visual=visual)
     return ItemOutcome(id=f"i{number}", category=category, source_key=f"img{number}", trace_answered=answered,
                        correct=correct, visual=none is not None, text_changed=changed, tool_calls=calls,
-                       crop_region_size=size, reliable=reliable, sufficient=sufficient)
+                       crop_region_size=size, reliable=reliable, sufficient=sufficient,
+                       answers={probe: "A" if right else "B" for probe, right in correct.items()})
 
 
 GOLDEN = [
@@ -58,7 +60,10 @@ def test_golden_accuracy_ates_mcnemar_crz_tcc() -> None:
     assert overall["crop_region_size"] == pytest.approx(0.165) and overall["tool_call_count"] == pytest.approx(1.4)
     # reliability 1,1,0,1 = 3/4; sufficiency 1,1,1,0 = 3/4
     assert overall["reliability"] == 0.75 and overall["sufficiency"] == 0.75
-    assert overall["agreement_replay_none_trace"] == 1.0
+    assert overall["agreement_replay_none_trace"] == 1.0  # every visual item: replay_none gives the trace's letter
+    # two wrong answers that differ (trace C, replay_none D): equally wrong, but no agreement
+    differing = dataclasses.replace(GOLDEN[2], answers={**GOLDEN[2].answers, "trace": "C", "replay_none": "D"})
+    assert summarize([*GOLDEN[:2], differing, GOLDEN[3]], 0, 0)["overall"]["agreement_replay_none_trace"] == 0.75
     counts = overall["counts"]
     assert (counts["visual"], counts["no_tool_call"], counts["text_unchanged"], counts["traces_answered"]) == (4, 1, 1, 5)
     # by category: x holds items 1, 2, 6 (trace right 2 of 3); its ATE_visual: none 1,1 -> visual 1,0 = -0.5

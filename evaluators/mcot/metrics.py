@@ -6,7 +6,8 @@ the trace has a visual component (at least one crop), whether the text injection
 anything, the judge's labels, the crop region size and the tool-call count.
 
 Aggregates (`summarize`):
-- `accuracy_trace`: over every item; `accuracy_replay_*`: over items with a visual component (4.1).
+- `accuracy_trace`: over every item; `accuracy_replay_*`: over items with a visual component (4.1);
+  `agreement_replay_none_trace`: share of visual items whose replay_none gives the trace's answer.
 - `ATE_text` = acc(replay_text) - acc(replay_none) over visual items whose injection changed the
   text; `ATE_visual` = acc(replay_visual) - acc(replay_none) over visual items (4.1, eqs. 3-4).
   Each with its discordant counts b (right without, wrong with the intervention) and c (the
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ class ItemOutcome:
     crop_region_size: float | None
     reliable: int | None = None
     sufficient: int | None = None
+    answers: dict[str, str | None] = field(default_factory=dict)  # probe -> the option label it gave
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,7 +101,7 @@ def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str
     return {
         "accuracy_trace": accuracy(items, "trace"),
         **{f"accuracy_{probe}": accuracy(visual, probe) for probe in REPLAYS},
-        "agreement_replay_none_trace": _mean([int(item.correct["replay_none"] == item.correct["trace"])
+        "agreement_replay_none_trace": _mean([int(item.answers.get("replay_none") == item.answers.get("trace"))
                                               for item in visual]),
         "ATE_text": text["value"], "ATE_visual": visual_ate["value"],
         "ate": {"text": text, "visual": visual_ate},

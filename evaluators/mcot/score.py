@@ -75,12 +75,13 @@ def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str,
     else:
         letter = trace.get("answer") if trace else None
     correct = {"trace": int(letter is not None and letter == record["answer"])}
+    answers = {"trace": letter}
     visual = bool(trace and trace["crops"])
     text_changed = False
     if visual:
         for probe in REPLAYS:
-            meta = lines.get(probe, {}).get("meta", {})
-            correct[probe] = int(meta.get("answer") is not None and meta.get("answer") == record["answer"])
+            answers[probe] = lines.get(probe, {}).get("meta", {}).get("answer")
+            correct[probe] = int(answers[probe] is not None and answers[probe] == record["answer"])
         text_changed = bool(lines.get("replay_text", {}).get("meta", {}).get("injection", {}).get("changed"))
     width, height = item.size
     size = (sum(r.area for r in trace_regions(trace)) / (width * height)) if visual and trace else None
@@ -90,7 +91,7 @@ def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str,
                        text_changed=text_changed, tool_calls=calls,
                        crop_region_size=None if size is None else round(size, 6),
                        reliable=None if verdict is None else verdict["reliable"],
-                       sufficient=None if verdict is None else verdict["sufficient"])
+                       sufficient=None if verdict is None else verdict["sufficient"], answers=answers)
 
 
 def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
