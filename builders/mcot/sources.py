@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.hub import HUB_REPO
 
 KINDS = ("vstar", "hrbench-4k", "hrbench-8k")
 VSTAR_COLUMNS = ("image", "text", "label", "category", "question_id")
@@ -41,7 +42,6 @@ HRBENCH_COLUMNS = ("index", "question", "answer", "A", "B", "C", "D", "category"
 VSTAR_QUESTIONS = "test_questions.jsonl"
 _OPTION_LINE = re.compile(r"^\(([A-Z])\)\s*(.*)$")
 _INSTRUCTION = "answer with the option"
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[^@/]+)?$")
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def resolve_origin(kind: str, origin: str) -> tuple[Path, str | None]:
     path = Path(origin)
     if path.exists():
         return path, None
-    if not _HUB_ID.match(origin):
+    if not HUB_REPO.match(origin):
         raise MmfaithError(f"--source-path {origin}: no such file or folder, and not a Hub id ORG/NAME[@REVISION].")
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -122,8 +123,6 @@ def _coords(messages: list[dict[str, Any]]) -> str:
 
 def _last_mentioned(text: str, options: list[dict[str, str]]) -> str | None:
     """The label of the option whose text the text mentions last (as a whole word), None when none."""
-    import re
-
     best, where = None, -1
     for option in options:
         for match in re.finditer(r"\b" + re.escape(option["text"].lower()) + r"\b", text.lower()):

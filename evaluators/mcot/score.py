@@ -27,7 +27,7 @@ from mmfaith.evaluators.mcot.run import PROBES, REPLAYS
 from mmfaith.evaluators.predictions import read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, replace_folder
 from mmfaith.jsonl import canonical_json, write_atomic
-from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_dataset
+from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
 from mmfaith.outdir import prepare_out_dir
 
 

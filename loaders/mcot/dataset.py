@@ -13,6 +13,7 @@ from typing import Any
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
+from mmfaith.hub import HUB_REPO, download_release
 from mmfaith.evaluators.image_payload import ImageRef
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import read_jsonl, write_atomic
@@ -56,13 +57,11 @@ class McotDataset:
 
 def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None) -> McotDataset:
     """A build dir, a release folder or a Hub id (module docstring)."""
-    from mmfaith.loaders.spd_faith.dataset import HUB_REPO, _download_release
-
     path = Path(path)
     if (path / "manifest.json").is_file():
         return _open_release(path, cache_dir)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(_download_release(str(path)), cache_dir)
+        return _open_release(download_release(str(path)), cache_dir)
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise MmfaithError(f"{path}: not an MCoT build dir (no records.jsonl), release folder (no manifest.json) or "

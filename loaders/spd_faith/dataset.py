@@ -8,13 +8,14 @@ a release folder).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
+from mmfaith.hub import HUB_REPO
+from mmfaith.hub import download_release as _download_release
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import read_jsonl, write_atomic
 from mmfaith.schema import schema_errors
@@ -52,9 +53,6 @@ class SpdDataset:
 
     def by_id(self) -> dict[str, SpdPair]:
         return {pair.id: pair for pair in self.pairs}
-
-
-HUB_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(@[^@/]+)?$")
 
 
 def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
@@ -133,17 +131,3 @@ def _cached_image(images: Path, data: bytes | None, sha256: str, where: str) -> 
     if not path.is_file():
         write_atomic(path, data)
     return path
-
-
-def _download_release(source: str) -> Path:
-    """A local snapshot of the Hub release `ORG/NAME[@REVISION]` (huggingface_hub's cache)."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
-    repo_id, _, revision = source.partition("@")
-    try:
-        return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision or None,
-                                      allow_patterns=["README.md", "manifest.json", "data/**"]))
-    except (HfHubHTTPError, LocalEntryNotFoundError) as exc:
-        raise MmfaithError(f"{source}: no local folder of that name, and no Hub dataset either ({exc.__class__.__name__}: "
-                           f"{str(exc).splitlines()[0]}); check the path, or the repo id, revision and HF_TOKEN.") from exc
