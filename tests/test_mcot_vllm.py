@@ -71,3 +71,19 @@ def test_vllm_runs_the_agent_loop(vllm_server: VllmEndpoint, oracle_traces: tupl
         trace = line["meta"]["trace"]
         assert line["response"] is not None and trace["version"] == "mcot-trace/1"
         assert len(trace["turns"]) == 1 and trace["stopped"] in ("answer", "no_answer", "max_turns")
+
+
+def test_run_serve_gives_vllm_an_image_per_turn(vllm_python: Path, tiny_vlm_dir: Path,
+                                                oracle_traces: tuple[Path, Path], tmp_path: Path) -> None:
+    """`run mcot --serve` starts vLLM with --limit-mm-per-prompt of max_turns + 1 images (here 3 + 1)."""
+    from tests.conftest import TINY_MAX_MODEL_LEN
+
+    build, traces = oracle_traces
+    run_dir = tmp_path / "run"
+    assert main(["run", "mcot", "--dataset", str(build), "--serve", str(tiny_vlm_dir), "--model", "tiny-idefics3",
+                 "--vllm-python", str(vllm_python), "--serve-max-model-len", str(TINY_MAX_MODEL_LEN),
+                 "--out", str(run_dir), "--traces", str(traces), "--max-turns", "3", *FLAGS]) == 0
+    log = (run_dir / "vllm.log").read_text()
+    assert "--limit-mm-per-prompt" in log or "limit_mm_per_prompt" in log
+    assert '{"image": 4}' in log or "'image': 4" in log
+    assert all(line["response"] is not None for line in _lines(run_dir))
