@@ -15,7 +15,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from mmfaith.annotation.family import Family
-from mmfaith.annotation.votes import VERDICTS, Misfit, Vote, choices_of, text_of
+from mmfaith.annotation.votes import Misfit, Vote, controls_of, text_of, verdict_of
 
 NAME = "mcot"
 REASONS = ("question unclear", "answer wrong", "another option also right", "target box wrong", "other")
@@ -70,26 +70,8 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
               annotator: str, time: str | None) -> Vote:
     """An annotation's result as a Vote; Misfit when it does not fit the config (unknown control, wrong
     type, no verdict, reject without reason, reasons on an accept, an empty question)."""
-    seen: dict[str, dict[str, Any]] = {}
-    for item in result:
-        name = item.get("from_name") if isinstance(item, dict) else None
-        if name not in KINDS:
-            raise Misfit(f"unknown control {name!r}")
-        if item.get("type") != KINDS[name]:
-            raise Misfit(f"{name}: expected type {KINDS[name]}, found {item.get('type')!r}")
-        if name in seen:
-            raise Misfit(f"{name}: given twice")
-        seen[name] = item
-    if "verdict" not in seen:
-        raise Misfit("no verdict (accept or reject)")
-    verdict = choices_of(seen["verdict"], "verdict", VERDICTS)
-    if len(verdict) != 1:
-        raise Misfit(f"verdict: expected one of {list(VERDICTS)}, found {verdict!r}")
-    reasons = tuple(sorted(choices_of(seen["reasons"], "reasons", REASONS))) if "reasons" in seen else ()
-    if verdict[0] == "reject" and not reasons:
-        raise Misfit("reject without a reason")
-    if verdict[0] == "accept" and reasons:
-        raise Misfit(f"accept with reject reasons {list(reasons)}")
+    seen = controls_of(result, KINDS.get)
+    verdict, reasons = verdict_of(seen, REASONS)
     edits = {}
     if "question" in seen:
         question = text_of(seen["question"], "question")
@@ -98,7 +80,7 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
         if question != record["question"]:
             edits["question"] = question
     notes = text_of(seen["notes"], "notes") if "notes" in seen else ""
-    return Vote(annotation_id=annotation_id, annotator=annotator, verdict=verdict[0], reasons=reasons,
+    return Vote(annotation_id=annotation_id, annotator=annotator, verdict=verdict, reasons=reasons,
                 notes=notes or None, edits=edits, time=time)
 
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.hub import HUB_REPO, download_release
 from mmfaith.evaluators.image_payload import ImageRef
-from mmfaith.images import sha256_bytes, sha256_file
-from mmfaith.jsonl import read_jsonl, write_atomic
+from mmfaith.images import sha256_file
+from mmfaith.jsonl import read_jsonl
+from mmfaith.release.reader import cached_image, images_dir, release_identity, release_rows
 from mmfaith.schema import schema_errors
 
 
@@ -88,29 +88,14 @@ def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
 
 
 def _open_release(folder: Path, cache_dir: Path | None) -> McotDataset:
-    import pyarrow.parquet as pq
-
     from mmfaith.loaders.mcot.rows import row_to_record
-    from mmfaith.release.manifest import read_manifest
 
-    manifest = read_manifest(folder)
-    images = (cache_dir or default_cache_dir()) / "images"
-    images.mkdir(parents=True, exist_ok=True)
-    items, seen = [], set()
-    for name, entry in sorted(manifest["files"].items()):
-        if "config" not in entry:
-            continue
-        rows = (row for batch in pq.ParquetFile(folder / name).iter_batches(batch_size=16) for row in batch.to_pylist())
-        for number, row in enumerate(rows):
-            where = f"{folder / name} row {number}"
-            record = row_to_record(row)
-            check_item(record, where, seen)
-            data = row["image"]["bytes"]
-            if data is None or sha256_bytes(data) != record["image_sha256"]:
-                raise MmfaithError(f"{where}: image bytes do not hash to the record's sha256; run `mmfaith verify {folder}`.")
-            image = images / f"{record['image_sha256']}.png"
-            if not image.is_file():
-                write_atomic(image, data)
-            items.append(McotItem(record, image))
-    manifest_hash = sha256_file(folder / "manifest.json")[:16]
-    return McotDataset(items, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")
+    manifest, rows = release_rows(folder)
+    images = images_dir(cache_dir)
+    items: list[McotItem] = []
+    seen: set[str] = set()
+    for where, row in rows:
+        record = row_to_record(row)
+        check_item(record, where, seen)
+        items.append(McotItem(record, cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
+    return McotDataset(items, *release_identity(folder, manifest))
