@@ -14,6 +14,7 @@ from mmfaith.cli import main
 from mmfaith.evaluators.mcot.judge import RELIABILITY_PROMPT
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.loaders.mcot.dataset import open_mcot_dataset
+from mmfaith.schema import schema_errors
 from tests.chat_server import ChatServer, request_images, request_text
 from tests.mcot_fixtures import write_vstar_folder
 
@@ -58,7 +59,7 @@ def test_llm_judge_labels_cache_and_agreement(oracle_run: tuple[Path, Path], tmp
     gold_a = [i for i, r in records.items() if r["answer"] == "A"]
     assert metrics["overall"]["reliability"] == len(colour) / 4
     assert metrics["overall"]["sufficiency"] == len(gold_a) / 4
-    assert metrics["provenance"]["judge"] == "llm:judge:mcot-judge/1"
+    assert metrics["provenance"]["judge"] == "llm:judge:mcot-judge/1" and schema_errors("mcot_metrics", metrics) == []
     # the geometric judge says 1 / 1 everywhere (the oracle zooms onto the targets and answers right)
     agreement = metrics["judge_agreement"]
     assert agreement["reliable"] == {"n": 4, "agreement": len(colour) / 4}

@@ -14,6 +14,7 @@ from mmfaith.evaluators.mcot.judge import GeometricJudge, JudgeCase
 from mmfaith.evaluators.mcot.metrics import ItemOutcome, ate, summarize
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.loaders.mcot.dataset import open_mcot_dataset
+from mmfaith.schema import schema_errors
 
 
 def item(number: int, category: str, trace: int, none: int | None = None, text: int | None = None,
@@ -108,7 +109,9 @@ def run_and_score(build: Path, model: str, folder: Path, *flags: str) -> dict:
                      "--out", str(folder / "run"), "--no-progress", *flags]) == 0
     assert main(["score", "mcot", "--dataset", str(build), "--predictions", str(folder / "run" / "predictions.jsonl"),
                  "--from-run", "--out", str(folder / "score"), "--bootstrap", "100"]) == 0
-    return json.loads((folder / "score" / "metrics.json").read_text())
+    metrics = json.loads((folder / "score" / "metrics.json").read_text())
+    assert schema_errors("mcot_metrics", metrics) == []
+    return metrics
 
 
 @pytest.mark.parametrize("flags", [(), ("--tool-protocol", "functions", "--coords", "normalized",
@@ -154,6 +157,7 @@ def test_score_outputs_are_deterministic_and_plotted(coco_build: Path, tmp_path:
     for name in ("metrics.json", "items.jsonl", "report.md", "metrics.png", "tool_call_count.png",
                  "crop_region_size.png"):
         assert (again / name).read_bytes() == (tmp_path / "a" / "score" / name).read_bytes()
+    assert schema_errors("mcot_metrics", first) == []
     report = (again / "report.md").read_text()
     assert "McNemar p (exact)" in report and "ATE_visual" in report and first["provenance"]["family"] == "mcot"
     items = [json.loads(line) for line in (again / "items.jsonl").read_text().splitlines()]
