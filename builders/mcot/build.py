@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
+from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.builders.mcot.sources import SourceItem, read_source, resolve_origin
@@ -52,6 +53,7 @@ class McotBuildRequest:
     coco_annotations: Path | None = None
     coco_images: Path | None = None
     max_subject_area: float = 0.01
+    progress: bool = True
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,7 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
     by_source_hash: dict[str, tuple[str, int, int]] = {}  # the source bytes' sha256 -> the PNG written
-    for item in items:
+    for item in tqdm(items, unit="question", desc="build mcot", disable=not request.progress, total=request.limit):
         if request.limit is not None and len(records) >= request.limit:
             break
         record_id = f"{request.source}-{item.item_id}"

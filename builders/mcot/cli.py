@@ -31,6 +31,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of every choice (COCO option order)")
     parser.add_argument("--max-pixels", type=int, default=None, help="refuse larger images (default 50,000,000)")
     parser.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -47,7 +48,7 @@ def run_build(args: argparse.Namespace) -> int:
                                columns=parse_columns(args.columns), seed=args.seed, limit=args.limit,
                                max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
                                coco_annotations=args.coco_annotations, coco_images=args.images,
-                               max_subject_area=args.max_subject_area)
+                               max_subject_area=args.max_subject_area, progress=not args.no_progress)
     summary = build_mcot(request)
     categories = ", ".join(f"{name} {count}" for name, count in sorted(summary.by_category.items()))
     print(f"built {summary.items} MCoT questions on {summary.images} images in {summary.out} ({categories})")
