@@ -157,11 +157,14 @@ def test_malformed_call_clamping_crop_of_a_crop_and_the_turn_limit(vstar_build: 
     dataset = open_mcot_dataset(vstar_build)
     ScriptedModel.bodies = []
     run_dir = tmp_path / "run"
+    own_prompt = tmp_path / "system.txt"  # the functions run uses a model's own system prompt
+    own_prompt.write_text("Zoom with the function, answer in <answer></answer>.")
+    extra = ["--system-prompt", str(own_prompt)] if protocol == "functions" else []
     try:
         with _serve("mcot-scripted", ScriptedModel, dataset, "script") as server:
             assert main(["run", "mcot", "--dataset", str(vstar_build), "--model", "script", "--base-url",
                          server.base_url, "--out", str(run_dir), "--no-progress", "--coords", "pixels", "--max-turns",
-                         "4", "--tool-protocol", protocol, "--limit", "1", "--concurrency", "1"]) == 0
+                         "4", "--tool-protocol", protocol, "--limit", "1", "--concurrency", "1", *extra]) == 0
     finally:
         families.unregister("mcot-scripted")
     line = _lines(run_dir)[("vstar-0", "trace")]
@@ -176,6 +179,8 @@ def test_malformed_call_clamping_crop_of_a_crop_and_the_turn_limit(vstar_build: 
     # the model was told about its malformed call, and the loop went on
     second_request = json.dumps(ScriptedModel.bodies[1]["messages"][2:])
     assert "Error: the tool call" in second_request and "not valid JSON" in second_request
+    system = ScriptedModel.bodies[0]["messages"][0]["content"][0]["text"]
+    assert (system == own_prompt.read_text()) == (protocol == "functions")
     if protocol == "functions":
         roles = [m["role"] for m in ScriptedModel.bodies[2]["messages"]]
         assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "user"]
@@ -256,4 +261,8 @@ def test_a_resumed_run_asks_nothing_again_and_a_changed_setting_is_refused(vstar
         assert seen == 4 * (2 + 3)  # per item: two trace turns, three replays
         assert main(args) == 0 and server.requests_seen == seen
         assert main([*args, "--coords", "pixels"]) == 2
-    assert "field 'coords' is 'resized'" in capsys.readouterr().err
+        assert "field 'coords' is 'resized'" in capsys.readouterr().err
+        prompt = tmp_path / "prompt.txt"
+        prompt.write_text("You are a careful zoomer.")
+        assert main([*args, "--system-prompt", str(prompt)]) == 2
+        assert "field 'system_prompt_sha256' is None" in capsys.readouterr().err

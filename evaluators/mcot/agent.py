@@ -53,6 +53,8 @@ class AgentSettings:
     max_turns: int = 6
     continuation: str = "continue"
     seed: int = 0
+    system_prompt: str | None = None
+    """Replaces the built-in system prompt (a model's own, e.g. DeepEyes'); None: `protocol.system_prompt`."""
 
     def extra(self) -> dict[str, Any] | None:
         return {"tools": [TOOL]} if self.protocol == "functions" else None
@@ -116,7 +118,7 @@ def first_turns(item: McotItem, settings: AgentSettings) -> list[Turn]:
     """The system prompt and the first user turn (image, question, options)."""
     width, height = item.size
     grid = grid_size(width, height, settings.coords) if settings.coords == "resized" else None
-    return [Turn("system", (system_prompt(settings.protocol, settings.coords),)),
+    return [Turn("system", (settings.system_prompt or system_prompt(settings.protocol, settings.coords),)),
             Turn("user", (item.image, question_text(item.record["question"], item.record["options"], grid)))]
 
 

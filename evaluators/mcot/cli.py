@@ -36,6 +36,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                        help="the boxes' convention: pixels of the image as sent, normalized 0-1000, or Qwen2.5-VL's "
                             "smart_resize grid (DeepEyes, Pixel-Reasoner)")
     agent.add_argument("--max-turns", type=int, default=6, metavar="N", help="model calls per trace at most")
+    agent.add_argument("--system-prompt", type=Path, metavar="FILE",
+                       help="use this system prompt (a model's own, e.g. the one it was trained with) instead of "
+                            "mmfaith's; its hash is recorded")
     replay = parser.add_argument_group("the replays")
     replay.add_argument("--continuation", choices=CONTINUATIONS, default="continue",
                         help="continue: the last assistant message is continued (vLLM continue_final_message); "
@@ -59,8 +62,13 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
 
     if options["max_turns"] < 1:
         raise MmfaithError(f"--max-turns must be 1 or more, not {options['max_turns']}.")
+    prompt_file = options.get("system_prompt")
+    try:
+        prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MmfaithError(f"--system-prompt {prompt_file}: cannot read it as UTF-8 text ({exc}).") from exc
     settings = AgentSettings(protocol=options["protocol"], coords=options["coords"], max_turns=options["max_turns"],
-                             continuation=options["continuation"], seed=options["seed"])
+                             continuation=options["continuation"], seed=options["seed"], system_prompt=prompt)
     injector: Any = RuleInjector()
     if options.get("injector_model"):
         injector = LlmInjector(ModelEndpoint("openai", options["injector_model"], options.get("injector_base_url"),

@@ -30,6 +30,7 @@ from mmfaith.evaluators.mcot.agent import CROPS_DIR, AgentSettings, CropStore, r
 from mmfaith.evaluators.mcot.interventions import Injector, inject
 from mmfaith.evaluators.mcot.protocol import PROMPT_VERSION, answer_letter, final_answer, prompts_hash
 from mmfaith.evaluators.run_engine import ItemAsker
+from mmfaith.images import sha256_bytes
 from mmfaith.loaders.mcot.dataset import McotItem
 
 PROBES = ("trace", "replay_none", "replay_text", "replay_visual")
@@ -86,7 +87,8 @@ class McotProbePlan:
         s = self.settings
         return {"protocol": s.protocol, "coords": s.coords, "max_turns": s.max_turns, "continuation": s.continuation,
                 "seed": s.seed, "injector": self.injector.name, "prompt_version": PROMPT_VERSION,
-                "prompts_sha256": prompts_hash(), "traces_sha256": self.traces_sha256}
+                "prompts_sha256": prompts_hash(), "traces_sha256": self.traces_sha256,
+                "system_prompt_sha256": None if s.system_prompt is None else sha256_bytes(s.system_prompt.encode())}
 
     def provenance(self) -> dict[str, Any]:
         return {"trace_version": "mcot-trace/1"}
