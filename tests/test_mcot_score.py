@@ -162,3 +162,18 @@ def test_score_outputs_are_deterministic_and_plotted(coco_build: Path, tmp_path:
     assert "McNemar p (exact)" in report and "ATE_visual" in report and first["provenance"]["family"] == "mcot"
     items = [json.loads(line) for line in (again / "items.jsonl").read_text().splitlines()]
     assert all(line["judge"]["coverage"] >= 0.5 for line in items)
+
+
+def test_report_compares_models_paired_by_item(coco_build: Path, tmp_path: Path) -> None:
+    n = len(open_mcot_dataset(coco_build).items)
+    run_and_score(coco_build, "zoom-oracle", tmp_path / "oracle")
+    blind = run_and_score(coco_build, "blind", tmp_path / "blind")
+    assert main(["report", str(tmp_path / "oracle" / "score"), str(tmp_path / "blind" / "score"), "--out",
+                 str(tmp_path / "cmp"), "--bootstrap", "100"]) == 0
+    pair = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["pairs"][0]
+    # the oracle is right everywhere, blind on k items: a - b = (n - k) / n, every other item discordant one way
+    k = round(blind["overall"]["accuracy_trace"] * n)
+    assert (pair["items"], pair["right_only_a"], pair["right_only_b"]) == (n, n - k, 0)
+    assert pair["accuracy_trace_diff"] == pytest.approx((n - k) / n)
+    assert pair["p_mcnemar"] == pytest.approx(2 * 0.5 ** (n - k))
+    assert "McNemar p" in (tmp_path / "cmp" / "report.md").read_text() and (tmp_path / "cmp" / "compare.png").is_file()
