@@ -74,7 +74,8 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         overall = metrics["overall"]
         rows.append([label, *(fmt_ci(overall[m.key], overall["ate"]["text" if m.key == "ATE_text" else "visual"]["ci95"])
                               if m.key.startswith("ATE") else fmt(overall[m.key]) for m in family.metrics),
-                     *(fmt(overall["ate"][k]["p_mcnemar"]) for k in ("text", "visual"))])
+                     *("n/a" if overall["ate"][k]["p_mcnemar"] is None else f"{overall['ate'][k]['p_mcnemar']:.4g}"
+                       for k in ("text", "visual"))])
     lines = ["# MCoT comparison", "", f"Dataset {first['provenance']['dataset']['id']} "
              f"(revision {first['provenance']['dataset']['revision']}).", ""]
     lines += md_table(["model", *(m.name for m in family.metrics), "p (ATE_text)", "p (ATE_visual)"], rows) + [""]
