@@ -90,6 +90,7 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
                        help="geometric (offline: the crops cover the target boxes) or an OpenAI-compatible vision model")
     judge.add_argument("--judge-base-url", metavar="URL", help="the judge model's base URL")
     judge.add_argument("--judge-api-key-env", metavar="NAME", help="environment variable holding the judge's key")
+    judge.add_argument("--judge-workers", type=int, default=4, metavar="N", help="parallel judge calls")
     judge.add_argument("--judge-agreement", metavar="geometric|MODEL",
                        help="also run this second judge and report how often the two agree")
     judge.add_argument("--coverage", type=float, default=None, metavar="SHARE",

@@ -40,6 +40,7 @@ class McotScoreRequest:
     judge_base_url: str | None = None
     judge_api_key_env: str | None = None
     judge_agreement: str | None = None
+    judge_workers: int = 4
     coverage: float = COVERAGE
     from_run: bool = False
     n_bootstrap: int = 1000
@@ -53,7 +54,7 @@ class McotScoreRequest:
             raise MmfaithError("score mcot needs --dataset (the build dir, release folder or Hub id that was run).")
         return cls(dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=args.judge,
                    judge_base_url=args.judge_base_url, judge_api_key_env=args.judge_api_key_env,
-                   judge_agreement=args.judge_agreement, coverage=COVERAGE if args.coverage is None else args.coverage,
+                   judge_agreement=args.judge_agreement, judge_workers=args.judge_workers, coverage=COVERAGE if args.coverage is None else args.coverage,
                    from_run=args.from_run, n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite,
                    drop_stale=args.drop_stale)
 
@@ -99,6 +100,8 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     dataset = open_mcot_dataset(request.dataset)
+    if request.judge_workers < 1:
+        raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
     judge = request.make_judge(request.judge)
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
     read = read_predictions(request.predictions, {item.id: PROBES for item in dataset.items}, request.from_run,
@@ -110,15 +113,14 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     dataset_key = {"id": dataset.dataset_id, "revision": dataset.revision}
     check_score_dir(out, ((request.predictions, "--predictions"), (request.dataset, "--dataset")), dataset_key,
                     read.sha256, request.overwrite)
-    items, verdicts, seconds = [], [], []
-    for item in dataset.items:
-        lines = {probe: read.answered[(item.id, probe)] for probe in PROBES if (item.id, probe) in read.answered}
-        case = _case(item, lines)
-        verdict = judge.judge(case) if case else None
-        items.append(outcome(item, lines, verdict))
-        verdicts.append(verdict)
-        if second is not None and case is not None:
-            seconds.append((verdict, second.judge(case)))
+    lines_of = [{probe: read.answered[(item.id, probe)] for probe in PROBES if (item.id, probe) in read.answered}
+                for item in dataset.items]
+    cases = [_case(item, lines) for item, lines in zip(dataset.items, lines_of)]
+    verdicts = _judge_all(judge, cases, request.judge_workers)
+    items = [outcome(item, lines, verdict) for item, lines, verdict in zip(dataset.items, lines_of, verdicts)]
+    seconds = []
+    if second is not None:
+        seconds = [(a, b) for a, b in zip(verdicts, _judge_all(second, cases, request.judge_workers)) if a is not None]
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
@@ -143,6 +145,14 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     write_report(metrics, staging)
     replace_folder(out, staging)
     return metrics
+
+
+def _judge_all(judge: GeometricJudge | LlmJudge, cases: list[JudgeCase | None], workers: int) -> list[dict[str, Any] | None]:
+    """Every case's verdict in order (None where there is no case), `workers` judge calls at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda case: judge.judge(case) if case is not None else None, cases))
 
 
 def _case(item: McotItem, lines: dict[str, dict[str, Any]]) -> JudgeCase | None:
