@@ -111,5 +111,7 @@ def _card(request: ReleaseRequest, rows: dict[str, int], kept: list[dict[str, An
         sizes_table="".join(f"| `{c}` | {CONFIG_WHAT[c]} | {n} |\n" for c, n in rows.items()),
         categories_table="".join(f"| `{c}` | {cat} | {n} |\n" for (c, cat), n in sorted(categories.items())),
         status_line=("Every item was accepted by annotators." if request.include == "accepted" else
-                     f"Released with `--include all`: statuses {verification['released_statuses']}."),
+                     "Released with `--include all`: " + ", ".join(
+                         f"{n} {status}" for status, n in verification["released_statuses"].items())
+                     + " (pending: not yet checked by an annotator; rejected items are never released)."),
         default_config=next(iter(rows)))
