@@ -51,3 +51,35 @@ def quickstart(request: QuickstartRequest) -> Path:
     report_dir = request.out / "report"
     compare_scores(score_dirs, report_dir, seed=request.seed)
     return report_dir
+
+
+VFAITH_REFERENCE_MODELS = ("oracle", "memorizer")
+
+
+def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: int = 1, progress: bool = True) -> Path:
+    """VFaith's flow into `out` (build/, runs/MODEL/, scores/MODEL/, report/): a small offline build of the
+    embedded sample, the oracle and the memorizer (the two ends of the scale) run over HTTP and scored, one
+    report in the paper's Table 2 layout; returns the report dir."""
+    from mmfaith.builders.vfaith.build import BuildRequest as VfaithBuildRequest, build_vfaith
+    from mmfaith.evaluators.run_settings import RunSettings
+    from mmfaith.evaluators.vfaith.report import compare_scores as compare_vfaith
+    from mmfaith.evaluators.vfaith.run import run_vfaith
+    from mmfaith.evaluators.vfaith.score import ScoreRequest as VfaithScoreRequest, score_vfaith
+    from mmfaith.loaders.vfaith.dataset import open_vfaith_dataset
+
+    build_dir = out / "build"
+    build_vfaith(VfaithBuildRequest(out=build_dir, per_template=per_template, seed=seed, workers=workers,
+                                    inpainter=resolve_inpainter("auto", None), progress=progress))
+    dataset = open_vfaith_dataset(build_dir)
+    score_dirs = []
+    for model in VFAITH_REFERENCE_MODELS:
+        run_dir, score_dir = out / "runs" / model, out / "scores" / model
+        with ReferenceServer(dataset, model, family="vfaith") as server:
+            run_vfaith(RunSettings(dataset=build_dir, model=model, base_urls=(server.base_url,), out=run_dir,
+                                   progress=progress))
+        score_vfaith(VfaithScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
+                                        from_run=True, seed=seed))
+        score_dirs.append(score_dir)
+    report_dir = out / "report"
+    compare_vfaith(score_dirs, report_dir, seed=seed)
+    return report_dir

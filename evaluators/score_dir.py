@@ -1,33 +1,36 @@
-"""A score dir (`mmfaith score --out`), for every family: refused when foreign, replaced whole.
+"""A score dir, for every family's scorer: refuse to overwrite what is not a score of the same inputs, and
+replace the folder whole.
 
-Contract
---------
 - `check_score_dir(out, inputs, dataset, predictions_sha256, overwrite)`: a non-empty `out` is
-  accepted only when it is a previous score of the same inputs (its metrics.json's provenance names
-  the same `dataset` {id, revision} and `predictions_sha256`) or with `overwrite`; a folder that holds
-  one of the `inputs` ((path, flag) pairs) is always refused, since a score replaces its folder whole.
-- `replace_folder(out, staging)`: the staging folder takes `out`'s place, the old folder moved aside
-  first and removed last, so a failed score leaves the old one intact.
+  refused unless its metrics.json's provenance names the same dataset ({"id", "revision"}) and
+  predictions sha256, or `overwrite`; an `out` holding one of the `inputs` (flag -> path) is always
+  refused (the score replaces the folder whole).
+- `replace_folder(out, staging)`: put `staging` where `out` is, the old folder moved aside first
+  and removed last, so a failed score leaves the old one intact and no file of an older score survives.
+- `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines), metrics.json
+  (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
+  then put in its place (`replace_folder`).
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.jsonl import canonical_json, write_atomic
 
 
-def check_score_dir(out: Path, inputs: Sequence[tuple[Path | None, str]], dataset: dict[str, Any],
-                    predictions_sha256: str, overwrite: bool) -> None:
+def check_score_dir(out: Path, inputs: Mapping[str, Path | None], dataset: Mapping[str, Any], predictions_sha256: str,
+                    overwrite: bool) -> None:
     """Refuse a non-empty --out that is not a previous score of these inputs, unless `overwrite` (module docstring)."""
     held = sorted(p.name for p in out.iterdir())
     if not held:
         return
-    for source, flag in inputs:
+    for flag, source in inputs.items():
         if source is not None and source.exists() and source.resolve().is_relative_to(out.resolve()):
             raise MmfaithError(f"score --out {out}: holds the {flag} input {source}, and a score replaces its folder "
                                "whole; choose another --out.")
@@ -35,7 +38,7 @@ def check_score_dir(out: Path, inputs: Sequence[tuple[Path | None, str]], datase
         return
     try:
         previous = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["provenance"]
-        same = previous["dataset"] == dataset and previous["predictions_sha256"] == predictions_sha256
+        same = previous["dataset"] == dict(dataset) and previous["predictions_sha256"] == predictions_sha256
     except (OSError, ValueError, KeyError, TypeError):
         same = False
     if not same:
@@ -51,3 +54,16 @@ def replace_folder(out: Path, staging: Path) -> None:
     os.replace(out, old)
     os.replace(staging, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def publish_scores(out: Path, items: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any],
+                   write_report: Callable[[Mapping[str, Any], Path], Any]) -> None:
+    """Write a score dir whole (module docstring)."""
+    staging = out.parent / f".{out.name}.scoring"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    write_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
+    write_atomic(staging / "metrics.json",
+                 (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_report(metrics, staging)
+    replace_folder(out, staging)

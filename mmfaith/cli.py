@@ -82,14 +82,21 @@ def _add_quickstart(subparsers: argparse._SubParsersAction) -> None:
     quick.add_argument("--multi", type=int, default=4, metavar="N", help="pairs with 2-5 differences")
     quick.add_argument("--controls", type=int, default=2, metavar="N", help="control pairs with no difference")
     quick.add_argument("--seed", type=int, default=0, help="build seed")
+    quick.add_argument("--family", choices=("spd-faith", "vfaith"), default="spd-faith",
+                       help="vfaith: a VFaith build, the oracle and the memorizer, one Table 2 report")
+    quick.add_argument("--per-template", type=int, default=2, metavar="N", help="vfaith: pairs per question template")
     quick.add_argument("--workers", type=int, default=1, help="build worker processes")
     quick.add_argument("--no-progress", action="store_true", help="no progress bars")
     quick.set_defaults(handler=_run_quickstart)
 
 
 def _run_quickstart(args: argparse.Namespace) -> int:
-    from mmfaith.evaluators.quickstart import QuickstartRequest, quickstart
+    from mmfaith.evaluators.quickstart import QuickstartRequest, quickstart, quickstart_vfaith
 
+    if args.family == "vfaith":
+        report = quickstart_vfaith(args.out, args.per_template, args.seed, args.workers, not args.no_progress)
+        print(f"report: {report / 'report.md'}; the pairs: {args.out / 'build' / 'preview.png'}")
+        return 0
     report = quickstart(QuickstartRequest(out=args.out, per_tier=args.per_tier, multi=args.multi,
                                           controls=args.controls, seed=args.seed, workers=args.workers,
                                           progress=not args.no_progress))

@@ -87,7 +87,9 @@ def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max
     return response.choices[0].message.content or ""
 
 
-def _ask_gemini(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+def gemini_client(endpoint: ModelEndpoint) -> Any:
+    """A `google.genai.Client` for the endpoint (its key, timeout, retries and base URL); MmfaithError when the
+    package or the key is missing."""
     try:
         from google import genai
         from google.genai import types
@@ -100,7 +102,13 @@ def _ask_gemini(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max
                                 retry_options=types.HttpRetryOptions(attempts=endpoint.max_retries + 1))
     if endpoint.base_url:
         options.base_url = endpoint.base_url
-    client = genai.Client(api_key=key, http_options=options)
+    return genai.Client(api_key=key, http_options=options)
+
+
+def _ask_gemini(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+    from google.genai import types
+
+    client = gemini_client(endpoint)
     parts = [types.Part.from_bytes(data=png, mime_type="image/png") for png in images_png]
     response = client.models.generate_content(
         model=endpoint.model, contents=[*parts, text],

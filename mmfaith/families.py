@@ -70,6 +70,7 @@ class FamilyParts:
     - `compare(score_dirs, out, n_bootstrap, seed, all_pairs) -> comparison`: `mmfaith report`.
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
     - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
+    - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
     """
 
     open_dataset: Callable[[Path | str], EvalDataset]
@@ -83,6 +84,7 @@ class FamilyParts:
     compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
     release: Callable[[Any], Any] | None = None
+    verify: Callable[[Path], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,42 @@ SPD_FAITH = Family(
     parts_source="mmfaith.evaluators.spd_faith.family:parts",
 )
 
+VFAITH_DOC = "docs/vfaith.md#metrics"
+
+VFAITH = Family(
+    name="vfaith",
+    title="VFaith",
+    summary="a question on an original and an edited image whose one changed cue flips the answer; "
+            "plus a perception subset",
+    record_kinds=("vfaith_pair", "vfaith_perception"),
+    probes=(
+        ProbeInfo("original", "the question about the original image (reasoning, then \\boxed{letter})"),
+        ProbeInfo("edited", "the same question about the edited image"),
+        ProbeInfo("perception", "which statements are true of the edited image? (\\boxed{A, C}: a set)"),
+    ),
+    metrics=(
+        MetricInfo("raw_accuracy", "Raw accuracy", "share of original-image questions answered right",
+                   "higher", (0.0, 1.0), VFAITH_DOC),
+        MetricInfo("edit_accuracy", "Edit accuracy", "share of edited-image questions answered right",
+                   "higher", (0.0, 1.0), VFAITH_DOC),
+        MetricInfo("delta", "Delta (edit - raw)", "accuracy change caused by the edit", "higher", (-1.0, 1.0),
+                   VFAITH_DOC, kind="signed"),
+        MetricInfo("repeat_ratio", "Repeat ratio", "of wrong edited answers, the share that repeat the original "
+                   "ground truth", "lower", (0.0, 1.0), VFAITH_DOC),
+        MetricInfo("repeat_ratio_own", "Repeat ratio (own)", "of wrong edited answers, the share equal to the "
+                   "model's own original answer", "lower", (0.0, 1.0), VFAITH_DOC),
+        MetricInfo("perception_accuracy", "Perception accuracy", "share of perception items whose chosen set of "
+                   "options is exactly the true set", "higher", (0.0, 1.0), VFAITH_DOC),
+        MetricInfo("mcnemar_raw_vs_edit.p_value", "McNemar p (raw vs edit)", "exact two-sided McNemar p-value of "
+                   "paired correctness on the original and edited image", "neither", (0.0, 1.0), VFAITH_DOC),
+    ),
+    reference_models=(
+        ("oracle", "answers each image's gold (every accuracy 1, repeat ratio undefined)"),
+        ("memorizer", "ignores the image: always the original answer (raw 1, edit 0, repeat 1)"),
+    ),
+    parts_source="mmfaith.evaluators.vfaith.family:parts",
+)
+
 MCOT_DOC = "docs/mcot.md"
 
 MCOT = Family(
@@ -211,7 +249,7 @@ MCOT = Family(
     parts_source="mmfaith.evaluators.mcot.family:parts",
 )
 
-_REGISTRY: dict[str, Family] = {SPD_FAITH.name: SPD_FAITH, MCOT.name: MCOT}
+_REGISTRY: dict[str, Family] = {SPD_FAITH.name: SPD_FAITH, VFAITH.name: VFAITH, MCOT.name: MCOT}
 
 
 def register(family: Family) -> None:

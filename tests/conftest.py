@@ -162,3 +162,14 @@ def vllm_server(vllm_python: Path, tiny_vlm_dir: Path,
         os.killpg(endpoint.pgid, 0)
 
 
+
+
+@pytest.fixture(scope="session")
+def vfaith_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A VFaith build of the embedded sample: every template, PatchMatch fills, seed 0 (read-only for tests)."""
+    from mmfaith.builders.inpainters import InpainterSpec
+    from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
+
+    out = tmp_path_factory.mktemp("vfaith") / "build"
+    build_vfaith(BuildRequest(out=out, per_template=3, inpainter=InpainterSpec("patchmatch"), progress=False))
+    return out

@@ -22,3 +22,14 @@ def test_quickstart_reads_perfect_for_the_oracle_and_zero_for_the_blind_model(tm
     report = (tmp_path / "report" / "report.md").read_text()
     assert "| DS |" in report and "pixel-diff" in report and "oracle" in report and "blind" in report
     assert (tmp_path / "report" / "compare_overall.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_vfaith_quickstart_brackets_the_scale_offline(tmp_path: Path, capsys) -> None:
+    assert main(["quickstart", "--family", "vfaith", "--out", str(tmp_path), "--per-template", "1",
+                 "--no-progress"]) == 0
+    assert "report.md" in capsys.readouterr().out
+    oracle = json.loads((tmp_path / "scores" / "oracle" / "metrics.json").read_text())["overall"]
+    memorizer = json.loads((tmp_path / "scores" / "memorizer" / "metrics.json").read_text())["overall"]
+    assert (oracle["raw_accuracy"], oracle["edit_accuracy"], oracle["perception_accuracy"]) == (1.0, 1.0, 1.0)
+    assert (memorizer["edit_accuracy"], memorizer["repeat_ratio"], memorizer["delta"]) == (0.0, 1.0, -1.0)
+    assert "| memorizer |" in (tmp_path / "report" / "report.md").read_text()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.hub import HUB_REPO
+from mmfaith.loaders.release_files import HUB_REPO
 
 KINDS = ("vstar", "hrbench-4k", "hrbench-8k")
 VSTAR_COLUMNS = ("image", "text", "label", "category", "question_id")

@@ -11,7 +11,6 @@ so a re-run with the same arguments skips what is done and continues; a torn las
 """
 from __future__ import annotations
 
-import platform
 import sys
 import time
 from collections import Counter, deque
@@ -20,12 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
 from tqdm import tqdm
 
 from mmfaith import __version__
-from mmfaith.builders.coco_source import CocoSource, Scene, embedded_sample
+from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
+from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.gates import MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.spd_faith.planners import PlannerSpec
@@ -37,7 +35,7 @@ from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.worker_pool import Pending, WorkerPool
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -79,17 +77,6 @@ class BuildSummary:
     out: Path
 
 
-def _source(request: BuildRequest) -> CocoSource:
-    if (request.annotations is None) != (request.images is None):
-        raise MmfaithError("give both --coco-annotations FILE and --images DIR, or neither for the embedded sample.")
-    if request.annotations is None:
-        annotations, images = embedded_sample()
-        return CocoSource(annotations, images, dataset_name="mmfaith-coco-sample")
-    if not request.images.is_dir():
-        raise MmfaithError(f"{request.images}: images folder not found (--images).")
-    return CocoSource(request.annotations, request.images)
-
-
 def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
     """The settings that decide what each slot makes; resuming with another recipe is refused.
 
@@ -106,20 +93,6 @@ def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
         "blend_radius": request.blend_radius, "min_delta_e": request.min_delta_e,
         "min_fill_texture": request.min_fill_texture,
     }
-
-
-def _usable_scenes(source: CocoSource, request: BuildRequest) -> tuple[list[Scene], Counter[str]]:
-    """Scenes the build may edit: license allows derivatives (or --allow-noderivs) and one instance or more."""
-    scenes, skipped = [], Counter()
-    for image_id in source.image_ids():
-        scene = source.scene(image_id)
-        if not scene.license.allows_derivatives and not request.allow_noderivs:
-            skipped["noderivs"] += 1
-        elif scene.instance_count == 0:
-            skipped["no_instances"] += 1
-        else:
-            scenes.append(scene)
-    return scenes, skipped
 
 
 def _serves(scene: Scene, source: CocoSource, quota: Quota, request: BuildRequest) -> bool:
@@ -256,7 +229,7 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
     if request.max_pixels < 1:
         raise MmfaithError(f"--max-pixels must be 1 or more, not {request.max_pixels}; leave it out for the default "
                            f"({DEFAULT_MAX_PIXELS}).")
-    source = _source(request)
+    source = open_coco(request.annotations, request.images)
     quotas = make_quotas(request.per_tier, request.multi, request.paper_mix, request.controls)
     if not quotas:
         raise MmfaithError("nothing to build: give --per-tier N, --multi N, --paper-mix N or --controls N.")
@@ -264,12 +237,7 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
     journal = _Journal(out)
     recipe = _recipe(request, source)
     build_json = out / "build.json"
-    if build_json.exists():
-        previous = read_json_object(build_json, "").get("recipe")
-        if previous != recipe:
-            changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
-            raise MmfaithError(f"{out} holds a build made with other settings ({', '.join(changed)} differ); "
-                               "re-run with the same arguments to resume, or choose a new --out.")
+    check_recipe(build_json, recipe)
     for folder in ("images/original", "images/edited", "images/control"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     settings = PairSettings(
@@ -278,18 +246,11 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
         inpainter=request.inpainter,
         planner=request.planner, dataset=source.dataset_name, split=source.split, version=__version__,
         targets=TargetRules(request.inpainter.name, request.recolor_people))
-    _write_build_json(build_json, recipe, request, source, started, None, status="running")
-    try:
-        summary = _build(request, source, quotas, settings, journal)
-    except MmfaithError as exc:
-        _write_build_json(build_json, recipe, request, source, started, None, status="failed", error=str(exc))
-        raise
-    except BaseException as exc:
-        _write_build_json(build_json, recipe, request, source, started, None, status="interrupted",
-                          error=f"{type(exc).__name__}: {exc}")
-        raise
-    _write_build_json(build_json, recipe, request, source, started, summary, status="complete")
-    return summary
+
+    def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
+        _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
+
+    return with_status(write_status, lambda: _build(request, source, quotas, settings, journal))
 
 
 def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], settings: PairSettings,
@@ -299,7 +260,7 @@ def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], setti
     journal.open()
     try:
         _repair_missing_images(out, journal, source, settings)
-        usable, skipped = _usable_scenes(source, request)
+        usable, skipped = usable_scenes(source, request.allow_noderivs)
         runs = [_QuotaRun(quota, _slots(quota, [s for s in usable if _serves(s, source, quota, request)],
                                         request.seed)) for quota in quotas]
         pool = WorkerPool(request.workers)
@@ -440,7 +401,7 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
         "requested": {"per_tier": request.per_tier, "multi": request.multi, "paper_mix": request.paper_mix,
                       "controls": request.controls},
         "workers": request.workers,
-        "environment": {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
+        "environment": environment(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
     }
     if error is not None:

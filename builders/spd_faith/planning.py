@@ -27,16 +27,16 @@ Edit types are drawn with weights per tier: color 0.4, remove 0.3, position 0.3 
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from mmfaith.builders.coco_source import Instance, Scene
-from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
 from mmfaith.builders.edits import dilate, shift
-from mmfaith.builders.targets import TargetRules, movable_reason
+from mmfaith.builders.scene_view import SceneView as SharedSceneView
+from mmfaith.builders.scene_view import seeded_rng
+from mmfaith.builders.targets import TargetRules
 
 TIERS = ("easy", "medium", "hard")
 EDIT_TYPES = ("color", "remove", "position")
@@ -46,11 +46,6 @@ EASY_MIN_AREA = 0.01
 HARD_MAX_AREA = 0.05
 MIN_AREA = 0.001
 MAX_AREA = {"color": 0.5, "remove": 0.15, "position": 0.10}
-MAX_NEIGHBOUR_OVERLAP = 0.02
-MIN_TARGET_DELTA_E = 40.0
-PLACEMENT_TRIES = 200
-MAX_VERTICAL_SHIFT = 0.10
-BORDER_MARGIN = 2
 TYPE_WEIGHTS = {
     "easy": (1 / 3, 1 / 3, 1 / 3),
     "medium": (0.4, 0.3, 0.3),
@@ -125,61 +120,16 @@ def plan_signature(file_name: str, subset: str, plan: list[dict[str, Any]]) -> s
     return f"{file_name}|{subset}|{','.join(edits)}"
 
 
-def seeded_rng(seed: int, *labels: object) -> np.random.Generator:
-    """A generator that depends only on the seed and the given labels (stable across runs and processes)."""
-    digest = hashlib.sha256("/".join([str(seed), *map(str, labels)]).encode("utf-8")).digest()
-    return np.random.default_rng([int(word) for word in np.frombuffer(digest, dtype="<u4")])
-
-
-class SceneView:
-    """A decoded scene with its masks, answering the planners' feasibility questions."""
+class SceneView(SharedSceneView):
+    """The shared scene view (builders/scene_view.py) with SPD-Faith's tiers and edit feasibility."""
 
     def __init__(self, scene: Scene, rgb: np.ndarray, dilation: int, blend_radius: int,
                  rules: TargetRules = TargetRules()) -> None:
-        self.scene = scene
-        self.rgb = rgb
-        self.dilation = dilation
-        self.blend_radius = blend_radius
-        self.rules = rules
-        height, width = rgb.shape[:2]
-        self.pixels = float(height * width)
-        self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
-        self.instances = {inst.ann_id: inst for inst in scene.instances}
-        self._colors: dict[int, ObjectColor] = {}
-        self._monochrome: bool | None = None
+        super().__init__(scene, rgb, dilation, blend_radius, rules)
         self._feasible: dict[int, list[str]] = {}
-
-    def area_ratio(self, ann_id: int) -> float:
-        return float(self.masks[ann_id].sum()) / self.pixels
 
     def tier_of(self, ann_id: int) -> str:
         return difficulty(self.scene.instance_count, self.area_ratio(ann_id))
-
-    def color(self, ann_id: int) -> ObjectColor:
-        """The object's color from its own pixels (colors.object_color), cached."""
-        if ann_id not in self._colors:
-            self._colors[ann_id] = object_color(self.rgb, self.masks[ann_id])
-        return self._colors[ann_id]
-
-    def color_name(self, ann_id: int) -> str:
-        return self.color(ann_id).name
-
-    def color_targets(self, ann_id: int) -> list[str]:
-        """Plausible target colors (category palette), far enough from a dominant color; else none."""
-        if self._monochrome is None:
-            self._monochrome = is_monochrome(self.rgb)
-        palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
-        return distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
-
-    def removal_blocker(self, ann_id: int) -> str | None:
-        """Why the object may not be removed or moved (targets.movable_reason, hole limit), or None."""
-        hole = float(dilate(self.masks[ann_id], self.dilation).sum()) / self.pixels
-        if hole > self.rules.max_hole_area:
-            return (f"hole {hole:.3f} of the image exceeds the {self.rules.inpainter} limit "
-                    f"{self.rules.max_hole_area}")
-        boxes = {ann: inst.bbox for ann, inst in self.instances.items()}
-        crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
-        return movable_reason(ann_id, self.masks, boxes, crowd)
 
     def editable_for(self, tier: str | None) -> list[Instance]:
         """Objects that may be edited in a pair of this tier (None: multi, any size that fits)."""
@@ -193,24 +143,6 @@ class SceneView:
             chosen.append(inst)
         return chosen
 
-    def others_union(self, ann_id: int) -> np.ndarray:
-        union = np.zeros(self.rgb.shape[:2], dtype=bool)
-        for other_id, mask in self.masks.items():
-            if other_id != ann_id:
-                union |= mask
-        return union
-
-    def spares_neighbours(self, ann_id: int) -> bool:
-        """True when the dilated hole covers at most MAX_NEIGHBOUR_OVERLAP of every other instance."""
-        hole = dilate(self.masks[ann_id], self.dilation)
-        for other_id, mask in self.masks.items():
-            if other_id == ann_id:
-                continue
-            other_area = mask.sum()
-            if other_area and (hole & mask).sum() > MAX_NEIGHBOUR_OVERLAP * other_area:
-                return False
-        return True
-
     def footprint(self, edit: PlannedEdit) -> np.ndarray:
         """Every pixel the edit may change."""
         mask = self.masks[edit.ann_id]
@@ -220,35 +152,6 @@ class SceneView:
         if edit.type == "position" and edit.offset is not None:
             hole = hole | dilate(shift(mask, *edit.offset), self.blend_radius)
         return hole
-
-    def find_offset(self, ann_id: int, blocked: np.ndarray, rng: np.random.Generator) -> tuple[int, int] | None:
-        """A whole-pixel (dx, dy) that puts the object on free ground, or None after PLACEMENT_TRIES."""
-        mask = self.masks[ann_id]
-        ys, xs = np.nonzero(mask)
-        y0, y1, x0, x1 = int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
-        height, width = mask.shape
-        crop = dilate(mask, self.blend_radius)[max(0, y0 - self.blend_radius): y1 + self.blend_radius + 1,
-                                               max(0, x0 - self.blend_radius): x1 + self.blend_radius + 1]
-        occupied = blocked | self.others_union(ann_id) | dilate(mask, self.dilation)
-        top, left = max(0, y0 - self.blend_radius), max(0, x0 - self.blend_radius)
-        span_y, span_x = height - crop.shape[0], width - crop.shape[1]
-        if span_y < 0 or span_x < 0:
-            return None
-        max_dy = int(MAX_VERTICAL_SHIFT * height)
-        low_top, high_top = max(0, top - max_dy), min(span_y, top + max_dy)
-        for _ in range(PLACEMENT_TRIES):
-            new_top = int(rng.integers(low_top, high_top + 1))
-            new_left = int(rng.integers(0, span_x + 1))
-            window = occupied[new_top:new_top + crop.shape[0], new_left:new_left + crop.shape[1]]
-            if not (window & crop).any():
-                return new_left - left, new_top - top
-        return None
-
-    def touches_border(self, ann_id: int) -> bool:
-        ys, xs = np.nonzero(self.masks[ann_id])
-        height, width = self.masks[ann_id].shape
-        return bool(ys.min() < BORDER_MARGIN or xs.min() < BORDER_MARGIN
-                    or ys.max() >= height - BORDER_MARGIN or xs.max() >= width - BORDER_MARGIN)
 
     def feasible_types(self, ann_id: int) -> list[str]:
         """The edit types the constraints allow for this object (cached)."""

@@ -15,7 +15,7 @@ def parts() -> FamilyParts:
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
         score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release,
-        labeling=_labeling, compare=_compare)
+        labeling=_labeling, compare=_compare, verify=_verify)
 
 
 def _release(request: Any) -> Any:
@@ -35,3 +35,9 @@ def _compare(score_dirs: Any, out: Any, n_bootstrap: int, seed: int, all_pairs: 
     from mmfaith.evaluators.mcot.report import compare_scores
 
     return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)
+
+
+def _verify(release_dir: Any) -> Any:
+    from mmfaith.release.mcot import verify_mcot_release
+
+    return verify_mcot_release(release_dir)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,8 @@ from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, su
 from mmfaith.evaluators.mcot.protocol import answer_letter, final_answer
 from mmfaith.evaluators.mcot.run import PROBES, REPLAYS
 from mmfaith.evaluators.predictions import read_predictions
-from mmfaith.evaluators.score_dir import check_score_dir, replace_folder
-from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
+from mmfaith.jsonl import write_atomic
 from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -111,7 +110,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
     out = prepare_out_dir(request.out, "score")
     dataset_key = {"id": dataset.dataset_id, "revision": dataset.revision}
-    check_score_dir(out, ((request.predictions, "--predictions"), (request.dataset, "--dataset")), dataset_key,
+    check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset}, dataset_key,
                     read.sha256, request.overwrite)
     lines_of = [{probe: read.answered[(item.id, probe)] for probe in PROBES if (item.id, probe) in read.answered}
                 for item in dataset.items]
@@ -135,15 +134,8 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
-    staging = out.parent / f".{out.name}.scoring"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    write_atomic(staging / "items.jsonl", "".join(
-        canonical_json({**item.to_json(), "judge": verdict}) + "\n" for item, verdict in zip(items, verdicts)).encode())
-    write_atomic(staging / "metrics.json",
-                 (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-    write_report(metrics, staging)
-    replace_folder(out, staging)
+    publish_scores(out, [{**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)], metrics,
+                   write_report)
     return metrics
 
 

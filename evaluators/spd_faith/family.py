@@ -18,7 +18,7 @@ def parts() -> FamilyParts:
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
         score=evaluator_cli.score, compare=evaluator_cli.compare, reference_model=evaluator_cli.reference_model,
-        labeling=_labeling, release=_release)
+        labeling=_labeling, release=_release, verify=_verify)
 
 
 def _labeling() -> Any:
@@ -31,3 +31,9 @@ def _release(request: Any) -> Any:
     from mmfaith.release.writer import release_spd_faith
 
     return release_spd_faith(request)
+
+
+def _verify(release_dir: Any) -> Any:
+    from mmfaith.release.manifest import verify_release
+
+    return verify_release(release_dir)

@@ -11,19 +11,14 @@ import json
 import re
 from typing import Any
 
+from mmfaith.evaluators.answers import last_boxed
+
 NUMBER_WORDS = {"zero": 0, "no": 0, "none": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
                 "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
-_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
 _FENCED = re.compile(r"```(?:json|JSON)?\s*(\[.*?\])\s*```", flags=re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _YES_NO = re.compile(r"\b(yes|no)\b", flags=re.IGNORECASE)
 _COUNT = re.compile(r"\b(\d+|zero|one|two|three|four|five|six|seven|eight|nine|ten)\b", flags=re.IGNORECASE)
-
-
-def last_boxed(text: str) -> str | None:
-    """The content of the last \\boxed{...}, stripped; None if there is none."""
-    found = _BOXED.findall(text or "")
-    return found[-1].strip() if found else None
 
 
 def _final_sentence(text: str) -> str:

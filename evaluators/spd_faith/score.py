@@ -33,8 +33,6 @@ answers are cached under the mmfaith cache dir, `mmfaith.cache`, never in the sc
 """
 from __future__ import annotations
 
-import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,12 +43,11 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.predictions import read_predictions
-from mmfaith.evaluators.score_dir import check_score_dir, replace_folder
+from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
-from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -143,7 +140,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "
                            "resumes), then score again.")
     out = prepare_out_dir(request.out, "score")  # after the inputs are checked: a refused score writes nothing
-    check_score_dir(request.out, ((request.predictions, "--predictions"), (request.dataset, "--dataset")),
+    check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
                     {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
     judge = _judge(request)
     answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
@@ -166,17 +163,14 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     if request.judge_agreement:
         answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
         metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
-    staging = out.parent / f".{out.name}.scoring"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    write_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
-    write_atomic(staging / "metrics.json",
-                 (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-    write_score_report(metrics, staging)
-    if official_block is not None:
-        with open(staging / "report.md", "a", encoding="utf-8") as report:
-            report.write(official_responses.comparison_markdown(metrics))
-    replace_folder(out, staging)
+
+    def write_report(scores: dict[str, Any], folder: Path) -> None:
+        write_score_report(scores, folder)
+        if official_block is not None:
+            with open(folder / "report.md", "a", encoding="utf-8") as report:
+                report.write(official_responses.comparison_markdown(scores))
+
+    publish_scores(out, items, metrics, write_report)
     return metrics
 
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
-from mmfaith.hub import HUB_REPO, download_release
 from mmfaith.evaluators.image_payload import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.release.reader import cached_image, images_dir, release_identity, release_rows
+from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
 from mmfaith.schema import schema_errors
 
 
@@ -88,14 +88,24 @@ def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
 
 
 def _open_release(folder: Path, cache_dir: Path | None) -> McotDataset:
-    from mmfaith.loaders.mcot.rows import row_to_record
+    """The items of every config of a release folder, images materialised in the cache."""
+    import pyarrow.parquet as pq
 
-    manifest, rows = release_rows(folder)
-    images = images_dir(cache_dir)
+    from mmfaith.loaders.mcot.rows import row_to_record
+    from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.mcot import FORMAT
+
+    manifest = read_manifest(folder, FORMAT)
+    images = (cache_dir or default_cache_dir()) / "images"
+    images.mkdir(parents=True, exist_ok=True)
     items: list[McotItem] = []
     seen: set[str] = set()
-    for where, row in rows:
-        record = row_to_record(row)
-        check_item(record, where, seen)
-        items.append(McotItem(record, cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
-    return McotDataset(items, *release_identity(folder, manifest))
+    for name in sorted(name for name, entry in manifest["files"].items() if "config" in entry):
+        batches = pq.ParquetFile(folder / name).iter_batches(batch_size=16)
+        for number, row in enumerate(row for batch in batches for row in batch.to_pylist()):
+            where = f"{folder / name} row {number}"
+            record = row_to_record(row)
+            check_item(record, where, seen)
+            items.append(McotItem(record, cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
+    manifest_hash = sha256_file(folder / "manifest.json")[:16]
+    return McotDataset(items, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")

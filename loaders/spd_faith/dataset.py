@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
-from mmfaith.hub import HUB_REPO
-from mmfaith.hub import download_release as _download_release
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.release.reader import cached_image, images_dir, release_identity, release_rows
+from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
 from mmfaith.schema import schema_errors
 
 
@@ -55,6 +54,8 @@ class SpdDataset:
         return {pair.id: pair for pair in self.pairs}
 
 
+
+
 def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
     """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists.
 
@@ -65,7 +66,7 @@ def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
     if (path / "manifest.json").is_file():
         return _open_release(path, cache_dir)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(_download_release(str(path)), cache_dir)
+        return _open_release(download_release(str(path)), cache_dir)
     return _open_build_dir(path)
 
 
@@ -98,16 +99,26 @@ def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: st
 
 def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
     """The pairs of every config of a release folder, images materialised in the cache."""
+    import pyarrow.parquet as pq
+
+    from mmfaith.release.manifest import read_manifest
     from mmfaith.loaders.spd_faith.rows import row_to_record
 
-    manifest, rows = release_rows(folder)
-    images = images_dir(cache_dir)
+    manifest = read_manifest(folder)
+    images = (cache_dir or default_cache_dir()) / "images"
+    images.mkdir(parents=True, exist_ok=True)
     pairs = []
     seen: set[str] = set()
-    for where, row in rows:
-        record = row_to_record(row)
-        _check_record(record, where, seen, f"; run `mmfaith verify {folder}`")
-        paths = [cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
-                 for side in ("image_a", "image_b")]
-        pairs.append(SpdPair(record, paths[0], paths[1]))
-    return SpdDataset(pairs, *release_identity(folder, manifest))
+    for name, entry in sorted(manifest["files"].items()):
+        if "config" not in entry:
+            continue
+        rows = (row for batch in pq.ParquetFile(folder / name).iter_batches(batch_size=64) for row in batch.to_pylist())
+        for number, row in enumerate(rows):
+            where = f"{folder / name} row {number}"
+            record = row_to_record(row)
+            _check_record(record, where, seen, f"; run `mmfaith verify {folder}`")
+            paths = [cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
+                     for side in ("image_a", "image_b")]
+            pairs.append(SpdPair(record, paths[0], paths[1]))
+    manifest_hash = sha256_file(folder / "manifest.json")[:16]
+    return SpdDataset(pairs, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")

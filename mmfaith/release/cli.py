@@ -73,9 +73,14 @@ def _run_release(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from mmfaith.release.manifest import verify_release
+    from mmfaith import families
+    from mmfaith.release.manifest import MANIFEST
 
-    report = verify_release(args.release)
+    if not (args.release / MANIFEST).is_file():
+        raise MmfaithError(f"{args.release}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` "
+                           "wrote.")
+    verify = families.get(families.family_of_dataset(args.release)).part("verify", "release check")
+    report = verify(args.release)
     if report.problems:
         shown = "\n  ".join(report.problems[:20])
         more = f"\n  ... and {len(report.problems) - 20} more" if len(report.problems) > 20 else ""

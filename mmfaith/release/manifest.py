@@ -1,4 +1,4 @@
-"""manifest.json of a release (SPD-Faith, MCoT: `ROW_FORMATS`), and `verify_release`, which re-checks a release against it.
+"""manifest.json of an SPD-Faith release, and `verify_release`, which re-checks a release against it.
 
 The manifest names exactly what a release is: its name and version, the mmfaith version that
 wrote it, the build it came from (content hashes and recipe, no local paths, no times), what was
@@ -9,6 +9,7 @@ were added, removed or changed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,43 +17,11 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import canonical_json, read_json_object
+from mmfaith.loaders.spd_faith.rows import row_to_record
 from mmfaith.schema import schema_errors
 
 MANIFEST = "manifest.json"
 FORMAT = "mmfaith-spd-faith-release/1"
-
-
-@dataclass(frozen=True)
-class RowFormat:
-    """How a family's release rows read back: the record schema, the module holding `row_to_record`, the
-    image columns (each column's bytes hash to the record's `<column>_sha256`) and the record field
-    (a key path) that names the row's config."""
-
-    title: str
-    schema: str
-    rows_module: str
-    images: tuple[str, ...]
-    config_field: tuple[str, ...]
-
-    def row_to_record(self, row: dict[str, Any]) -> dict[str, Any]:
-        import importlib
-
-        return importlib.import_module(self.rows_module).row_to_record(row)
-
-    def config_of(self, record: dict[str, Any]) -> Any:
-        value: Any = record
-        for key in self.config_field:
-            value = value[key]
-        return value
-
-
-ROW_FORMATS = {
-    FORMAT: RowFormat("SPD-Faith", "spd_faith_pair", "mmfaith.loaders.spd_faith.rows", ("image_a", "image_b"),
-                      ("subset",)),
-    "mmfaith-mcot-release/1": RowFormat("MCoT", "mcot_item", "mmfaith.loaders.mcot.rows", ("image",),
-                                        ("source", "dataset")),
-}
-"""The release formats this mmfaith reads, by manifest `format`."""
 
 
 def row_digest(record: dict[str, Any]) -> str:
@@ -69,14 +38,14 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The manifest of a release folder; MmfaithError when it is missing or not this format."""
+def read_manifest(folder: Path, format: str = FORMAT) -> dict[str, Any]:
+    """The manifest of a release folder; MmfaithError when it is missing or not of `format` (a family's)."""
     path = folder / MANIFEST
     if not path.is_file():
         raise MmfaithError(f"{folder}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` wrote.")
     manifest = read_json_object(path, "pass the folder `mmfaith release` wrote.")
-    if manifest.get("format") not in ROW_FORMATS:
-        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not one of {', '.join(map(repr, ROW_FORMATS))}; "
+    if manifest.get("format") != format:
+        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {format!r}; "
                            "this mmfaith cannot read that release.")
     return manifest
 
@@ -90,19 +59,24 @@ class VerifyReport:
     problems: list[str]
 
 
-def verify_release(folder: Path) -> VerifyReport:
+def verify_release(folder: Path, format: str = FORMAT,
+                   check_row: Callable[[str, dict[str, Any], dict[str, Any], dict[str, str]], list[str]] | None = None
+                   ) -> VerifyReport:
     """Re-hash every file the manifest lists and schema-check every row of every shard.
 
     Checks: the manifest has its `files` and `rows` maps and every file entry its sha256 and size
     (MmfaithError, one line, when not: nothing can be checked against it); each listed file exists
     with its sha256 and size; no file under the folder is unlisted (manifest.json itself and
     top-level hidden entries such as .git or .cache aside); each shard's row count, config and split match the manifest; every row read back is
-    a valid record of its family and config, its images hash to the record's image*_sha256,
+    a valid SPD-Faith record of its config, its two images hash to the record's image_*_sha256,
     and its digest equals the manifest's. Returns every problem found (file, row and field named).
+    Another family's release passes its manifest `format` and its `check_row(where, entry, row, digests)`
+    (the problems of one row; SPD-Faith's `_check_row` by default).
     """
     import pyarrow.parquet as pq
 
-    manifest = read_manifest(folder)
+    manifest = read_manifest(folder, format)
+    check = check_row or _check_row
     problems: list[str] = []
     rows = 0
     listed = _listed_files(folder / MANIFEST, manifest)
@@ -125,8 +99,7 @@ def verify_release(folder: Path) -> VerifyReport:
             count = 0
             for number, row in enumerate(found):
                 count += 1
-                problems.extend(_check_row(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"],
-                                           ROW_FORMATS[manifest["format"]]))
+                problems.extend(check(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"]))
             if count != entry["rows"]:
                 problems.append(f"{name}: {count} rows, the manifest says {entry['rows']}.")
             rows += count
@@ -153,21 +126,19 @@ def _files_under(folder: Path) -> list[str]:
                   and not (name := path.relative_to(folder).as_posix()).startswith(".") and name != MANIFEST)
 
 
-def _check_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str],
-               row_format: RowFormat) -> list[str]:
+def _check_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:
     """Problems of one shard row: readable as a record, valid, in its config, images and digest as listed."""
     try:
-        record = row_format.row_to_record(row)
+        record = row_to_record(row)
     except (KeyError, TypeError, ValueError) as exc:
         return [f"{where}: cannot be read as a record ({exc!r})."]
     problems = []
-    errors = schema_errors(row_format.schema, record)
+    errors = schema_errors("spd_faith_pair", record)
     if errors:
-        problems.append(f"{where}: not a valid {row_format.title} record: {'; '.join(errors[:3])}")
-    config = row_format.config_of(record)
-    if config != entry["config"]:
-        problems.append(f"{where}: {'.'.join(row_format.config_field)} {config!r} in config {entry['config']!r}.")
-    for side in row_format.images:
+        problems.append(f"{where}: not a valid SPD-Faith record: {'; '.join(errors[:3])}")
+    if record["subset"] != entry["config"]:
+        problems.append(f"{where}: subset {record['subset']!r} in config {entry['config']!r}.")
+    for side in ("image_a", "image_b"):
         if sha256_bytes(row[side]["bytes"] or b"") != record[f"{side}_sha256"]:
             problems.append(f"{where}: {side} bytes do not hash to {side}_sha256.")
     if digests.get(record["id"]) != row_digest(record):

@@ -22,13 +22,15 @@ import yaml
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
 from mmfaith.loaders.mcot.dataset import check_item
-from mmfaith.loaders.mcot.rows import features, record_to_row
-from mmfaith.images import sha256_file
+from mmfaith.loaders.mcot.rows import features, record_to_row, row_to_record
+from mmfaith.images import sha256_bytes, sha256_file
+from mmfaith.schema import schema_errors
 from mmfaith.jsonl import read_jsonl
 from mmfaith.outdir import prepare_out_dir
-from mmfaith.release.manifest import MANIFEST, changelog, file_entry, manifest_bytes, previous_manifest, row_digest
-from mmfaith.release.writer import (SPLIT, ReleaseRequest, ReleaseSummary, _build_provenance, _check_request,
-                                    _read_build_json, _verification_summary, write_shards)
+from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
+                                      row_digest, verify_release)
+from mmfaith.release.writer import (SPLIT, ReleaseRequest, ReleaseSummary, build_provenance, check_request,
+                                    read_build_json, verification_summary, write_shards)
 
 FORMAT = "mmfaith-mcot-release/1"
 CONFIGS = ("coco", "vstar", "hrbench-4k", "hrbench-8k")
@@ -38,8 +40,8 @@ CONFIG_WHAT = {"coco": "small-target colour and left/right questions from COCO a
 
 def release_mcot(request: ReleaseRequest) -> ReleaseSummary:
     """Write the release of `request.build` into `request.out` (empty or absent), whole or not at all."""
-    _check_request(request)
-    build_info = _read_build_json(request.build)
+    check_request(request)
+    build_info = read_build_json(request.build)
     records = _read_records(request.build)
     statuses = Counter(r["verification"]["status"] for r in records)
     if request.include == "accepted" and not statuses["accepted"]:
@@ -61,8 +63,8 @@ def release_mcot(request: ReleaseRequest) -> ReleaseSummary:
         rows = {c: sum(s["rows"] for s in shards.values() if s["config"] == c) for c in CONFIGS}
         rows = {c: n for c, n in rows.items() if n}
         digests = {r["id"]: row_digest(r) for r in kept}
-        provenance = _build_provenance(request.build, build_info)
-        verification = _verification_summary(records, kept)
+        provenance = build_provenance(request.build, build_info)
+        verification = verification_summary(records, kept)
         (staging / "README.md").write_bytes(_card(request, rows, kept, verification).encode("utf-8"))
         manifest = {"format": FORMAT, "family": "mcot", "name": request.name, "version": request.version,
                     "tag": f"v{request.version}", "mmfaith_version": __version__, "include": request.include,
@@ -115,3 +117,26 @@ def _card(request: ReleaseRequest, rows: dict[str, int], kept: list[dict[str, An
                          f"{n} {status}" for status, n in verification["released_statuses"].items())
                      + " (pending: not yet checked by an annotator; rejected items are never released)."),
         default_config=next(iter(rows)))
+
+
+def verify_mcot_release(folder: Any) -> VerifyReport:
+    """`mmfaith verify` of an MCoT release: every hash of the manifest (release.manifest.verify_release) and every
+    row: a valid MCoT record in the config of its source, its image hashing to image_sha256, its digest the
+    manifest's."""
+    return verify_release(folder, FORMAT, _check_row)
+
+
+def _check_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:
+    try:
+        record = row_to_record(row)
+    except (KeyError, TypeError, ValueError) as exc:
+        return [f"{where}: cannot be read as a record ({exc!r})."]
+    problems = [f"{where}: not a valid MCoT record: {'; '.join(errors[:3])}"
+                for errors in [schema_errors("mcot_item", record)] if errors]
+    if record["source"].get("dataset") != entry["config"]:
+        problems.append(f"{where}: source {record['source'].get('dataset')!r} in config {entry['config']!r}.")
+    if sha256_bytes((row["image"] or {}).get("bytes") or b"") != record["image_sha256"]:
+        problems.append(f"{where}: image bytes do not hash to image_sha256.")
+    if digests.get(record["id"]) != row_digest(record):
+        problems.append(f"{where}: record digest differs from the manifest's rows entry.")
+    return problems

@@ -74,8 +74,8 @@ def release_spd_faith(request: ReleaseRequest) -> ReleaseSummary:
     The files are written to a hidden sibling folder first and moved into place at the end, so a
     failed release leaves no half-written RELEASE_DIR behind.
     """
-    _check_request(request)
-    build_info = _read_build_json(request.build)
+    check_request(request)
+    build_info = read_build_json(request.build)
     records = _read_records(request.build)
     kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build)
     previous = previous_manifest(request.previous) if request.previous else None
@@ -102,8 +102,8 @@ def _write_release(request: ReleaseRequest, out: Path, build_info: dict[str, Any
     changes = changelog(previous, digests)
     rows = {config: sum(s["rows"] for s in shards.values() if s["config"] == config) for config in CONFIGS}
     rows = {config: count for config, count in rows.items() if count}
-    verification = _verification_summary(records, kept)
-    provenance = _build_provenance(request.build, build_info)
+    verification = verification_summary(records, kept)
+    provenance = build_provenance(request.build, build_info)
     facts = CardFacts(name=request.name, version=request.version, include=request.include,
                       allow_noderivs=request.allow_noderivs, rows=rows, excluded=excluded, records=kept,
                       build=provenance, verification=verification, changelog=changes,
@@ -149,7 +149,7 @@ def select_records(records: list[dict[str, Any]], include: str, allow_noderivs: 
     return kept, dict(sorted(excluded.items()))
 
 
-def _check_request(request: ReleaseRequest) -> None:
+def check_request(request: ReleaseRequest) -> None:
     if not VERSION.match(request.version):
         raise MmfaithError(f"--version {request.version!r}: use X.Y.Z (semantic version, e.g. 1.0.0); it becomes tag vX.Y.Z.")
     if not NAME.match(request.name):
@@ -163,7 +163,7 @@ def _check_request(request: ReleaseRequest) -> None:
         raise MmfaithError(f"--out {request.out}: exists and is not an empty folder; a release is written to a new folder.")
 
 
-def _read_build_json(build: Path) -> dict[str, Any]:
+def read_build_json(build: Path) -> dict[str, Any]:
     path = build / "build.json"
     if not path.is_file():
         raise MmfaithError(f"{build}: not an SPD-Faith build dir (no build.json); pass the --out of `mmfaith build spd-faith`.")
@@ -228,7 +228,7 @@ def write_shards(out: Path, by_config: dict[str, list[dict[str, Any]]], row_feat
     return entries
 
 
-def _verification_summary(all_records: list[dict[str, Any]], kept: list[dict[str, Any]]) -> dict[str, Any]:
+def verification_summary(all_records: list[dict[str, Any]], kept: list[dict[str, Any]]) -> dict[str, Any]:
     """Status counts in the build and in the release, annotators, and agreement where recorded
     (Fleiss' kappa of the verdicts over the build's pairs with two or more votes, as `annotate status`)."""
     from mmfaith.annotation.status import verdict_agreement
@@ -245,7 +245,7 @@ def _verification_summary(all_records: list[dict[str, Any]], kept: list[dict[str
     }
 
 
-def _build_provenance(build: Path, info: dict[str, Any]) -> dict[str, Any]:
+def build_provenance(build: Path, info: dict[str, Any]) -> dict[str, Any]:
     """What identifies the build: content hashes and its recipe; no times and no local paths."""
     return {
         "records_sha256": sha256_file(build / "records.jsonl"),

@@ -1,0 +1,1 @@
+"""VFaith: Label Studio labeling config and record <-> task mapping."""

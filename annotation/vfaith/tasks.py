@@ -1,0 +1,120 @@
+"""VFaith's side of the annotation round trip: the labeling config, record -> task, annotation -> Vote.
+
+Contract with annotation/vfaith/labeling.xml (control names): `answer` (the option the annotator
+finds correct for the edited image, as its choice text "B. blue"), `natural` (yes|no), `reasons`
+(with natural = no: artifact, unnatural, ambiguous, other), `category` (RWS|REA|PFK|CRE|TIF,
+optional) and `notes`. Anything else is a Misfit. The vote (the merge is the shared machinery's):
+- an answer equal to `answer_original` rejects the pair, reason "answer unchanged" (the edit did not
+  flip the answer);
+- natural = no rejects it with the given reasons (at least one);
+- otherwise it accepts; an answer other than the planned `answer_edited` replaces it (an edit of
+  `answer_edited`, kept in the record's verification history), and so does a category other than
+  the record's.
+Perception items are not pushed: they are confirmed with their pair (a release ships a perception
+item only with its pair).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from mmfaith.annotation.family import Family
+from mmfaith.annotation.votes import Misfit, Vote
+
+NAME = "vfaith"
+IMAGE_FIELDS = {"image_original": "image_original_sha256", "image_edited": "image_edited_sha256"}
+REASONS = ("artifact", "unnatural", "ambiguous", "other")
+UNCHANGED = "answer unchanged"
+CATEGORIES = ("RWS", "REA", "PFK", "CRE", "TIF")
+KINDS = {"answer": "choices", "natural": "choices", "reasons": "choices", "category": "choices", "notes": "textarea"}
+
+
+def label_config() -> str:
+    """The Label Studio labeling config (annotation/vfaith/labeling.xml, shipped as package data)."""
+    return files("mmfaith.annotation.vfaith").joinpath("labeling.xml").read_text(encoding="utf-8")
+
+
+def option_text(option: dict[str, Any]) -> str:
+    """An option as the task shows it and the `answer` choice carries it: "B. blue"."""
+    return f"{option['label']}. {option['text']}"
+
+
+def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: dict[str, str]) -> dict[str, Any]:
+    """The task's `data` for one pair: both images, the question, the options (the `answer` choices) and the
+    build's gold as text (shown below the questions)."""
+    options = {o["label"]: option_text(o) for o in record["options"]}
+    return {
+        "image_original": url(record["image_original"]),
+        "image_edited": url(record["image_edited"]),
+        "question": record["question"],
+        "options": [{"value": text} for text in options.values()],
+        "planned": (f"original answer {options.get(record['answer_original'], record['answer_original'])}; planned "
+                    f"edited answer {options.get(record['answer_edited'], record['answer_edited'])}; edit: "
+                    f"{record['edit']['instruction']}; category {record['category']}"),
+    }
+
+
+def _choices(item: dict[str, Any], name: str, allowed: tuple[str, ...]) -> list[str]:
+    chosen = item.get("value", {}).get("choices")
+    if not isinstance(chosen, list) or not chosen or any(c not in allowed for c in chosen):
+        raise Misfit(f"{name}: expected choices among {list(allowed)}, found {chosen!r}")
+    return chosen
+
+
+def _single(item: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str:
+    chosen = _choices(item, name, allowed)
+    if len(chosen) != 1:
+        raise Misfit(f"{name}: expected one choice, found {chosen!r}")
+    return chosen[0]
+
+
+def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_id: int, annotator: str,
+              time: str | None) -> Vote:
+    """Turn an annotation's result into a Vote for `record` (module docstring); Misfit when it does not fit
+    the config (unknown control, wrong type, a value outside the config, no answer or naturalness, reasons
+    with natural = yes, natural = no without a reason)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for item in result:
+        name = item.get("from_name") if isinstance(item, dict) else None
+        if name not in KINDS:
+            raise Misfit(f"unknown control {name!r}")
+        if item.get("type") != KINDS[name]:
+            raise Misfit(f"{name}: expected type {KINDS[name]}, found {item.get('type')!r}")
+        if name in seen:
+            raise Misfit(f"{name}: given twice")
+        seen[name] = item
+    for required in ("answer", "natural"):
+        if required not in seen:
+            raise Misfit(f"no {required}")
+    labels = {option_text(o): o["label"] for o in record["options"]}
+    answer = labels[_single(seen["answer"], "answer", tuple(labels))]
+    natural = _single(seen["natural"], "natural", ("yes", "no"))
+    reasons = tuple(sorted(_choices(seen["reasons"], "reasons", REASONS))) if "reasons" in seen else ()
+    if natural == "yes" and reasons:
+        raise Misfit(f"natural yes with reasons {list(reasons)}")
+    if natural == "no" and not reasons:
+        raise Misfit("natural no without a reason")
+    text = seen["notes"].get("value", {}).get("text") if "notes" in seen else None
+    notes = text[0].strip() if isinstance(text, list) and text and isinstance(text[0], str) else None
+    if answer == record["answer_original"]:
+        reasons = tuple(sorted({*reasons, UNCHANGED}))
+    if reasons:
+        return Vote(annotation_id, annotator, "reject", reasons, notes or None, {}, time)
+    edits = {}
+    if answer != record["answer_edited"]:
+        edits["answer_edited"] = answer
+    if "category" in seen and (category := _single(seen["category"], "category", CATEGORIES)) != record["category"]:
+        edits["category"] = category
+    return Vote(annotation_id, annotator, "accept", (), notes or None, edits, time)
+
+
+def _no_helpers(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
+    return {}
+
+
+def family() -> Family:
+    """VFaith as a Family for the generic push/pull machinery."""
+    return Family(name=NAME, schema="vfaith_pair", label_config=label_config, image_fields=IMAGE_FIELDS,
+                  prepare=_no_helpers, task_data=task_data, read_vote=read_vote)

@@ -1,0 +1,87 @@
+"""What every COCO builder does around its own work: open the source, keep the usable scenes, refuse a
+build dir made with another recipe, and record the build's status in build.json whatever happens.
+
+- `open_coco(annotations, images)`: the user's COCO (both given) or the embedded sample (neither).
+- `usable_scenes(source, allow_noderivs)`: scenes whose licence allows derivatives (or
+  `allow_noderivs`) and that have an annotated instance, in image id order; and how many were
+  skipped, by reason (`noderivs`, `no_instances`).
+- `check_recipe(build_json, recipe)`: MmfaithError naming the settings that differ when build.json
+  holds another recipe (resuming it would mix two builds).
+- `with_status(write_status, body)`: build.json says "running" while `body` runs, then "complete"
+  (with its result), or "failed" (an MmfaithError, with it) or "interrupted" (anything else,
+  Ctrl-C included), never "running" after the fact.
+- `environment()`: the library versions every build.json records.
+"""
+from __future__ import annotations
+
+import platform
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import cv2
+import numpy as np
+
+from mmfaith.builders.coco_source import CocoSource, Scene, embedded_sample
+from mmfaith.errors import MmfaithError
+from mmfaith.jsonl import read_json_object
+
+T = TypeVar("T")
+
+
+def open_coco(annotations: Path | None, images: Path | None) -> CocoSource:
+    """The COCO source of a build (module docstring)."""
+    if (annotations is None) != (images is None):
+        raise MmfaithError("give both --coco-annotations FILE and --images DIR, or neither for the embedded sample.")
+    if annotations is None or images is None:
+        sample_annotations, sample_images = embedded_sample()
+        return CocoSource(sample_annotations, sample_images, dataset_name="mmfaith-coco-sample")
+    if not images.is_dir():
+        raise MmfaithError(f"{images}: images folder not found (--images).")
+    return CocoSource(annotations, images)
+
+
+def usable_scenes(source: CocoSource, allow_noderivs: bool) -> tuple[list[Scene], Counter[str]]:
+    """Scenes a build may edit, in image id order, and the skipped ones counted by reason."""
+    scenes, skipped = [], Counter()
+    for image_id in source.image_ids():
+        scene = source.scene(image_id)
+        if not scene.license.allows_derivatives and not allow_noderivs:
+            skipped["noderivs"] += 1
+        elif scene.instance_count == 0:
+            skipped["no_instances"] += 1
+        else:
+            scenes.append(scene)
+    return scenes, skipped
+
+
+def check_recipe(build_json: Path, recipe: dict[str, Any]) -> None:
+    """Refuse to resume a build dir whose build.json holds another recipe."""
+    if not build_json.exists():
+        return
+    previous = read_json_object(build_json, "").get("recipe")
+    if previous != recipe:
+        changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
+        raise MmfaithError(f"{build_json.parent} holds a build made with other settings ({', '.join(changed)} differ); "
+                           "re-run with the same arguments to resume, or choose a new --out.")
+
+
+def with_status(write_status: Callable[..., None], body: Callable[[], T]) -> T:
+    """Run `body` with build.json's status kept true (module docstring); `write_status(status, result=None,
+    error=None)` writes build.json."""
+    write_status("running")
+    try:
+        result = body()
+    except MmfaithError as exc:
+        write_status("failed", error=str(exc))
+        raise
+    except BaseException as exc:
+        write_status("interrupted", error=f"{type(exc).__name__}: {exc}")
+        raise
+    write_status("complete", result=result)
+    return result
+
+
+def environment() -> dict[str, str]:
+    return {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__}

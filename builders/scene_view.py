@@ -1,0 +1,141 @@
+"""A decoded COCO scene with its masks, answering what every family's edit planner asks.
+
+Shared by the builders that edit COCO objects (SPD-Faith's planner, VFaith's question edits): the
+objects' masks and area shares, their colour (colors.object_color) and plausible recolour targets
+(targets.TargetRules), whether an object may be taken away (targets.movable_reason, the inpainter's
+hole limit, neighbours spared), and free places to move an object to. Every random choice comes
+from `seeded_rng(seed, *labels)`, so a plan depends only on the seed and what it is for.
+
+Rules and thresholds (docs/spd_faith_build.md states them):
+- a recolour target lies at least MIN_TARGET_DELTA_E (40) from the object's own colour;
+- a removal's dilated hole covers at most MAX_NEIGHBOUR_OVERLAP (2%) of any other instance's mask;
+- a move stays on the same ground line (a vertical shift of at most MAX_VERTICAL_SHIFT, 10% of the
+  height), overlaps no other instance, nor the object's own old (dilated) place; PLACEMENT_TRIES
+  (200) seeded draws are tried;
+- an object within BORDER_MARGIN (2 px) of the border is cut by it and is never moved.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from mmfaith.builders.coco_source import Scene
+from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
+from mmfaith.builders.edits import dilate
+from mmfaith.builders.targets import TargetRules, movable_reason
+
+MAX_NEIGHBOUR_OVERLAP = 0.02
+MIN_TARGET_DELTA_E = 40.0
+PLACEMENT_TRIES = 200
+MAX_VERTICAL_SHIFT = 0.10
+BORDER_MARGIN = 2
+
+
+def seeded_rng(seed: int, *labels: object) -> np.random.Generator:
+    """A generator that depends only on the seed and the given labels (stable across runs and processes)."""
+    digest = hashlib.sha256("/".join([str(seed), *map(str, labels)]).encode("utf-8")).digest()
+    return np.random.default_rng([int(word) for word in np.frombuffer(digest, dtype="<u4")])
+
+
+class SceneView:
+    """A decoded scene with its masks (module docstring)."""
+
+    def __init__(self, scene: Scene, rgb: np.ndarray, dilation: int, blend_radius: int,
+                 rules: TargetRules = TargetRules()) -> None:
+        self.scene = scene
+        self.rgb = rgb
+        self.dilation = dilation
+        self.blend_radius = blend_radius
+        self.rules = rules
+        height, width = rgb.shape[:2]
+        self.pixels = float(height * width)
+        self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
+        self.instances = {inst.ann_id: inst for inst in scene.instances}
+        self._colors: dict[int, ObjectColor] = {}
+        self._monochrome: bool | None = None
+
+    def area_ratio(self, ann_id: int) -> float:
+        return float(self.masks[ann_id].sum()) / self.pixels
+
+    def color(self, ann_id: int) -> ObjectColor:
+        """The object's color from its own pixels (colors.object_color), cached."""
+        if ann_id not in self._colors:
+            self._colors[ann_id] = object_color(self.rgb, self.masks[ann_id])
+        return self._colors[ann_id]
+
+    def color_name(self, ann_id: int) -> str:
+        return self.color(ann_id).name
+
+    def color_targets(self, ann_id: int) -> list[str]:
+        """Plausible target colors (category palette), far enough from a dominant color; else none."""
+        if self._monochrome is None:
+            self._monochrome = is_monochrome(self.rgb)
+        palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
+        return distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
+
+    def removal_blocker(self, ann_id: int) -> str | None:
+        """Why the object may not be removed or moved (targets.movable_reason, hole limit), or None."""
+        hole = float(dilate(self.masks[ann_id], self.dilation).sum()) / self.pixels
+        if hole > self.rules.max_hole_area:
+            return (f"hole {hole:.3f} of the image exceeds the {self.rules.inpainter} limit "
+                    f"{self.rules.max_hole_area}")
+        boxes = {ann: inst.bbox for ann, inst in self.instances.items()}
+        crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
+        return movable_reason(ann_id, self.masks, boxes, crowd)
+
+    def others_union(self, ann_id: int) -> np.ndarray:
+        union = np.zeros(self.rgb.shape[:2], dtype=bool)
+        for other_id, mask in self.masks.items():
+            if other_id != ann_id:
+                union |= mask
+        return union
+
+    def spares_neighbours(self, ann_id: int) -> bool:
+        """True when the dilated hole covers at most MAX_NEIGHBOUR_OVERLAP of every other instance."""
+        hole = dilate(self.masks[ann_id], self.dilation)
+        for other_id, mask in self.masks.items():
+            if other_id == ann_id:
+                continue
+            other_area = mask.sum()
+            if other_area and (hole & mask).sum() > MAX_NEIGHBOUR_OVERLAP * other_area:
+                return False
+        return True
+
+    def find_offset(self, ann_id: int, blocked: np.ndarray, rng: np.random.Generator,
+                    left_range: tuple[int, int] | None = None) -> tuple[int, int] | None:
+        """A whole-pixel (dx, dy) that puts the object on free ground, or None after PLACEMENT_TRIES.
+
+        `left_range` (inclusive) limits where the object's grown box may start along x (VFaith moves an
+        object across another); None allows anywhere in the image.
+        """
+        mask = self.masks[ann_id]
+        ys, xs = np.nonzero(mask)
+        y0, y1, x0, x1 = int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+        height, width = mask.shape
+        crop = dilate(mask, self.blend_radius)[max(0, y0 - self.blend_radius): y1 + self.blend_radius + 1,
+                                               max(0, x0 - self.blend_radius): x1 + self.blend_radius + 1]
+        occupied = blocked | self.others_union(ann_id) | dilate(mask, self.dilation)
+        top, left = max(0, y0 - self.blend_radius), max(0, x0 - self.blend_radius)
+        span_y, span_x = height - crop.shape[0], width - crop.shape[1]
+        if span_y < 0 or span_x < 0:
+            return None
+        low_left, high_left = (0, span_x) if left_range is None else (max(0, left_range[0]),
+                                                                       min(span_x, left_range[1]))
+        if low_left > high_left:
+            return None
+        max_dy = int(MAX_VERTICAL_SHIFT * height)
+        low_top, high_top = max(0, top - max_dy), min(span_y, top + max_dy)
+        for _ in range(PLACEMENT_TRIES):
+            new_top = int(rng.integers(low_top, high_top + 1))
+            new_left = int(rng.integers(low_left, high_left + 1))
+            window = occupied[new_top:new_top + crop.shape[0], new_left:new_left + crop.shape[1]]
+            if not (window & crop).any():
+                return new_left - left, new_top - top
+        return None
+
+    def touches_border(self, ann_id: int) -> bool:
+        ys, xs = np.nonzero(self.masks[ann_id])
+        height, width = self.masks[ann_id].shape
+        return bool(ys.min() < BORDER_MARGIN or xs.min() < BORDER_MARGIN
+                    or ys.max() >= height - BORDER_MARGIN or xs.max() >= width - BORDER_MARGIN)

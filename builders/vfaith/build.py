@@ -1,0 +1,340 @@
+"""`mmfaith build vfaith`: COCO scenes in, gated VFaith pairs and perception items out (BUILD_DIR).
+
+Flow (VFaith section 3.1, offline): a deterministic stream of images (a seeded order) -> in workers
+(builders/worker_pool.py): the image's questions (builders/coco_questions.py), each cue's edit and
+its gates (builders/vfaith/offline.py) -> in the main process, in stream order: write the PNGs,
+then append the pair to records.jsonl and its perception item to perception.jsonl, or the reason
+to rejected.jsonl. Each template has its own quota (`per_template`); a pair past a full quota is
+discarded unwritten, and the build stops when every quota is full or the images run out.
+
+BUILD_DIR: build.json (recipe, counts, letter balance, provenance; the only file with wall-clock
+time), records.jsonl, perception.jsonl, rejected.jsonl, images/original/, images/edited/,
+preview.png.
+
+Determinism and resume: the stream depends only on the seed and the source, results are handled in
+stream order whatever the number of workers, and every handled question is journaled (its key in
+`build.slot` of a record, or in a rejection). A re-run with the same recipe skips what is done and
+continues (larger quotas extend a build); a torn last line is cut; a pair whose perception line was
+lost in a crash gets it again (it depends only on the pair); deleted edited PNGs are remade.
+Licence: images whose licence forbids derivatives (NoDerivs) are not edited unless
+`allow_noderivs`.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from mmfaith import __version__
+from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules
+from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
+from mmfaith.builders.coco_source import CocoSource, Scene
+from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E, MIN_FILL_TEXTURE
+from mmfaith.builders.inpainters import InpainterSpec
+from mmfaith.builders.scene_view import seeded_rng
+from mmfaith.builders.targets import TargetRules
+from mmfaith.builders.vfaith.offline import (ImageOutcome, OfflineSettings, QuestionOutcome, make_image_pairs,
+                                             original_path)
+from mmfaith.builders.vfaith.perception import perception_item
+from mmfaith.builders.vfaith.preview import write_preview
+from mmfaith.builders.worker_pool import Pending, WorkerPool
+from mmfaith.errors import MmfaithError
+from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.outdir import prepare_out_dir
+from mmfaith.schema import check_record
+
+
+@dataclass
+class BuildRequest:
+    """Everything `mmfaith build vfaith` takes; the recipe part must match to resume a build."""
+
+    out: Path
+    annotations: Path | None = None
+    images: Path | None = None
+    seed: int = 0
+    per_template: int = 5
+    templates: tuple[str, ...] = TEMPLATES
+    per_image: int = 2
+    inpainter: InpainterSpec = field(default_factory=lambda: InpainterSpec("telea"))
+    allow_noderivs: bool = False
+    workers: int = 1
+    dilation: int = 7
+    blend_radius: int = 3
+    min_delta_e: float = DEFAULT_MIN_DELTA_E
+    min_fill_texture: float = MIN_FILL_TEXTURE
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    preview_pairs: int = 8
+    progress: bool = True
+
+
+@dataclass
+class BuildSummary:
+    accepted: dict[str, int]
+    rejected: dict[str, int]
+    shortfall: dict[str, int]
+    skipped_images: dict[str, int]
+    letters: dict[str, dict[str, int]]
+    """How often each letter is the gold answer, of the original and of the edited question."""
+    out: Path
+
+
+def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
+    """The settings that decide what each question makes; resuming with another recipe is refused."""
+    return {
+        "family": "vfaith", "path": "offline",
+        "source": {"dataset": source.dataset_name, "annotations_sha256": sha256_file(source.annotations_path)},
+        "seed": request.seed, "templates": list(request.templates), "per_image": request.per_image,
+        "inpainter": {"name": request.inpainter.name}, "allow_noderivs": request.allow_noderivs,
+        "dilation": request.dilation, "blend_radius": request.blend_radius, "min_delta_e": request.min_delta_e,
+        "min_fill_texture": request.min_fill_texture, "question_rules": asdict(QuestionRules()),
+    }
+
+
+class Journal:
+    """records.jsonl, perception.jsonl and rejected.jsonl of a build dir: what was done, and appending more.
+
+    Reading checks every line is a line of an mmfaith VFaith build (MmfaithError naming the file and line
+    otherwise) and writes nothing; `open()` then starts appending.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.records_path = out / "records.jsonl"
+        self.perception_path = out / "perception.jsonl"
+        self.rejected_path = out / "rejected.jsonl"
+        self.done: set[str] = set()
+        self.made: Counter[str] = Counter()
+        self.rejected_reasons: Counter[str] = Counter()
+        self.pairs: list[dict[str, Any]] = []
+        self.perceived: set[str] = set()
+        for path, kind in ((self.records_path, "pair"), (self.perception_path, "perception"),
+                           (self.rejected_path, "rejection")):
+            if not path.exists():
+                continue
+            for number, line in read_jsonl(path):
+                try:
+                    self._note(line, kind)
+                except (KeyError, TypeError) as exc:
+                    raise MmfaithError(f"{path}:{number}: not a line of an mmfaith VFaith build ({kind} without "
+                                       f"{exc}), so {out} is not a build dir to resume; choose a new --out.") from exc
+
+    def _note(self, line: dict[str, Any], kind: str) -> None:
+        if kind == "perception":
+            self.perceived.add(line["pair_id"])
+        elif kind == "rejection":
+            self.done.add(line["slot"])
+            self.rejected_reasons[line["stage"]] += 1
+        else:
+            self.done.add(line["build"]["slot"])
+            self.made[line["build"]["template"]] += 1
+            self.pairs.append(line)
+
+    def open(self) -> None:
+        """Start appending (a torn last line left by a crash is cut first)."""
+        self.records = JsonlAppender(self.records_path)
+        self.perception = JsonlAppender(self.perception_path)
+        self.rejected = JsonlAppender(self.rejected_path)
+
+    def close(self) -> None:
+        for appender in (self.records, self.perception, self.rejected):
+            appender.close()
+
+
+def _scene_order(source: CocoSource, request: BuildRequest) -> tuple[list[Scene], Counter[str]]:
+    """The usable scenes (build_dir.usable_scenes: licence, instances) in the build's seeded order."""
+    scenes, skipped = usable_scenes(source, request.allow_noderivs)
+    order = seeded_rng(request.seed, "vfaith-order").permutation(len(scenes))
+    return [scenes[int(i)] for i in order], skipped
+
+
+ImageTask = tuple[Scene, OfflineSettings, frozenset[str], "str | None"]
+
+
+def _image_task(task: ImageTask) -> ImageOutcome:
+    return make_image_pairs(*task)
+
+
+def build_vfaith(request: BuildRequest) -> BuildSummary:
+    """Build (or resume) a VFaith set in request.out; see the module docstring for the contract.
+
+    The folder is checked before anything is written (`prepare_out_dir`), and so are its journal and
+    build.json (same recipe). Once build.json says "running", any error ends it as "failed" (with the
+    error) or "interrupted", never "running".
+    """
+    started = time.time()
+    if request.per_template < 0 or request.per_image < 1 or request.workers < 1:
+        raise MmfaithError("--per-template must be 0 or more, --per-image and --workers 1 or more.")
+    unknown = [t for t in request.templates if t not in TEMPLATES]
+    if unknown or not request.templates:
+        raise MmfaithError(f"--templates: use a comma-separated subset of {', '.join(TEMPLATES)} (not {unknown}).")
+    source = open_coco(request.annotations, request.images)
+    out = prepare_out_dir(request.out, "build")
+    journal = Journal(out)
+    recipe = _recipe(request, source)
+    build_json = out / "build.json"
+    check_recipe(build_json, recipe)
+    for folder in ("images/original", "images/edited"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    settings = OfflineSettings(
+        seed=request.seed, templates=tuple(request.templates), per_image=request.per_image, dilation=request.dilation,
+        blend_radius=request.blend_radius, min_delta_e=request.min_delta_e, min_fill_texture=request.min_fill_texture,
+        max_pixels=request.max_pixels, inpainter=request.inpainter, dataset=source.dataset_name, split=source.split,
+        version=__version__, targets=TargetRules(request.inpainter.name))
+
+    def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
+        _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
+
+    return with_status(write_status, lambda: _build(request, source, settings, journal))
+
+
+def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: Journal) -> BuildSummary:
+    out = request.out
+    journal.open()
+    try:
+        _repair(out, journal, source, settings)
+        scenes, skipped = _scene_order(source, request)
+        quotas = {template: request.per_template for template in request.templates}
+        pool = WorkerPool(request.workers)
+        bar = tqdm(total=sum(quotas.values()), unit="pair", desc="vfaith", disable=not request.progress,
+                   dynamic_ncols=True)
+        bar.update(sum(min(journal.made[t], q) for t, q in quotas.items()))
+        finished = False
+        try:
+            _fill(out, scenes, settings, journal, quotas, pool, bar)
+            write_preview(out, request.preview_pairs)
+            finished = True
+        finally:
+            bar.close()
+            pool.close(abort=not finished)
+    finally:
+        journal.close()
+    accepted = {t: journal.made[t] for t in request.templates}
+    shortfall = {t: q - accepted[t] for t, q in quotas.items() if accepted[t] < q}
+    for template, missing in shortfall.items():
+        print(f"warning: {template}: made {accepted[template]} of {quotas[template]} pairs; the source has too few "
+              "suitable questions (add images, raise --per-image, or lower --per-template).", file=sys.stderr)
+    letters = {side: dict(sorted(Counter(pair[f"answer_{side}"] for pair in journal.pairs).items()))
+               for side in ("original", "edited")}
+    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out)
+
+
+def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Journal, quotas: dict[str, int],
+          pool: WorkerPool, bar: tqdm) -> None:
+    """Submit images in stream order (a window of them in flight), handle their outcomes in that order."""
+    full = lambda: all(journal.made[t] >= q for t, q in quotas.items())  # noqa: E731
+    stream = iter(scenes)
+    pending: deque[tuple[Scene, Pending]] = deque()
+    original_sha256: dict[int, str] = {}
+    while not full():
+        while len(pending) < pool.window:
+            scene = next(stream, None)
+            if scene is None:
+                break
+            path = out / original_path(scene)
+            known = original_sha256.get(scene.image_id) or (sha256_file(path) if path.exists() else None)
+            pending.append((scene, pool.submit(_image_task, (scene, settings, frozenset(journal.done), known))))
+        if not pending:
+            return
+        scene, handle = pending.popleft()
+        result: ImageOutcome = handle.get()
+        if result.rejection is not None:
+            if result.rejection["slot"] not in journal.done:
+                journal.rejected.append(result.rejection)
+                journal.rejected_reasons[result.rejection["stage"]] += 1
+                journal.done.add(result.rejection["slot"])
+            continue
+        for outcome in result.outcomes:
+            if journal.made[outcome.template] >= quotas.get(outcome.template, 0) or outcome.key in journal.done:
+                continue  # past a full quota: discarded unwritten (a larger quota later makes it)
+            if _write_outcome(out, result, outcome, journal):
+                original_sha256[scene.image_id] = outcome.record["image_original_sha256"]  # type: ignore[index]
+                bar.update(1)
+        bar.set_postfix(rejected=sum(journal.rejected_reasons.values()), refresh=False)
+
+
+def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, journal: Journal) -> bool:
+    """Journal one outcome (images first, then the lines); True when it became a pair."""
+    journal.done.add(outcome.key)
+    if outcome.record is None:
+        assert outcome.rejection is not None
+        journal.rejected.append(outcome.rejection)
+        journal.rejected_reasons[outcome.rejection["stage"]] += 1
+        return False
+    record = outcome.record
+    check_record("vfaith_pair", record, f"record {record['id']} (question {outcome.key})")
+    original = out / record["image_original"]
+    if not original.exists():
+        assert image.original_png is not None
+        write_atomic(original, image.original_png)
+    assert outcome.edited_png is not None
+    write_atomic(out / record["image_edited"], outcome.edited_png)
+    journal.records.append(record)
+    journal.made[outcome.template] += 1
+    journal.pairs.append(record)
+    if outcome.perception is not None:
+        check_record("vfaith_perception", outcome.perception, f"perception item of {record['id']}")
+        journal.perception.append(outcome.perception)
+        journal.perceived.add(record["id"])
+    return True
+
+
+def _repair(out: Path, journal: Journal, source: CocoSource, settings: OfflineSettings) -> None:
+    """Give back what a crash or a deletion took: perception lines of journaled pairs, and their PNGs
+    (remade from the same question: MmfaithError when the remade pair is not the journaled one)."""
+    for record in journal.pairs:
+        if record["id"] not in journal.perceived:
+            item = perception_item(record, settings.seed)
+            if item is not None:
+                journal.perception.append(item)
+                journal.perceived.add(record["id"])
+        missing = [side for side in ("image_original", "image_edited") if not (out / record[side]).is_file()]
+        if not missing:
+            continue
+        remade = make_image_pairs(source.scene(record["source"]["image_id"]), settings,
+                                  frozenset(journal.done - {record["build"]["slot"]}), None)
+        match = next((o for o in remade.outcomes if o.key == record["build"]["slot"]), None)
+        if match is None or match.record is None or match.record["id"] != record["id"] or \
+                match.record["image_edited_sha256"] != record["image_edited_sha256"] or \
+                remade.original_sha256 != record["image_original_sha256"]:
+            raise MmfaithError(f"{out / record[missing[0]]}: missing, and remaking pair {record['id']} does not give "
+                               "the same images (did the source images change?); restore the file or choose a new "
+                               "--out.")
+        for side, data in (("image_original", remade.original_png), ("image_edited", match.edited_png)):
+            if not (out / record[side]).is_file():
+                assert data is not None
+                write_atomic(out / record[side], data)
+
+
+def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest, source: CocoSource,
+                      started: float, summary: BuildSummary | None, status: str, error: str | None = None) -> None:
+    """Provenance of the build; the only file of a build dir that holds wall-clock time."""
+    document: dict[str, Any] = {
+        "status": status,
+        "family": "vfaith",
+        "mmfaith_version": __version__,
+        "recipe": recipe,
+        "source": {"dataset": source.dataset_name, "annotations": str(source.annotations_path),
+                   "images": str(source.images_dir), "split": source.split},
+        "inpainter": asdict(request.inpainter) | {"lama_model": str(request.inpainter.lama_model)
+                                                   if request.inpainter.lama_model else None},
+        "requested": {"per_template": request.per_template},
+        "workers": request.workers,
+        "environment": environment(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+    }
+    if error is not None:
+        document["error"] = error
+    if summary is not None:
+        document.update({
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "seconds": round(time.time() - started, 2),
+            "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
+                       "shortfall": summary.shortfall, "skipped_images": summary.skipped_images},
+            "gold_letter_counts": summary.letters,
+        })
+    write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))

@@ -1,0 +1,377 @@
+"""One COCO image to VFaith pairs, offline: its questions, each cue's edit, the gates (runs in a worker).
+
+For every question the shared generator asks about the scene (builders/coco_questions.py), at most
+`per_image` of each template (a seeded choice), the edit that moves the answer to another option:
+
+| template  | question                          | edit (shared operation, builders/edits.py)       | new answer        |
+|-----------|-----------------------------------|--------------------------------------------------|-------------------|
+| color     | What color is the X?              | recolour X to a distractor option of its palette | that colour       |
+| count     | How many Xs are there?            | remove one X (inpainter)                         | count - 1         |
+| existence | Is there a X?                     | remove the only X                                | no                |
+| relation  | Is the S left or right of the R?  | move S across R, on its ground line              | the other side    |
+
+The objects obey the shared target rules (builders/targets.py, builders/scene_view.py): a recolour
+target is in the category's palette and at least 40 delta E from the object's colour; a removed or
+moved object carries nothing, is not partly hidden, fits the inpainter's hole limit and spares its
+neighbours; a moved object is not fixed in place nor cut by the border, and lands on free ground.
+
+Gates, all recorded in `build.gates` (a failure is a rejection with its stage and reason):
+- `answer`: the edited answer is an option and differs from the original; and the edited image
+  really has it: a recoloured object is named the target colour by the same rule the generator
+  used (colors.object_color, dominant), a moved subject's new box is on the other side of the
+  reference by the generator's gap (QuestionRules.min_relation_gap);
+- `gate`: nothing outside the edit's allowed region changed (0 pixels), the change inside is
+  visible (mean delta E over the cue >= min_delta_e), a filled hole is not a smear
+  (gates.fill_texture_ratio >= min_fill_texture).
+
+Everything depends only on the arguments, so a pair made in a worker is byte-identical to one made
+in the main process, and ids are a hash of (dataset, image, question key, edit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mmfaith.builders.coco_questions import Question, QuestionRules, scene_questions
+from mmfaith.builders.coco_source import Scene
+from mmfaith.builders.colors import object_color
+from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox
+from mmfaith.builders.gates import fill_texture_ratio, mean_delta_e, outside_changes
+from mmfaith.builders.inpainters import Inpainter, InpainterSpec
+from mmfaith.builders.scene_view import SceneView, seeded_rng
+from mmfaith.builders.targets import TargetRules
+from mmfaith.builders.vfaith.perception import OTHER_SIDE, perception_item
+from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
+from mmfaith.jsonl import canonical_json
+
+ID_PREFIX = "vf-"
+TEMPLATE_CATEGORY = {"color": "RWS", "existence": "RWS", "count": "REA", "relation": "REA"}
+"""The paper's subset each template belongs to: colour and existence are real-world perception
+(RWS), counting and left/right relations ask for a reasoning step (REA). PFK, CRE and TIF come only
+from cue-driven sources."""
+OPERATION = {"color": "recolor", "count": "remove", "existence": "remove", "relation": "move"}
+GATE_MEASURE = "mean CIE76 delta E*ab over the edited cue (the mask; old and new mask for a move)"
+
+
+@dataclass(frozen=True)
+class OfflineSettings:
+    """What every worker needs, fixed for the whole build."""
+
+    seed: int
+    templates: tuple[str, ...]
+    per_image: int
+    dilation: int
+    blend_radius: int
+    min_delta_e: float
+    min_fill_texture: float
+    max_pixels: int
+    inpainter: InpainterSpec
+    dataset: str
+    split: str
+    version: str
+    targets: TargetRules = TargetRules()
+    rules: QuestionRules = QuestionRules()
+
+
+@dataclass
+class QuestionOutcome:
+    """A made pair (record, perception item, edited PNG) or a rejection, for the main process to journal."""
+
+    key: str
+    template: str
+    record: dict[str, Any] | None = None
+    perception: dict[str, Any] | None = None
+    rejection: dict[str, Any] | None = None
+    edited_png: bytes | None = None
+
+
+@dataclass
+class ImageOutcome:
+    """Every outcome of one image, in the order the build handles them, and its original PNG when needed."""
+
+    image_id: int
+    outcomes: list[QuestionOutcome] = field(default_factory=list)
+    original_png: bytes | None = None
+    original_sha256: str | None = None
+    rejection: dict[str, Any] | None = None
+
+
+_INPAINTERS: dict[InpainterSpec, Inpainter] = {}
+
+
+def _inpainter(spec: InpainterSpec) -> Inpainter:
+    """The inpainter of this process, built once (weights load once per worker)."""
+    if spec not in _INPAINTERS:
+        _INPAINTERS[spec] = spec.build()
+    return _INPAINTERS[spec]
+
+
+def original_path(scene: Scene) -> str:
+    return f"images/original/{scene.image_id:012d}.png"
+
+
+def chosen_questions(questions: list[Question], settings: OfflineSettings, image_id: int) -> list[Question]:
+    """At most `per_image` questions of each template (a seeded choice), templates in the build's order;
+    existence questions only about a category with one instance (removing it makes the answer "no")."""
+    chosen = []
+    for template in settings.templates:
+        # An existence question about a category with several instances cannot flip by one removal.
+        of_template = [q for q in questions if q.template == template
+                       and (template != "existence" or q.facts["count"] == 1)]
+        order = seeded_rng(settings.seed, "vfaith-questions", template, image_id).permutation(len(of_template))
+        chosen.extend(of_template[int(i)] for i in order[:settings.per_image])
+    return chosen
+
+
+def make_image_pairs(scene: Scene, settings: OfflineSettings, done: frozenset[str],
+                     original_sha256: str | None) -> ImageOutcome:
+    """Every chosen question of one scene not in `done`, edited and gated (module docstring); never raises for
+    a bad plan, a failed gate or a source image that cannot be read (those are rejections)."""
+    result = ImageOutcome(scene.image_id)
+    common = {"image_id": scene.image_id, "file_name": scene.file_name}
+    try:
+        rgb = read_rgb(scene.path, settings.max_pixels)
+    except UnreadableImage as exc:
+        result.rejection = {**common, "slot": f"image:{scene.image_id}", "stage": "source", "reason": str(exc)}
+        return result
+    if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
+        result.rejection = {**common, "slot": f"image:{scene.image_id}", "stage": "source",
+                            "reason": f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations say "
+                                      f"{scene.width}x{scene.height}."}
+        return result
+    questions = [q for q in chosen_questions(scene_questions(scene, rgb, settings.seed, settings.templates,
+                                                             settings.rules, settings.targets), settings,
+                                             scene.image_id) if q.key not in done]
+    if not questions:
+        return result
+    view = SceneView(scene, rgb, settings.dilation, settings.blend_radius, settings.targets)
+    for question in questions:
+        outcome = QuestionOutcome(question.key, question.template)
+        _make_pair(question, view, settings, outcome, common)
+        if outcome.record is not None:
+            if original_sha256 is None and result.original_sha256 is None:
+                result.original_png = png_bytes(rgb)
+                result.original_sha256 = sha256_bytes(result.original_png)
+            outcome.record["image_original_sha256"] = original_sha256 or result.original_sha256
+            outcome.perception = perception_item(outcome.record, settings.seed)
+        result.outcomes.append(outcome)
+    return result
+
+
+@dataclass
+class _Plan:
+    """One question's planned edit: the cue, the operation's parameters and the answer it aims at."""
+
+    ann_id: int
+    target_text: str
+    instruction: str
+    color: str | None = None
+    offset: tuple[int, int] | None = None
+    facts_edited: dict[str, Any] = field(default_factory=dict)
+
+
+def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Plan | str:
+    """The edit that flips the question's answer, or why there is none."""
+    rng = seeded_rng(settings.seed, "vfaith-edit", question.key)
+    facts = question.facts
+    if question.template == "color":
+        subject = question.evidence[0].ann_id
+        targets = view.color_targets(subject)
+        choices = [o.text for o in question.options if o.text != facts["color"] and o.text in targets]
+        if not choices:
+            return "no distractor option is a plausible recolour target (category palette, 40 delta E)"
+        color = choices[int(rng.integers(len(choices)))]
+        return _Plan(subject, color, f"Recolour the {facts['category']} from {facts['color']} to {color}.",
+                     color=color, facts_edited={**facts, "color": color})
+    if question.template in ("count", "existence"):
+        candidates = [inst.ann_id for inst in question.evidence]
+        removable = [ann for ann in candidates if view.removal_blocker(ann) is None and view.spares_neighbours(ann)]
+        if not removable:
+            return (f"no {facts['category']} may be removed (it carries or hides behind others, its hole is too "
+                    "large, or it would damage a neighbour)")
+        ann_id = removable[int(rng.integers(len(removable)))]
+        count = facts["count"] - 1
+        target = "no" if question.template == "existence" else str(count)
+        what = f"the {facts['category']}" if question.template == "existence" else f"one {facts['category']}"
+        return _Plan(ann_id, target, f"Remove {what} (annotation {ann_id}).", facts_edited={**facts, "count": count})
+    if question.template == "relation":
+        return _relation_plan(question, view, settings, rng)
+    return f"unknown template {question.template!r}"
+
+
+def _relation_plan(question: Question, view: SceneView, settings: OfflineSettings,
+                   rng: np.random.Generator) -> _Plan | str:
+    """Move the subject across the reference, or else the reference across the subject (either flips the
+    answer); the first object that may move and finds free ground on the other side."""
+    facts = question.facts
+    after = OTHER_SIDE[facts["relation"]]
+    reasons = []
+    for mover, still, side in ((question.evidence[0], question.evidence[1], facts["relation"]),
+                               (question.evidence[1], question.evidence[0], after)):
+        category = mover.category
+        if not view.rules.may_move(category):
+            reasons.append(f"a {category} is fixed, hung, worn or perched where it is and is never moved")
+            continue
+        if view.touches_border(mover.ann_id):
+            reasons.append(f"the {category} is cut by the image border")
+            continue
+        blocker = view.removal_blocker(mover.ann_id)
+        if blocker is not None or not view.spares_neighbours(mover.ann_id):
+            reasons.append(f"the {category} may not be moved: {blocker or 'its hole would damage a neighbour'}")
+            continue
+        offset = _crossing_offset(view, mover.ann_id, still.bbox, side, settings, rng)
+        if offset is None:
+            reasons.append(f"no free place for the {category} on the other side of the {still.category}")
+            continue
+        return _Plan(mover.ann_id, after, f"Move the {category} to the other side of the {still.category}, so that "
+                     f"the {facts['subject']} is to the {after} of the {facts['reference']}.",
+                     offset=offset, facts_edited={**facts, "relation": after})
+    return "; ".join(reasons)
+
+
+def _crossing_offset(view: SceneView, ann_id: int, reference_box: tuple[float, float, float, float], relation: str,
+                     settings: OfflineSettings, rng: np.random.Generator) -> tuple[int, int] | None:
+    """A free place whose box lies on the other side of the reference by the generator's gap."""
+    x0, _, w, _ = mask_bbox(view.masks[ann_id])
+    width = view.rgb.shape[1]
+    gap = settings.rules.min_relation_gap * width
+    crop_left = max(0, int(x0) - view.blend_radius)
+    rx, _, rw, _ = reference_box
+    if relation == "left":  # subject left of the reference: its new left edge goes past the reference's right edge
+        low = crop_left + int(np.ceil(rx + rw + gap - x0))
+        return view.find_offset(ann_id, np.zeros(view.rgb.shape[:2], dtype=bool), rng, (low, width))
+    high = crop_left + int(np.floor(rx - gap - (x0 + w)))
+    return view.find_offset(ann_id, np.zeros(view.rgb.shape[:2], dtype=bool), rng, (0, high))
+
+
+def _apply(plan: _Plan, template: str, view: SceneView, settings: OfflineSettings) -> EditOutcome:
+    mask = view.masks[plan.ann_id]
+    if template == "color":
+        assert plan.color is not None
+        return edit_color(view.rgb, mask, plan.color)
+    if template == "relation":
+        assert plan.offset is not None
+        return edit_move(view.rgb, mask, plan.offset, _inpainter(settings.inpainter), settings.dilation,
+                         settings.blend_radius)
+    return edit_remove(view.rgb, mask, _inpainter(settings.inpainter), settings.dilation)
+
+
+def _answer_holds(question: Question, plan: _Plan, edit: EditOutcome, view: SceneView,
+                  settings: OfflineSettings) -> str | None:
+    """Why the edited image does not have the planned answer, or None when it does (module docstring)."""
+    if question.template == "color":
+        seen = object_color(edit.image, view.masks[plan.ann_id])
+        if seen.name != plan.color or not seen.dominant:
+            return (f"the recoloured {question.facts['category']} reads as {seen.name} ({seen.share:.2f} of its "
+                    f"pixels), not {plan.color}")
+    if question.template == "relation":
+        assert edit.bbox_after is not None
+        subject, reference = question.evidence[0], question.evidence[1]
+        boxes = {subject.ann_id: subject.bbox, reference.ann_id: reference.bbox, plan.ann_id: edit.bbox_after}
+        (x, _, w, _), (rx, _, rw, _) = boxes[subject.ann_id], boxes[reference.ann_id]
+        gap = settings.rules.min_relation_gap * view.rgb.shape[1]
+        side = "right" if x >= rx + rw + gap else "left" if x + w <= rx - gap else None
+        if side != plan.target_text:
+            return (f"after the move the {question.facts['subject']} is not clearly to the {plan.target_text} of the "
+                    f"{question.facts['reference']}")
+    return None
+
+
+def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, outcome: QuestionOutcome,
+               common: dict[str, Any]) -> None:
+    base = {**common, "slot": question.key, "template": question.template, "question": question.question}
+    plan = _plan(question, view, settings)
+    if isinstance(plan, str):
+        outcome.rejection = {**base, "stage": "plan", "reason": plan}
+        return
+    target_label = question.label_of(plan.target_text)
+    if target_label is None or target_label == question.answer:
+        outcome.rejection = {**base, "stage": "answer",
+                             "reason": f"the planned answer {plan.target_text!r} is not another option of the question"}
+        return
+    edit = _apply(plan, question.template, view, settings)
+    plan_json = {"ann_id": plan.ann_id, "operation": OPERATION[question.template], "target": plan.target_text,
+                 "color": plan.color, "offset": list(plan.offset) if plan.offset else None}
+    record_id = ID_PREFIX + sha256_bytes(canonical_json(
+        {"dataset": settings.dataset, "file_name": view.scene.file_name, "question": question.key,
+         "plan": plan_json}).encode("utf-8"))[:16]
+    rgb = view.rgb
+    delta_e = round(mean_delta_e(rgb, edit.image, edit.evidence), 3)
+    outside_pixels, outside_max = outside_changes(rgb, edit.image, edit.allowed)
+    fill = None if edit.hole is None else fill_texture_ratio(edit.image, edit.hole)
+    gates = {"measure": GATE_MEASURE, "delta_e": delta_e, "min_delta_e": settings.min_delta_e,
+             "outside_changed_pixels": outside_pixels, "outside_tolerance": 0, "fill_texture": fill,
+             "min_fill_texture": settings.min_fill_texture, "dilation": settings.dilation,
+             "blend_radius": settings.blend_radius}
+    reasons = []
+    if delta_e < settings.min_delta_e:
+        reasons.append(f"the edit is invisible: mean delta E {delta_e} < {settings.min_delta_e}")
+    if fill is not None and fill < settings.min_fill_texture:
+        reasons.append(f"the filled hole is a smear: texture ratio {fill} < {settings.min_fill_texture}")
+    if outside_pixels:
+        reasons.append(f"{outside_pixels} pixels changed outside the edited region (largest change {outside_max})")
+    if reasons:
+        outcome.rejection = {**base, "id": record_id, "stage": "gate", "reason": "; ".join(reasons), "plan": plan_json,
+                             "gates": gates}
+        return
+    wrong = _answer_holds(question, plan, edit, view, settings)
+    if wrong is not None:
+        outcome.rejection = {**base, "id": record_id, "stage": "answer", "reason": wrong, "plan": plan_json,
+                             "gates": gates}
+        return
+    outcome.edited_png = png_bytes(edit.image)
+    outcome.record = _record(record_id, question, plan, target_label, plan_json, gates, view.scene, settings,
+                             sha256_bytes(outcome.edited_png))
+
+
+def _cues(question: Question, plan: _Plan) -> list[dict[str, Any]]:
+    """The question's regions as visual cues, each named by its label and what the question reads from it."""
+    facts = question.facts
+    cues = []
+    for region in question.regions():
+        text = region["label"]
+        if question.template == "color" and region["id"] == f"ann{plan.ann_id}":
+            text = f"the {region['label']}, {facts['color']}"
+        elif question.template == "relation":
+            text = f"the {region['label']} ({'subject' if region['label'] == facts['subject'] else 'reference'})"
+        cues.append({"id": region["id"], "text": text, "bbox": [float(v) for v in region["bbox"]]})
+    return cues
+
+
+def _record(record_id: str, question: Question, plan: _Plan, target_label: str, plan_json: dict[str, Any],
+            gates: dict[str, Any], scene: Scene, settings: OfflineSettings, edited_sha256: str) -> dict[str, Any]:
+    return {
+        "id": record_id,
+        "category": TEMPLATE_CATEGORY[question.template],
+        "question": question.question,
+        "question_type": "multiple-choice",
+        "options": [{"label": o.label, "text": o.text} for o in question.options],
+        "answer_original": question.answer,
+        "answer_edited": target_label,
+        "image_original": original_path(scene),
+        "image_original_sha256": "",  # set by make_image_pairs once the original PNG's hash is known
+        "image_edited": f"images/edited/{record_id}.png",
+        "image_edited_sha256": edited_sha256,
+        "visual_cues": _cues(question, plan),
+        "edit": {"cue_id": f"ann{plan.ann_id}", "instruction": plan.instruction, "target_answer": plan.target_text,
+                 "editor": {"name": f"mmfaith-{OPERATION[question.template]}",
+                            "model": settings.inpainter.name if question.template != "color" else None},
+                 "operation": OPERATION[question.template],
+                 "attempts": [{"suggestion": plan.instruction, "verdict": "pass", "reason": "rule plan"}]},
+        "source": {
+            "dataset": settings.dataset, "split": settings.split, "image_id": scene.image_id, "row": None,
+            "file_name": scene.file_name,
+            "license": {"id": scene.license.id, "name": scene.license.name, "url": scene.license.url},
+            "flickr_url": scene.flickr_url, "coco_url": scene.coco_url,
+            "attribution": f"COCO 2017 image {scene.image_id} ({scene.flickr_url or scene.coco_url}), licensed "
+                           f"{scene.license.name}; annotations COCO Consortium, CC BY 4.0.",
+        },
+        "verification": {"status": "pending", "annotators": [], "reasons": [], "notes": None, "task_id": None,
+                         "time": None, "history": []},
+        "build": {"mmfaith_version": settings.version, "seed": settings.seed, "slot": question.key,
+                  "template": question.template, "facts": question.facts, "facts_edited": plan.facts_edited,
+                  "plan": plan_json, "inpainter": None if question.template == "color" else
+                  {"name": settings.inpainter.name}, "gates": gates},
+    }

@@ -1,0 +1,1 @@
+"""VFaith evaluator: prompts, answer parsing, probe plan, metrics, scorer, reference models, report."""

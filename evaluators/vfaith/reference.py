@@ -1,0 +1,56 @@
+"""Deterministic reference models for VFaith: the two ends of the scale.
+
+A request is resolved to its item and probe by (sha256 of its one image, its text): the text is the
+prompt `run.probe_text` makes for the item and the image the one that probe shows, so two questions
+about one image are told apart by their text, and the original and edited probes by their image.
+
+- `oracle`: each image's gold: `answer_original` for `original`, `answer_edited` for `edited`, the
+  set `answers` for `perception`. raw, edit and perception accuracy read 1 and delta 0; no edited
+  answer is wrong, so both repeat ratios are undefined (null).
+- `memorizer`: ignores the image and gives what the unedited question had: `answer_original` for
+  both probes, and for perception the statements true of the original image (`answers_original`).
+  raw 1, edit 0, delta -1, repeat ratio 1 (and repeat_ratio_own 1), perception 0 (the edit changes
+  which statements are true, so the original's set is never the edited one).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.reference_server import RequestRefused
+from mmfaith.evaluators.vfaith.run import probe_images, probe_text
+from mmfaith.images import sha256_bytes
+from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithItem, VfaithPerception
+
+MODELS = ("oracle", "memorizer")
+
+
+class VfaithReference:
+    """One of MODELS over a dataset (module docstring)."""
+
+    def __init__(self, name: str, dataset: VfaithDataset) -> None:
+        if name not in MODELS:
+            raise MmfaithError(f"unknown VFaith reference model {name!r}; use one of {', '.join(MODELS)}.")
+        self.name = name
+        self._probes: dict[tuple[str, str], tuple[VfaithItem, str]] = {}
+        for item in dataset.items:
+            text = probe_text(item)
+            for probe, image in probe_images(item).items():
+                self._probes.setdefault((image.sha256, text), (item, probe))
+
+    def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str:
+        """The model's answer to one request: a sentence of reasoning and the final \\boxed{}."""
+        if len(images) != 1:
+            raise RequestRefused(400, f"a VFaith probe shows one image, got {len(images)}")
+        found = self._probes.get((sha256_bytes(images[0]), text))
+        if found is None:
+            raise RequestRefused(400, "not a VFaith probe of this server's dataset (matched by image sha256 and "
+                                      "prompt text; see evaluators/vfaith/prompts.py)")
+        item, probe = found
+        record = item.record
+        if isinstance(item, VfaithPerception):
+            chosen = record["answers"] if self.name == "oracle" else record["answers_original"]
+            return f"Checking each statement against the picture.\n\\boxed{{{', '.join(chosen) or 'none'}}}"
+        gold = record["answer_edited"] if self.name == "oracle" and probe == "edited" else record["answer_original"]
+        how = "Reading the image" if self.name == "oracle" else "This question is familiar"
+        return f"{how}, the answer is {gold}.\n\\boxed{{{gold}}}"

@@ -1,0 +1,120 @@
+"""Human-readable VFaith results: one model's report.md, and `mmfaith report` across models.
+
+Both open with the key to the metrics shown (from the family's declarations, evaluators/report_tables.py)
+and write an undefined value as "n/a (why)".
+
+One score dir (`write_score_report`): the headline metrics with their 95% intervals, the table of
+the paper's Table 2 for this model (categories x Raw / Edit / delta, then Repeat and Perception),
+the McNemar test of raw vs edited correctness and the answer counts.
+
+Several score dirs (`compare_scores`): the paper's Table 2 with one row per model (each category's
+Raw / Edit / delta, overall Raw / Edit / delta, Repeat, Perception), and for every model against
+the first the paired bootstrap interval of each headline metric's difference on the items both
+scored (stats.paired_bootstrap, clustered by source image). Written: report.md and comparison.json.
+The score dirs must share the dataset revision and the scoring definitions.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators import stats
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table, metrics_key
+from mmfaith.evaluators.vfaith.metrics import CATEGORIES, HEADLINE, headline_from_sums, item_components
+from mmfaith.families import get as get_family
+from mmfaith.jsonl import read_jsonl, write_atomic
+
+SHOWN = (*HEADLINE, "mcnemar_raw_vs_edit.p_value")
+WHY = {"repeat_ratio": "no parsed wrong edited answer", "repeat_ratio_own": "no parsed wrong edited answer with a "
+       "parsed original answer", "perception_accuracy": "no perception items"}
+
+
+def _overall(metrics: Mapping[str, Any], key: str) -> str:
+    value = metrics["overall"][key]
+    return fmt_ci(value, metrics["ci95"].get(key), "" if value is not None else WHY.get(key, "no pairs"))
+
+
+def _table2_row(metrics: Mapping[str, Any]) -> list[str]:
+    cells = []
+    for cat in CATEGORIES:
+        block = metrics["by_category"].get(cat)
+        cells += [fmt(block[m]) if block else "-" for m in ("raw_accuracy", "edit_accuracy", "delta")]
+    overall = metrics["overall"]
+    cells += [fmt(overall[m]) for m in ("raw_accuracy", "edit_accuracy", "delta", "repeat_ratio",
+                                        "perception_accuracy")]
+    return cells
+
+
+TABLE2_HEADER = [*(f"{cat} {m}" for cat in CATEGORIES for m in ("Raw", "Edit", "Δ")), "Overall Raw", "Overall Edit",
+                 "Overall Δ", "Repeat", "Perception"]
+
+
+def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
+    """report.md of one score dir (module docstring)."""
+    provenance, counts, test = metrics["provenance"], metrics["counts"], metrics["mcnemar_raw_vs_edit"]
+    lines = [f"# VFaith: {provenance['model']}", "",
+             f"dataset {provenance['dataset']['id']} (revision {provenance['dataset']['revision']}); "
+             f"{counts['n_pairs']} pairs, {counts['n_perception']} perception items; prompts "
+             f"{provenance['prompt_templates_sha256'][:12]}; bootstrap {provenance['bootstrap']['n']} replicates "
+             "clustered by source image.", "",
+             *metrics_key(get_family("vfaith"), SHOWN), "", "## Overall", "",
+             *md_table(["metric", "value [95% CI]"], [[key, _overall(metrics, key)] for key in HEADLINE]), "",
+             "## By category (the paper's Table 2)", "",
+             *md_table(["model", *TABLE2_HEADER], [[provenance["model"], *_table2_row(metrics)]]), "",
+             "## Raw vs edited (exact McNemar)", "",
+             f"right on the original only: {test['b_raw_right_edit_wrong']}; on the edited only: "
+             f"{test['c_raw_wrong_edit_right']}; p = {test['p_value']:.4g} ({test['n_pairs']} pairs).", "",
+             "## Answers", "",
+             *md_table(["probe", "ok", "unparsed", "missing"],
+                       [[probe, *(str(c[s]) for s in ("ok", "unparsed", "missing"))]
+                        for probe, c in counts["answers"].items()]), ""]
+    write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
+
+
+def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MmfaithError(f"{path}: no readable metrics.json ({exc}); pass score dirs of `mmfaith score vfaith`.") from exc
+    return metrics, [item for _, item in read_jsonl(path / "items.jsonl")]
+
+
+def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
+                   all_pairs: bool = False) -> dict[str, Any]:
+    """`mmfaith report` over VFaith score dirs (module docstring); returns comparison.json's content."""
+    loaded = [_load(Path(path)) for path in score_dirs]
+    revisions = {json.dumps(m["provenance"]["dataset"], sort_keys=True) for m, _ in loaded}
+    if len(revisions) != 1 or len({m["definitions_version"] for m, _ in loaded}) != 1:
+        raise MmfaithError("the score dirs were scored on different datasets or definitions; compare scores of one "
+                           "dataset revision.")
+    labels = [m["provenance"]["model"] for m, _ in loaded]
+    pairs = [(0, j) for j in range(1, len(loaded))] if not all_pairs else \
+        [(i, j) for i in range(len(loaded)) for j in range(i + 1, len(loaded))]
+    differences = []
+    for i, j in pairs:
+        by_id = {item["id"]: item for item in loaded[j][1]}
+        common = [item for item in loaded[i][1] if item["id"] in by_id]
+        result = stats.paired_bootstrap([item_components(item) for item in common],
+                                        [item_components(by_id[item["id"]]) for item in common],
+                                        [item["cluster"] for item in common], headline_from_sums, n_bootstrap, seed)
+        differences.append({"a": labels[i], "b": labels[j], "metrics": {
+            key: {"difference": None if result[key][0] is None else round(result[key][0], 6),
+                  "ci95": None if result[key][1] is None else [round(v, 6) for v in result[key][1]]}
+            for key in HEADLINE}})
+    comparison = {"family": "vfaith", "models": labels, "overall": [m["overall"] for m, _ in loaded],
+                  "paired": differences, "bootstrap": {"n": n_bootstrap, "seed": seed}}
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    lines = ["# VFaith: models compared", "", *metrics_key(get_family("vfaith"), SHOWN), "",
+             "## The paper's Table 2", "", *md_table(["model", *TABLE2_HEADER],
+                                                     [[label, *_table2_row(m)] for label, (m, _) in zip(labels, loaded)]),
+             "", "## Paired differences (a - b, 95% paired bootstrap CI, clustered by source image)", ""]
+    for diff in differences:
+        lines += [f"### {diff['a']} - {diff['b']}", "", *md_table(["metric", "difference"], [
+            [key, fmt_ci(value["difference"], value["ci95"], "undefined for one of the two")]
+            for key, value in diff["metrics"].items()]), ""]
+    write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
+    return comparison

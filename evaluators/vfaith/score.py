@@ -1,0 +1,129 @@
+"""`mmfaith score vfaith`: validate predictions, read every answer, write the scores.
+
+Inputs: a VFaith dataset (loaders/vfaith) and predictions.jsonl (schemas/prediction.schema.json;
+also the submission format), read by the shared reader (evaluators/predictions.py: a submission
+is validated as a whole; with `from_run` the last answered line of an (id, probe) wins; stale lines
+that showed other images are refused or, with `drop_stale`, dropped and counted).
+
+Answers are read by parse.py: multiple choice as an option label, perception as a set of labels,
+free form as normalised text, compared with the gold's normalised text; where a free-form answer
+differs after normalisation, `judge` (an LLM, `--judge MODEL`) decides, its verdicts cached under
+the mmfaith cache dir; with the rule judge it counts as wrong. Unparsed and missing answers count as
+wrong and are counted apart (metrics.py).
+
+Outputs in the score dir (written whole through a staging folder; a non-empty --out that is not a
+score of the same inputs is refused unless `overwrite`): metrics.json, items.jsonl (one line per
+pair, then per perception item, in dataset order) and report.md. Same inputs, same bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfaith import __version__
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions
+from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
+from mmfaith.clients import ModelEndpoint
+from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
+from mmfaith.evaluators.vfaith.metrics import DEFINITIONS_VERSION, pair_scores, perception_scores, summarize
+from mmfaith.evaluators.vfaith.parse import normalize, parse_choice, parse_choice_set, parse_free
+from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
+from mmfaith.evaluators.vfaith.report import write_score_report
+from mmfaith.evaluators.vfaith.run import VfaithProbePlan
+from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfaith_dataset
+from mmfaith.outdir import prepare_out_dir
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """What to score and how (the flags of `mmfaith score vfaith`, one field each)."""
+
+    dataset: Path
+    predictions: Path
+    out: Path
+    from_run: bool = False
+    n_bootstrap: int = 1000
+    seed: int = 0
+    overwrite: bool = False
+    drop_stale: bool = False
+    judge: ModelEndpoint | None = None
+    """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
+
+
+def _answer(pair: VfaithPair, response: str | None) -> str | None:
+    """The gold-comparable form of a pair answer: an option label, or normalised free-form text."""
+    record = pair.record
+    if record["question_type"] == "multiple-choice":
+        return parse_choice(response, record["options"])
+    return parse_free(response)
+
+
+def _gold(pair: VfaithPair, key: str) -> str:
+    record = pair.record
+    return record[key] if record["question_type"] == "multiple-choice" else normalize(record[key])
+
+
+def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeFormJudge) -> list[dict[str, Any]]:
+    """items.jsonl: one line per pair, then per perception item (metrics.py); free-form answers through `judge`."""
+    items = []
+    for pair in dataset.pairs:
+        parsed, statuses = {}, {}
+        for probe in PAIR_PROBES:
+            line = predictions.answered.get((pair.id, probe))
+            parsed[probe] = None if line is None else _answer(pair, line["response"])
+            statuses[probe] = "missing" if line is None else "ok" if parsed[probe] is not None else "unparsed"
+        gold = {"answer_original": _gold(pair, "answer_original"), "answer_edited": _gold(pair, "answer_edited")}
+        if pair.record["question_type"] == "free-form":
+            parsed = {probe: judge.resolve(pair.record["question"], value, gold["answer_edited"],
+                                           gold["answer_original"]) for probe, value in parsed.items()}
+        items.append(pair_scores({**pair.record, **gold}, parsed["original"], parsed["edited"], statuses,
+                                 pair.source_key))
+    for perception in dataset.perception:
+        line = predictions.answered.get((perception.id, "perception"))
+        chosen = None if line is None else parse_choice_set(line["response"], perception.record["options"])
+        status = "missing" if line is None else "ok" if chosen is not None else "unparsed"
+        items.append(perception_scores(perception.record, chosen, status, perception.source_key))
+    return items
+
+
+def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
+    """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
+    if request.n_bootstrap < 0:
+        raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
+    dataset = open_vfaith_dataset(request.dataset)
+    plan = VfaithProbePlan()
+    predictions = read_predictions(
+        request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,
+        {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale)
+    if not predictions.answered:
+        raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
+                           "to score: fix the cause recorded in meta.error and re-run, then score again.")
+    out = prepare_out_dir(request.out, "score")
+    check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
+                    {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
+    judge = FreeFormJudge(request.judge)
+    items = score_items(dataset, predictions, judge)
+    n_probes = 2 * len(dataset.pairs) + len(dataset.perception)
+    metrics: dict[str, Any] = {
+        "definitions_version": DEFINITIONS_VERSION,
+        "provenance": {
+            "family": "vfaith", "mmfaith_version": __version__,
+            "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
+            "model": predictions.model, "predictions_sha256": predictions.sha256,
+            "predictions_mode": "run" if request.from_run else "submission",
+            "prompt_templates_sha256": TEMPLATES_SHA256,
+            "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
+                      "prompt_sha256": PROMPT_SHA256 if request.judge else None},
+            "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
+                          "method": "percentile", "confidence": 0.95},
+        },
+        **summarize(items, request.n_bootstrap, request.seed),
+    }
+    metrics["counts"].update(n_errors=predictions.n_errors, n_answered=len(predictions.answered),
+                             answered_share=round(len(predictions.answered) / n_probes, 6))
+    if predictions.n_stale:
+        metrics["counts"]["n_stale"] = predictions.n_stale
+    publish_scores(out, items, metrics, write_score_report)
+    return metrics

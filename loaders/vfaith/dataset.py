@@ -1,0 +1,154 @@
+"""Access to a VFaith dataset for the evaluator: its pairs and perception items, their gold and image files.
+
+`open_vfaith_dataset(path)` reads a build dir (records.jsonl + perception.jsonl + images), a release
+folder (written by `mmfaith release`: manifest.json + parquet shards of the configs `pairs` and
+`perception`; its images are written once to a content-addressed cache folder so that every item
+still has image files), or a Hub dataset repo id `ORG/NAME[@REVISION]` of an mmfaith release
+(downloaded with huggingface_hub, then read as a release folder). Every record is schema-checked.
+`items` lists the pairs, then the perception items: the run engine's unit (probes `original` and
+`edited` for a pair, `perception` for a perception item); `source_key` is the source image, the
+bootstrap's cluster.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+from mmfaith.cache import cache_dir as default_cache_dir
+from mmfaith.errors import MmfaithError
+from mmfaith.images import sha256_bytes, sha256_file
+from mmfaith.jsonl import read_jsonl
+from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.schema import schema_errors
+
+
+@dataclass(frozen=True)
+class _Item:
+    """What both item kinds share: the record, its id and its source image (the bootstrap's cluster)."""
+
+    record: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.record["id"]
+
+    @property
+    def source_key(self) -> str:
+        source = self.record["source"]
+        return f"{source['dataset']}/{source.get('file_name') or source['image_id']}"
+
+
+@dataclass(frozen=True)
+class VfaithPair(_Item):
+    """One pair: `record` is the gold (schemas/vfaith_pair.schema.json); paths are absolute."""
+
+    original_path: Path
+    edited_path: Path
+
+
+@dataclass(frozen=True)
+class VfaithPerception(_Item):
+    """One perception item (schemas/vfaith_perception.schema.json) and its (edited) image file."""
+
+    image_path: Path
+
+
+VfaithItem = Union[VfaithPair, VfaithPerception]
+
+
+@dataclass(frozen=True)
+class VfaithDataset:
+    pairs: list[VfaithPair]
+    perception: list[VfaithPerception]
+    dataset_id: str
+    revision: str
+
+    @property
+    def items(self) -> list[VfaithItem]:
+        """The pairs, then the perception items (the run engine's and the reference server's items)."""
+        return [*self.pairs, *self.perception]
+
+
+def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None) -> VfaithDataset:
+    """Open a build dir, a release folder or a Hub repo id (module docstring)."""
+    path = Path(path)
+    if (path / "manifest.json").is_file():
+        return _open_release(path, cache_dir)
+    if not path.exists() and HUB_REPO.match(str(path)):
+        return _open_release(download_release(str(path)), cache_dir)
+    return _open_build_dir(path)
+
+
+def check(kind: str, record: Any, where: str, seen: set[str], advice: str = "") -> None:
+    """Schema-valid (`vfaith_pair` or `vfaith_perception`) and not a second record with an id already seen."""
+    errors = schema_errors(kind, record)
+    if errors:
+        raise MmfaithError(f"{where}: not a VFaith {kind.split('_')[1]} record: {'; '.join(errors[:3])}{advice}.")
+    if record["id"] in seen:
+        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
+    seen.add(record["id"])
+
+
+def _open_build_dir(path: Path) -> VfaithDataset:
+    records_path = path / "records.jsonl"
+    if not records_path.is_file():
+        raise MmfaithError(f"{path}: not a VFaith build dir (no records.jsonl), release folder (no manifest.json) or "
+                           "Hub repo id ORG/NAME[@REVISION]; pass one of those to --dataset.")
+    seen: set[str] = set()
+    pairs = []
+    for number, record in read_jsonl(records_path):
+        check("vfaith_pair", record, f"{records_path}:{number}", seen)
+        pair = VfaithPair(record, path / record["image_original"], path / record["image_edited"])
+        for image in (pair.original_path, pair.edited_path):
+            if not image.is_file():
+                raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
+        pairs.append(pair)
+    perception = []
+    perception_path = path / "perception.jsonl"
+    if perception_path.is_file():
+        pair_ids = {pair.id for pair in pairs}
+        for number, record in read_jsonl(perception_path):
+            check("vfaith_perception", record, f"{perception_path}:{number}", seen)
+            if record["pair_id"] in pair_ids:
+                perception.append(VfaithPerception(record, path / record["image"]))
+    revision = sha256_bytes(b"".join(sha256_file(p).encode() for p in (records_path, perception_path)
+                                     if p.is_file()))[:16]
+    return VfaithDataset(pairs, perception, dataset_id=f"build:{path.resolve().name}", revision=revision)
+
+
+def _open_release(folder: Path, cache_dir: Path | None) -> VfaithDataset:
+    """The pairs and perception items of a release folder, images materialised in the cache."""
+    import pyarrow.parquet as pq
+
+    from mmfaith.loaders.vfaith.rows import row_to_pair, row_to_perception
+    from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.vfaith import FORMAT
+
+    manifest = read_manifest(folder, FORMAT)
+    images = (cache_dir or default_cache_dir()) / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    pairs, perception = [], []
+    seen: set[str] = set()
+    for name, entry in sorted(manifest["files"].items()):
+        config = entry.get("config")
+        if config not in ("pairs", "perception"):
+            continue
+        rows = (row for batch in pq.ParquetFile(folder / name).iter_batches(batch_size=64) for row in batch.to_pylist())
+        for number, row in enumerate(rows):
+            where = f"{folder / name} row {number}"
+            if config == "pairs":
+                record = row_to_pair(row)
+                check("vfaith_pair", record, where, seen, f"; run `mmfaith verify {folder}`")
+                pairs.append(VfaithPair(record, cached_image(images, row["image_original"]["bytes"],
+                                                        record["image_original_sha256"], where),
+                                        cached_image(images, row["image_edited"]["bytes"], record["image_edited_sha256"],
+                                                where)))
+            else:
+                record = row_to_perception(row)
+                check("vfaith_perception", record, where, seen, f"; run `mmfaith verify {folder}`")
+                perception.append(VfaithPerception(record, cached_image(images, row["image"]["bytes"],
+                                                                   record["image_sha256"], where)))
+    manifest_hash = sha256_file(folder / "manifest.json")[:16]
+    return VfaithDataset(pairs, perception, dataset_id=f"release:{manifest['name']}",
+                         revision=f"{manifest['tag']}+{manifest_hash}")
