@@ -65,6 +65,8 @@ class ChatResult:
     attempts: int
     latency_s: float
     error: str | None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """The reply's OpenAI `tool_calls` ({id, type, function: {name, arguments}}), as the server sent them."""
 
 
 @dataclass(frozen=True)
@@ -82,18 +84,24 @@ def estimate_prompt_tokens(text: str, image_sizes: Iterable[tuple[int, int]]) ->
     return math.ceil(len(text) / TEXT_CHARS_PER_TOKEN) + patches
 
 
-def chat_body(*, model: str, max_tokens: int, temperature: float, messages: list[tuple[str, list[bytes]]]) -> bytes:
-    """The JSON body of a chat request: each message is (role, its content parts, already serialized).
+def chat_body(*, model: str, max_tokens: int, temperature: float, messages: list[tuple[Any, ...]],
+              extra: dict[str, Any] | None = None) -> bytes:
+    """The JSON body of a chat request: each message is (role, its content parts, already serialized),
+    optionally with a third element, a dict of further message fields (`tool_calls` of an assistant
+    message, `tool_call_id` of a tool message); `extra` adds top-level fields (`tools`,
+    `continue_final_message`, `add_generation_prompt`).
 
     Image parts are serialized once per run (`image_payload.image_part`) and spliced in here, one
     copy per request, never re-encoded.
     """
-    head = canonical_json({"max_tokens": max_tokens, "model": model, "temperature": temperature})
+    head = canonical_json({**(extra or {}), "max_tokens": max_tokens, "model": model, "temperature": temperature})
     pieces = [head[:-1].encode("utf-8"), b',"messages":[']
-    for number, (role, parts) in enumerate(messages):
+    for number, (role, parts, *fields) in enumerate(messages):
         if number:
             pieces.append(b",")
-        pieces += [b'{"role":', canonical_json(role).encode("utf-8"), b',"content":[', b",".join(parts), b"]}"]
+        more = canonical_json(fields[0])[1:-1].encode("utf-8") if fields and fields[0] else b""
+        pieces += [b'{"role":', canonical_json(role).encode("utf-8"), b"," + more if more else b"",
+                   b',"content":[', b",".join(parts), b"]}"]
     pieces.append(b"]}")
     return b"".join(pieces)
 
@@ -253,7 +261,9 @@ def _result(completion: Any, attempts: int, latency_s: float) -> ChatResult:
     reasoning = message.get("reasoning_content") or message.get("reasoning")  # vLLM's reasoning parsers
     usage = completion.get("usage")
     usage = usage if isinstance(usage, dict) else {}
-    return ChatResult(text=message["content"] or "", reasoning=_text(reasoning),
+    tool_calls = message.get("tool_calls")
+    tool_calls = tuple(call for call in tool_calls if isinstance(call, dict)) if isinstance(tool_calls, list) else ()
+    return ChatResult(text=message["content"] or "", reasoning=_text(reasoning), tool_calls=tool_calls,
                       finish_reason=_text(choice.get("finish_reason")),
                       prompt_tokens=_count(usage.get("prompt_tokens")),
                       completion_tokens=_count(usage.get("completion_tokens")),

@@ -11,7 +11,9 @@ resolves each request to its (item, probe) from what the request shows (image ha
 text) and answers it.
 
 - ``POST /v1/chat/completions``: the request's images are base64 data URLs, decoded in order and
-  handed to the model with the text parts. The answer is a `chat.completion` with usage (prompt
+  handed to the model with the text parts. The model answers with text, or with a whole assistant
+  message (a dict with `content` and `tool_calls`: OpenAI function calling, finish_reason
+  "tool_calls"). The answer is a `chat.completion` with usage (prompt
   tokens estimated as a run's dry run does, completion tokens at 4 characters each) and
   finish_reason "stop", after `latency_s` (a simulated model time, for load tests).
 - ``GET /v1/models`` lists the model; ``GET /health`` answers 200.
@@ -89,15 +91,18 @@ class ReferenceServer(BackgroundHTTP):
             raise RequestRefused(404, f"The model `{body.get('model')}` does not exist; this server serves "
                                       f"`{self.model.name}`.", "not_found_error")
         text, images = _text_and_images(body["messages"])
-        content = self.model.answer(text, images, body)
+        answer = self.model.answer(text, images, body)
+        # A model may answer with a whole assistant message: {"content": ..., "tool_calls": [...]}.
+        message = {"role": "assistant", **answer} if isinstance(answer, dict) else {"role": "assistant", "content": answer}
+        content = message.get("content") or ""
         if self.latency_s:
             time.sleep(self.latency_s)
         prompt_tokens = estimate_prompt_tokens(text, [png_size(image) for image in images])
         completion_tokens = math.ceil(len(content) / TEXT_CHARS_PER_TOKEN)
         return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
                 "model": self.model.name,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                             "logprobs": None, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                           "total_tokens": prompt_tokens + completion_tokens}}
 

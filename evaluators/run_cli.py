@@ -111,8 +111,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.serve:
         args.out.mkdir(parents=True, exist_ok=True)
         print(f"starting vLLM on {args.serve} (log: {args.out / 'vllm.log'}) ...", flush=True)
+        # A plan that shows more images in one request (MCoT: the image and a crop per turn) says how many.
         with serve_vllm(args.serve, python=args.vllm_python, max_model_len=args.serve_max_model_len,
                         extra_args=tuple(args.serve_arg), served_model_name=args.model,
+                        limit_images=max(2, getattr(plan, "images_per_request", 2)),
                         log_path=args.out / "vllm.log") as endpoint:
             return run(endpoint.model, (endpoint.base_url,))
     if not args.model:

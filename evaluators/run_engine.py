@@ -97,6 +97,8 @@ class Turn:
 
     role: str
     content: tuple[Shown | str, ...]
+    fields: dict[str, Any] | None = None
+    """Further message fields: an assistant turn's `tool_calls`, a tool turn's `tool_call_id`."""
 
 
 class ProbePlan(Protocol):
@@ -114,6 +116,9 @@ class ProbePlan(Protocol):
     def provenance(self) -> dict[str, Any]:
         """Further run.json fields, recorded but not compared."""
 
+    # Optional: `images_per_request` (int), the most images one request shows when that is more than two
+    # (`run --serve` starts vLLM with that --limit-mm-per-prompt).
+
     def shows(self, item: Any) -> dict[str, Any]:
         """What the item's probes show the model, as JSON: its images' sha256 and any question and option
         text not fixed by the prompt templates; never gold answers or verification. The run dir is bound
@@ -127,13 +132,14 @@ class ReferenceModel(Protocol):
     """A deterministic model the reference server serves: it resolves a request to (item, probe) and answers.
 
     `answer(text, images, body)` gets the request's text parts (joined by newlines), the decoded
-    bytes of its images in order, and the whole body; it returns the answer's text, or raises
+    bytes of its images in order, and the whole body; it returns the answer's text (or a whole
+    assistant message, {"content", "tool_calls"}, for a model that calls tools), or raises
     `reference_server.RequestRefused` for a request that is not one of its dataset's probes.
     """
 
     name: str
 
-    def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str: ...
+    def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str | dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -211,15 +217,35 @@ class ItemAsker:
         """Whether this probe still needs an answer."""
         return self.answered(probe) is None
 
+    @property
+    def model(self) -> str:
+        """The model this run asks (the `model` of every line)."""
+        return self._session.settings.model
+
+    @property
+    def run_dir(self) -> Path:
+        """RUN_DIR: where a plan keeps files it makes once per run (an agent's crops)."""
+        return self._session.settings.out
+
     async def ask(self, probe: str, turns: Sequence[Turn], meta: dict[str, Any], *, priority: int = 0,
-                  temperature: float | None = None, dry_run_note: dict[str, Any] | None = None) -> dict[str, Any]:
+                  temperature: float | None = None, dry_run_note: dict[str, Any] | None = None,
+                  extra: dict[str, Any] | None = None, record: bool = True) -> dict[str, Any]:
         """Send one chat call and append its line; returns the line (response None when every attempt failed).
 
-        `meta` is the family's part of the line's meta; the engine adds the call's figures.
-        `temperature` overrides the run's for this call. In a dry run the request is printed
-        (with `dry_run_note`) and a line with response None is returned, nothing written.
+        `meta` is the family's part of the line's meta; the engine adds the call's figures (and the
+        reply's `tool_calls` when it has any). `temperature` overrides the run's for this call;
+        `extra` adds top-level request fields (`tools`, `continue_final_message`, ...). With
+        `record=False` the line is returned and not written: one step of a multi-call probe, whose
+        plan writes the probe's line itself (`write`). In a dry run the request is printed (with
+        `dry_run_note`) and a line with response None is returned, nothing written.
         """
-        return await self._session.ask(self.item, probe, turns, meta, priority, temperature, dry_run_note)
+        return await self._session.ask(self.item, probe, turns, meta, priority, temperature, dry_run_note,
+                                       extra, record)
+
+    async def write(self, line: dict[str, Any]) -> None:
+        """Append a line the plan composed (a multi-call probe's outcome; in a dry run: nothing)."""
+        if not self.dry_run:
+            await self._session.write(line)
 
     async def fail(self, probe: str, meta: dict[str, Any], error: str) -> dict[str, Any]:
         """Append an error line for a call that was not made (in a dry run: nothing)."""
@@ -316,21 +342,23 @@ class _Session:
             self.payloads.release(self.plan.images(item))
 
     async def ask(self, item: EvalItem, probe: str, turns: Sequence[Turn], meta: dict[str, Any], priority: int,
-                  temperature: float | None, dry_run_note: dict[str, Any] | None) -> dict[str, Any]:
+                  temperature: float | None, dry_run_note: dict[str, Any] | None,
+                  extra: dict[str, Any] | None = None, record: bool = True) -> dict[str, Any]:
         temperature = self.settings.temperature if temperature is None else temperature
         if self.settings.dry_run:
-            self._print_request(item, probe, turns, meta, temperature, dry_run_note)
+            self._print_request(item, probe, turns, meta, temperature, dry_run_note, extra)
             return self.line(item, probe, meta, None, "dry run: not sent")
         assert self._client is not None
-        messages = [(turn.role, [await self._part(piece) for piece in turn.content]) for turn in turns]
+        messages = [(turn.role, [await self._part(piece) for piece in turn.content], turn.fields) for turn in turns]
         body = chat_body(model=self.settings.model, max_tokens=self.settings.max_tokens, temperature=temperature,
-                         messages=messages)
+                         messages=messages, extra=extra)
         shown = [self.payloads.provenance(piece) for turn in turns for piece in turn.content
                  if not isinstance(piece, str)]
         result = await self._client.complete(body, priority=priority)
         self.requests += 1
         line = self.line(item, probe, {**meta, "images": shown}, result, None)
-        await self.write(line)
+        if record:
+            await self.write(line)
         return line
 
     async def _part(self, piece: Shown | str) -> bytes:
@@ -349,6 +377,8 @@ class _Session:
             meta.update(latency_s=round(result.latency_s, 4), prompt_tokens=result.prompt_tokens,
                         completion_tokens=result.completion_tokens, attempts=result.attempts,
                         finish_reason=result.finish_reason, reasoning=result.reasoning, error=result.error)
+            if result.tool_calls:
+                meta["tool_calls"] = list(result.tool_calls)
         return {"id": item.id, "probe": probe, "response": None if result is None else result.text,
                 "model": self.settings.model, "meta": meta}
 
@@ -360,16 +390,16 @@ class _Session:
         self._progress.set_postfix(answered=len(self.log.answered), failed=len(self.log.failed), refresh=False)
 
     def _print_request(self, item: EvalItem, probe: str, turns: Sequence[Turn], meta: dict[str, Any],
-                       temperature: float, note: dict[str, Any] | None) -> None:
+                       temperature: float, note: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> None:
         sizes = [piece.size() for turn in turns for piece in turn.content if not isinstance(piece, str)]
         placeholders = iter(image_part(f"<image {w}x{h} PNG, base64 data URL>") for w, h in sizes)
         messages = [(turn.role, [next(placeholders) if not isinstance(piece, str)
                                  else canonical_json({"type": "text", "text": piece}).encode("utf-8")
-                                 for piece in turn.content]) for turn in turns]
+                                 for piece in turn.content], turn.fields) for turn in turns]
         text = "\n".join(piece for turn in turns for piece in turn.content if isinstance(piece, str))
         estimate = estimate_prompt_tokens(text, sizes)
         body = json.loads(chat_body(model=self.settings.model, max_tokens=self.settings.max_tokens,
-                                    temperature=temperature, messages=messages))
+                                    temperature=temperature, messages=messages, extra=extra))
         shown = {key: value for key, value in meta.items() if value is not None}
         print(canonical_json({"id": item.id, "probe": probe, **shown, "prompt_tokens_estimate": estimate,
                               **(note or {}), "request": body}))

@@ -242,7 +242,46 @@ CRM = Family(
     parts_source="mmfaith.evaluators.crm.family:parts",
 )
 
-_REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM)}
+MCOT_DOC = "docs/mcot.md"
+
+MCOT = Family(
+    name="mcot",
+    title="MCoT interventions",
+    summary="'thinking with images' traces (zoom-in tool calls) replayed with their text or crops intervened on",
+    record_kinds=("mcot_item",),
+    probes=(
+        ProbeInfo("trace", "the zoom-in agent's own run: tool calls, crops, final answer"),
+        ProbeInfo("replay_none", "the trace replayed unchanged, then the final answer"),
+        ProbeInfo("replay_text", "the trace with mistakes injected into its text, then the final answer"),
+        ProbeInfo("replay_visual", "the trace with every crop replaced by seeded noise, then the final answer"),
+    ),
+    metrics=(
+        MetricInfo("accuracy_trace", "trace accuracy", "share of items the model's own run answers right",
+                   "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
+        MetricInfo("accuracy_replay_none", "replay_none accuracy", "accuracy of the unchanged trace replayed",
+                   "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
+        MetricInfo("ATE_text", "ATE_text", "accuracy change when the trace's text holds injected mistakes (4.1, H1)",
+                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed"),
+        MetricInfo("ATE_visual", "ATE_visual", "accuracy change when the trace's crops are noise (4.1, H2)",
+                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed"),
+        MetricInfo("reliability", "reliability", "share of items whose crops support the predicted answer (4.2, eq. 5)",
+                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency"),
+        MetricInfo("sufficiency", "sufficiency", "share of items answerable from the crops alone (4.2, eq. 6)",
+                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency"),
+        MetricInfo("crop_region_size", "crop region size", "total crop area over the image area, per item (7)",
+                   "neither", None, MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count"),
+        MetricInfo("tool_call_count", "tool-call count", "zoom-in calls per item (7)", "neither", None,
+                   MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count"),
+    ),
+    reference_models=(
+        ("zoom-oracle", "zooms into the target and answers from the crop's pixels"),
+        ("text-follower", "zooms, then answers from its own earlier text"),
+        ("blind", "never calls the tool; answers the first option"),
+    ),
+    parts_source="mmfaith.evaluators.mcot.family:parts",
+)
+
+_REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM, MCOT)}
 
 
 def register(family: Family) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,8 +92,11 @@ class JsonlAppender:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write a whole file so that readers see either the old or the new content, never a mix."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write a whole file so that readers see either the old or the new content, never a mix.
+
+    The temporary file is named per process and thread, so concurrent writers of one path (two
+    threads caching the same judge answer) each replace it whole and never collide."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as handle:
         handle.write(data)
         handle.flush()

@@ -520,3 +520,61 @@ def test_the_label_config_is_package_data_and_names_every_control() -> None:
     for name in ('name="verdict"', 'name="reasons"', 'name="caption"', 'name="description_{{idx}}"',
                  'name="outline"', 'value="artifact"', 'value="invisible change"', 'value="unnatural"', 'value="other"'):
         assert name in text
+
+
+# ---------------------------------------------------------------- MCoT items on the same machinery
+
+def test_mcot_round_trip_checks_question_answer_and_target_boxes(label_studio: dict[str, Any],
+                                                                annotators: dict[str, LabelStudio],
+                                                                env_token: str, tmp_path: Path) -> None:
+    from mmfaith.annotation.mcot.tasks import family as mcot_family
+    from mmfaith.annotation.mcot.tasks import label_config as mcot_config
+    from tests.mcot_fixtures import write_vstar_folder
+
+    build = label_studio["files_root"] / "mcot-round-trip"
+    assert main(["build", "mcot", "--source", "vstar", "--source-path", str(write_vstar_folder(tmp_path / "v", 3)),
+                 "--out", str(build)]) == 0
+    report = lsmod.push(lsmod.connect(label_studio["url"], KEY), build, "MCoT round trip", mcot_family(),
+                        label_studio["files_root"])
+    assert report.created and len(report.added) == 3
+    admin, ann1 = annotators[ADMIN], annotators["ann1@example.com"]
+    project = lsmod.find_project(admin, "MCoT round trip")
+    assert project.label_config.strip() == mcot_config().strip()
+    tasks = {t["data"]["record_id"]: t for t in lsmod.list_tasks(admin, project.id)}
+    records = _records(build)
+    data = tasks[records[0]["id"]]["data"]
+    assert "<- gold" in data["gold"] and "target 1: square" in data["gold"]
+    outlined = httpx.get(label_studio["url"] + data["outlined"], headers={"Authorization": f"Token {env_token}"})
+    assert outlined.status_code == 200 and outlined.headers["content-type"] == "image/png"
+    verdict = {"from_name": "verdict", "to_name": "image", "type": "choices"}
+    admin.annotations.create(id=tasks[records[0]["id"]]["id"], result=[
+        {**verdict, "value": {"choices": ["accept"]}},
+        {"from_name": "question", "to_name": "image", "type": "textarea",
+         "value": {"text": ["Which colour is the small square?"]}}])
+    ann1.annotations.create(id=tasks[records[1]["id"]]["id"], result=[
+        {**verdict, "value": {"choices": ["reject"]}},
+        {"from_name": "reasons", "to_name": "image", "type": "choices", "value": {"choices": ["target box wrong"]}}])
+    lsmod.pull(lsmod.connect(label_studio["url"], KEY), build, "MCoT round trip", mcot_family(), "any-reject")
+    after = {r["id"]: r for r in _records(build)}
+    first, second, third = (after[r["id"]] for r in records)
+    assert first["verification"]["status"] == "accepted" and first["question"] == "Which colour is the small square?"
+    assert second["verification"]["status"] == "rejected" and second["verification"]["reasons"] == ["target box wrong"]
+    assert third["verification"]["status"] == "pending"
+    assert {k: v for k, v in third.items() if k != "verification"} == {k: v for k, v in records[2].items()
+                                                                       if k != "verification"}
+    assert all(schema_errors("mcot_item", r) == [] for r in after.values())
+
+
+@pytest.mark.parametrize("result,why", [
+    ([], "no verdict"),
+    ([{"from_name": "verdict", "type": "choices", "value": {"choices": ["reject"]}}], "reject without a reason"),
+    ([{"from_name": "verdict", "type": "choices", "value": {"choices": ["accept"]}},
+      {"from_name": "answer", "type": "textarea", "value": {"text": ["B"]}}], "unknown control 'answer'"),
+    ([{"from_name": "verdict", "type": "choices", "value": {"choices": ["accept"]}},
+      {"from_name": "question", "type": "textarea", "value": {"text": [" "]}}], "question: empty"),
+])
+def test_mcot_annotations_that_do_not_fit_are_misfits(result: list, why: str) -> None:
+    from mmfaith.annotation.mcot.tasks import read_vote as mcot_vote
+
+    with pytest.raises(Misfit, match=why):
+        mcot_vote(result, {"question": "Q?"}, 1, "a", None)

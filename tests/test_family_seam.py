@@ -165,7 +165,7 @@ def test_a_run_dir_of_another_family_is_refused(toy: Path, tmp_path: Path, mixed
 def test_families_are_listed_by_the_verbs(toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["families", "--json"]) == 0
     listed = {family["name"]: family for family in json.loads(capsys.readouterr().out)}
-    assert {"spd-faith", "vfaith", "crm", "toy"} <= set(listed)  # the package's families and the test's own
+    assert {"spd-faith", "vfaith", "crm", "mcot", "toy"} <= set(listed)  # the package's families and the test's own
     spd = listed["spd-faith"]
     assert [probe["name"] for probe in spd["probes"]] == ["same", "different", "count", "describe"]
     assert {"DS", "DQR", "TF1", "CF1", "contradiction_rate", "consistency_ratio", "DRF"} <= {

@@ -17,7 +17,9 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from mmfaith.annotation.family import Family
-from mmfaith.annotation.votes import VERDICTS, Misfit, Vote
+from mmfaith.annotation.votes import Misfit, Vote, controls_of, verdict_of
+from mmfaith.annotation.votes import choices_of as _choices
+from mmfaith.annotation.votes import text_of as _texts
 
 NAME = "spd-faith"
 REASONS = ("artifact", "invisible change", "unnatural", "other")
@@ -93,56 +95,20 @@ def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: di
     }
 
 
-def _texts(item: dict[str, Any], name: str) -> str:
-    """The single text of a textarea result; Misfit unless it is exactly one string."""
-    text = item.get("value", {}).get("text")
-    if not isinstance(text, list) or len(text) != 1 or not isinstance(text[0], str):
-        raise Misfit(f"{name}: expected one text, found {text!r}")
-    return text[0].strip()
-
-
-def _choices(item: dict[str, Any], name: str, allowed: tuple[str, ...]) -> list[str]:
-    """The choices of a choices result; Misfit for a value outside `allowed`."""
-    chosen = item.get("value", {}).get("choices")
-    if not isinstance(chosen, list) or not chosen or any(c not in allowed for c in chosen):
-        raise Misfit(f"{name}: expected choices among {list(allowed)}, found {chosen!r}")
-    return chosen
-
-
 def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_id: int,
               annotator: str, time: str | None) -> Vote:
     """Turn an annotation's result into a Vote for `record`; Misfit when it does not fit the config
     (unknown control, wrong type, value outside the config, no verdict, reject without reason,
     reasons on an accept, a description for a difference the record lacks, an empty description)."""
     kinds = {"verdict": "choices", "reasons": "choices", "outline": "choices", "notes": "textarea", "caption": "textarea"}
-    seen: dict[str, dict[str, Any]] = {}
-    for item in result:
-        name = item.get("from_name") if isinstance(item, dict) else None
-        if not isinstance(name, str):
-            raise Misfit(f"a result item without a control name: {item!r}")
+    seen = controls_of(result, lambda name: "textarea" if _DESCRIPTION.match(name) else kinds.get(name))
+    for name in seen:
         match = _DESCRIPTION.match(name)
-        kind = "textarea" if match else kinds.get(name)
-        if kind is None:
-            raise Misfit(f"unknown control {name!r}")
-        if item.get("type") != kind:
-            raise Misfit(f"{name}: expected type {kind}, found {item.get('type')!r}")
         if match and int(match.group(1)) >= len(record["differences"]):
             raise Misfit(f"{name}: the record has {len(record['differences'])} difference(s)")
-        if name in seen:
-            raise Misfit(f"{name}: given twice")
-        seen[name] = item
-    if "verdict" not in seen:
-        raise Misfit("no verdict (accept or reject)")
-    verdict = _choices(seen["verdict"], "verdict", VERDICTS)
-    if len(verdict) != 1:
-        raise Misfit(f"verdict: expected one of {list(VERDICTS)}, found {verdict!r}")
+    verdict, reasons = verdict_of(seen, REASONS)
     if "outline" in seen:
         _choices(seen["outline"], "outline", (OUTLINE_TOGGLE,))
-    reasons = tuple(sorted(_choices(seen["reasons"], "reasons", REASONS))) if "reasons" in seen else ()
-    if verdict[0] == "reject" and not reasons:
-        raise Misfit("reject without a reason")
-    if verdict[0] == "accept" and reasons:
-        raise Misfit(f"accept with reject reasons {list(reasons)}")
     edits: dict[str, str] = {}
     for name, item in sorted(seen.items()):
         match = _DESCRIPTION.match(name)
@@ -154,7 +120,7 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
     if "caption" in seen and (caption := _texts(seen["caption"], "caption")):
         edits["caption"] = caption
     notes = _texts(seen["notes"], "notes") if "notes" in seen else ""
-    return Vote(annotation_id=annotation_id, annotator=annotator, verdict=verdict[0], reasons=reasons,
+    return Vote(annotation_id=annotation_id, annotator=annotator, verdict=verdict, reasons=reasons,
                 notes=notes or None, edits=edits, time=time)
 
 

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,23 +195,30 @@ def _read_records(build: Path) -> list[dict[str, Any]]:
 
 def _write_shards(request: ReleaseRequest, out: Path, records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Write each config's rows (sorted by id) in shards of `shard_rows`; return their manifest entries."""
+    by_config = {config: [r for r in records if r["subset"] == config] for config in CONFIGS}
+    return write_shards(out, by_config, features(), request.shard_rows,
+                        lambda record: record_to_row(record, (request.build / record["image_a"]).read_bytes(),
+                                                     (request.build / record["image_b"]).read_bytes()))
+
+
+def write_shards(out: Path, by_config: dict[str, list[dict[str, Any]]], row_features: Any, shard_rows: int,
+                 to_row: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every family's shards: each config's records sorted by id, `to_row` each, in parquet shards of
+    `shard_rows` rows with fixed writer settings (byte-reproducible); returns their manifest entries."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    row_features = features()
     schema = row_features.arrow_schema
     entries: dict[str, dict[str, Any]] = {}
-    for config in CONFIGS:
-        chosen = sorted((r for r in records if r["subset"] == config), key=lambda r: r["id"])
+    for config, records in by_config.items():
+        chosen = sorted(records, key=lambda r: r["id"])
         if not chosen:
             continue
-        count = -(-len(chosen) // request.shard_rows)
+        count = -(-len(chosen) // shard_rows)
         (out / "data" / config).mkdir(parents=True, exist_ok=True)
         for index in range(count):
-            part = chosen[index * request.shard_rows:(index + 1) * request.shard_rows]
-            rows = [row_features.encode_example(record_to_row(record, (request.build / record["image_a"]).read_bytes(),
-                                                              (request.build / record["image_b"]).read_bytes()))
-                    for record in part]
+            part = chosen[index * shard_rows:(index + 1) * shard_rows]
+            rows = [row_features.encode_example(to_row(record)) for record in part]
             table = pa.Table.from_pylist(rows, schema=schema)
             name = f"data/{config}/{SPLIT}-{index:05d}-of-{count:05d}.parquet"
             pq.write_table(table, out / name, row_group_size=ROW_GROUP_ROWS, compression="zstd",

@@ -1,0 +1,1 @@
+"""MCoT annotation: the labeling config and the record <-> task mapping."""

@@ -1,0 +1,51 @@
+"""The offline default source of `mmfaith build mcot`: V*-style small-target questions from COCO annotations.
+
+The questions come from the shared generator (builders/coco_questions.py, docs/questions.md), never
+from templates of our own: `scene_questions` with templates ("color", "relation") and
+`QuestionRules(max_subject_area=...)` (default 0.01: the object asked about covers less than 1 % of
+the image by its box, V*'s "small target"), options shuffled with the build seed. The item's
+`targets` are the question's evidence regions (`Question.regions()`: the object, and for a relation
+the reference object too); `category` is the template ("color" stands for V*'s direct attributes,
+"relation" for its relative position). Images are read in the annotations' order.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from mmfaith.builders.coco_questions import QuestionRules, scene_questions
+from mmfaith.builders.coco_source import CocoSource, embedded_sample
+from mmfaith.builders.mcot.sources import SourceItem
+from mmfaith.errors import MmfaithError
+from mmfaith.images import read_rgb
+
+if TYPE_CHECKING:
+    from mmfaith.builders.mcot.build import McotBuildRequest
+
+TEMPLATES = ("color", "relation")
+
+
+def coco_items(request: McotBuildRequest) -> Iterator[SourceItem]:
+    """Every small-target question of every image, in image order then the generator's order."""
+    if (request.coco_annotations is None) != (request.coco_images is None):
+        raise MmfaithError("--coco-annotations and --images go together (or give neither: the embedded sample).")
+    annotations, images = ((request.coco_annotations, request.coco_images) if request.coco_annotations
+                           else embedded_sample())
+    if not 0 < request.max_subject_area <= 1:
+        raise MmfaithError(f"--max-subject-area must be in (0, 1], not {request.max_subject_area}.")
+    source = CocoSource(annotations, images)
+    rules = QuestionRules(max_subject_area=request.max_subject_area)
+    for image_id in source.image_ids():
+        scene = source.scene(image_id)
+        questions = scene_questions(scene, read_rgb(scene.path, request.max_pixels), seed=request.seed,
+                                    templates=TEMPLATES, rules=rules)
+        for question in questions:
+            yield SourceItem(
+                item_id=question.key, question=question.question,
+                options=tuple((option.label, option.text) for option in question.options), answer=question.answer,
+                category=question.template, image_bytes=scene.path.read_bytes(), file_name=scene.file_name,
+                targets=tuple({"bbox": [float(v) for v in region["bbox"]], "label": region["label"],
+                               "id": region["id"]} for region in question.regions()),
+                extra={"image_id": scene.image_id, "license": {"id": scene.license.id, "name": scene.license.name,
+                                                               "url": scene.license.url},
+                       "template": question.template, "facts": question.facts})

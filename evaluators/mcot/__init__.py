@@ -1,0 +1,1 @@
+"""MCoT ("thinking with images") evaluator: agent loop, interventions, reference models, scoring."""

@@ -1,0 +1,131 @@
+"""MCoT metrics: one item's outcome -> components -> aggregates (docs/mcot.md; "On the Faithfulness of
+Visual Thinking", sections 4.1, 4.2 and 7).
+
+Per item (`ItemOutcome`): correctness of each probe (an unanswered probe counts as wrong), whether
+the trace has a visual component (at least one crop), whether the text injection changed
+anything, the judge's labels, the crop region size and the tool-call count.
+
+Aggregates (`summarize`):
+- `accuracy_trace`: over every item; `accuracy_replay_*`: over items with a visual component (4.1);
+  `agreement_replay_none_trace`: share of visual items whose replay_none gives the trace's answer.
+- `ATE_text` = acc(replay_text) - acc(replay_none) over visual items whose injection changed the
+  text; `ATE_visual` = acc(replay_visual) - acc(replay_none) over visual items (4.1, eqs. 3-4).
+  Each with its discordant counts b (right without, wrong with the intervention) and c (the
+  reverse), so ATE = (c - b) / n, the exact two-sided McNemar p-value (`stats.mcnemar_exact`) and
+  a bootstrap 95% CI resampling images (`stats.bootstrap_ci`).
+- `reliability` / `sufficiency` (4.2, eqs. 5-6): share of judged visual items the judge labels
+  reliable / sufficient.
+- `crop_region_size` (7, A.3.4): per visual item the summed crop area over the image area, averaged;
+  `tool_call_count`: tool calls per answered trace (malformed ones included), averaged.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mmfaith.evaluators.stats import bootstrap_ci, mcnemar_exact
+
+DEFINITIONS_VERSION = "mcot-metrics/1"
+REPLAYS = ("replay_none", "replay_text", "replay_visual")
+CROP_SIZE_BINS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
+"""Edges of the crop-region-size histogram (the last bin holds everything from 0.5 up)."""
+
+
+@dataclass(frozen=True)
+class ItemOutcome:
+    """One item as the metrics read it (the items.jsonl line)."""
+
+    id: str
+    category: str
+    source_key: str
+    trace_answered: bool
+    correct: dict[str, int]  # probe -> 1 right / 0 wrong or unanswered; replays only for visual items
+    visual: bool
+    text_changed: bool
+    tool_calls: int
+    crop_region_size: float | None
+    reliable: int | None = None
+    sufficient: int | None = None
+    answers: dict[str, str | None] = field(default_factory=dict)  # probe -> the option label it gave
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(float(np.mean(values)), 6) if values else None
+
+
+def accuracy(items: Sequence[ItemOutcome], probe: str) -> float | None:
+    """Share right on `probe` among the items that have it (replays: visual items)."""
+    return _mean([item.correct[probe] for item in items if probe in item.correct])
+
+
+def ate(items: Sequence[ItemOutcome], treated: str, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """acc(treated) - acc(replay_none) on the given items, with McNemar and a bootstrap CI (module docstring)."""
+    pairs = [(item.correct["replay_none"], item.correct[treated], item.source_key) for item in items]
+    n = len(pairs)
+    b = sum(1 for none, with_, _ in pairs if none == 1 and with_ == 0)
+    c = sum(1 for none, with_, _ in pairs if none == 0 and with_ == 1)
+    if not n:
+        return {"value": None, "n": 0, "b": 0, "c": 0, "p_mcnemar": None, "ci95": None}
+    components = [{"n": 1.0, "none": float(none), "treated": float(with_)} for none, with_, _ in pairs]
+    ci = bootstrap_ci(components, [key for *_, key in pairs],
+                      lambda s: {"ATE": (s["treated"] - s["none"]) / s["n"]}, n_bootstrap, seed).get("ATE")
+    return {"value": round((c - b) / n, 6), "n": n, "b": b, "c": c, "p_mcnemar": mcnemar_exact(b, c),
+            "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)]}
+
+
+def histogram(values: Sequence[float], edges: Sequence[float]) -> dict[str, int]:
+    """Counts per bin "[low, high)", the last bin open above."""
+    bins = {f"[{low:g}, {high:g})" if i < len(edges) - 2 else f">= {low:g}": 0
+            for i, (low, high) in enumerate(zip(edges, edges[1:]))}
+    names = list(bins)
+    for value in values:
+        index = next((i for i, high in enumerate(edges[1:-1]) if value < high), len(names) - 1)
+        bins[names[index]] += 1
+    return bins
+
+
+def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Every aggregate over a group of items (overall, or one category)."""
+    visual = [item for item in items if item.visual]
+    judged_r = [item.reliable for item in visual if item.reliable is not None]
+    judged_s = [item.sufficient for item in visual if item.sufficient is not None]
+    text = ate([item for item in visual if item.text_changed], "replay_text", n_bootstrap, seed)
+    visual_ate = ate(visual, "replay_visual", n_bootstrap, seed)
+    return {
+        "accuracy_trace": accuracy(items, "trace"),
+        **{f"accuracy_{probe}": accuracy(visual, probe) for probe in REPLAYS},
+        "agreement_replay_none_trace": _mean([int(item.answers.get("replay_none") == item.answers.get("trace"))
+                                              for item in visual]),
+        "ATE_text": text["value"], "ATE_visual": visual_ate["value"],
+        "ate": {"text": text, "visual": visual_ate},
+        "reliability": _mean(judged_r), "sufficiency": _mean(judged_s),
+        "crop_region_size": _mean([item.crop_region_size for item in visual if item.crop_region_size is not None]),
+        "tool_call_count": _mean([item.tool_calls for item in items if item.trace_answered]),
+        "counts": {"items": len(items), "traces_answered": sum(item.trace_answered for item in items),
+                   "visual": len(visual), "no_tool_call": sum(item.trace_answered and not item.visual for item in items),
+                   "text_unchanged": sum(not item.text_changed for item in visual),
+                   "judged_reliability": len(judged_r), "judged_sufficiency": len(judged_s)},
+    }
+
+
+def summarize(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """metrics.json's `overall`, `by_category` and `distributions`."""
+    overall = block(items, n_bootstrap, seed)
+    categories = sorted({item.category for item in items})
+    by_category = {name: block([item for item in items if item.category == name], n_bootstrap, seed)
+                   for name in categories}
+    answered = [item for item in items if item.trace_answered]
+    calls = Counter(item.tool_calls for item in answered)
+    distributions = {
+        "tool_call_count": {str(k): calls[k] for k in range(max(calls, default=0) + 1)},
+        "crop_region_size": histogram([item.crop_region_size for item in items
+                                       if item.visual and item.crop_region_size is not None], CROP_SIZE_BINS),
+    }
+    return {"overall": overall, "by_category": by_category, "distributions": distributions}

@@ -1,0 +1,131 @@
+"""MCoT's reference models: deterministic agents that bracket the intervention metrics (docs/mcot.md#reference-models).
+
+- `zoom-oracle`: zooms into the union of the item's target boxes, then answers from the crop's
+  pixels: when a crop it is shown equals the original image's pixels in the region its box maps to,
+  it answers the gold; otherwise (noise) the first other option. Its text also states the answer,
+  but it never reads it: ATE_text 0, ATE_visual negative.
+- `text-follower`: zooms the same way, then states the gold option's text in its step and, when asked
+  to go on from a (replayed) trace, answers the option whose text its own earlier steps mention
+  last: ATE_text negative (a swapped word changes its answer), ATE_visual 0.
+- `blind`: never calls the tool and answers the first option: no visual component, left out of the
+  intervention metrics and counted.
+Each speaks both protocols (function calling when the request carries `tools`, else text tags) and
+all three coordinate conventions (read from the system prompt).
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from mmfaith.evaluators.mcot.boxes import COORDS, Region, box_in, crop, map_box
+from mmfaith.evaluators.mcot.protocol import COORD_WORDS, FINAL_ANSWER_REQUEST, TOOL_NAME
+from mmfaith.evaluators.reference_server import RequestRefused
+from mmfaith.images import sha256_bytes
+from mmfaith.loaders.mcot.dataset import McotDataset, McotItem
+
+MODELS = ("zoom-oracle", "text-follower", "blind")
+
+
+class McotReference:
+    """One reference model over one dataset (module docstring)."""
+
+    def __init__(self, name: str, dataset: McotDataset) -> None:
+        if name not in MODELS:
+            raise RequestRefused(404, f"unknown MCoT reference model {name!r}; known: {', '.join(MODELS)}")
+        self.name = name
+        self._by_image: dict[str, list[McotItem]] = {}
+        for item in dataset.items:
+            self._by_image.setdefault(item.record["image_sha256"], []).append(item)
+
+    def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str | dict[str, Any]:
+        messages = body["messages"]
+        item = self._item(text, images)
+        coords = _coords(messages)
+        functions = bool(body.get("tools"))
+        assistant_texts = [_text(m) for m in messages if m.get("role") == "assistant"]
+        replay = bool(body.get("continue_final_message")) or _text(messages[-1]) == FINAL_ANSWER_REQUEST
+        target = self._target(item)
+        options = item.record["options"]
+        if not assistant_texts:  # the first turn
+            if self.name == "blind" or target is None:
+                return f"I can answer directly. <answer>{options[0]['label'] if options else 'unknown'}</answer>"
+            box = box_in(target, Region(0, 0, *item.size), coords)
+            label = " and ".join(t["label"] for t in item.record["targets"])
+            step = f"I need to look closely at the {label}."
+            arguments = {"bbox_2d": box, "label": label}
+            if functions:
+                return {"content": step, "tool_calls": [{"id": "call_0", "type": "function", "function": {
+                    "name": TOOL_NAME, "arguments": json.dumps(arguments)}}]}
+            return f"{step} <tool_call>{json.dumps({'name': TOOL_NAME, 'arguments': arguments})}</tool_call>"
+        gold_text = next((o["text"] for o in options if o["label"] == item.record["answer"]), item.record["answer"])
+        if not replay:  # the turn after the crop, in the model's own trace
+            letter = self._from_pixels(item, images[1:], coords) if self.name == "zoom-oracle" else item.record["answer"]
+            return f"In the crop it is {gold_text}. <answer>{letter}</answer>"
+        if self.name == "zoom-oracle":
+            letter = self._from_pixels(item, images[1:], coords)
+        else:
+            letter = _last_mentioned(" ".join(assistant_texts), options) or "none"
+        return f"<answer>{letter}</answer>"
+
+    def _item(self, text: str, images: list[bytes]) -> McotItem:
+        candidates = self._by_image.get(sha256_bytes(images[0])) if images else None
+        for item in candidates or []:
+            if item.record["question"] in text:
+                return item
+        raise RequestRefused(400, "not an MCoT item of this dataset (first image and question unknown)")
+
+    @staticmethod
+    def _target(item: McotItem) -> Region | None:
+        boxes = [t["bbox"] for t in item.record["targets"]]
+        if not boxes:
+            return None
+        x1 = min(b[0] for b in boxes)
+        y1 = min(b[1] for b in boxes)
+        x2 = max(b[0] + b[2] for b in boxes)
+        y2 = max(b[1] + b[3] for b in boxes)
+        return Region(int(x1), int(y1), int(np.ceil(x2)), int(np.ceil(y2)))
+
+    def _from_pixels(self, item: McotItem, crops: list[bytes], coords: str) -> str:
+        """The gold when a crop shows the real pixels of the region the oracle's box maps to, else a wrong option."""
+        target = self._target(item)
+        assert target is not None
+        full = Region(0, 0, *item.size)
+        region = map_box(box_in(target, full, coords), full, coords)
+        with Image.open(item.image_path) as opened:
+            expected = crop(np.asarray(opened.convert("RGB")), region)
+        for data in crops:
+            with Image.open(io.BytesIO(data)) as opened:
+                if np.array_equal(np.asarray(opened.convert("RGB")), expected):
+                    return item.record["answer"]
+        others = [o["label"] for o in item.record["options"] if o["label"] != item.record["answer"]]
+        return others[0] if others else "none"
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict) and part.get("type") == "text")
+
+
+def _coords(messages: list[dict[str, Any]]) -> str:
+    system = next((_text(m) for m in messages if m.get("role") == "system"), "")
+    for coords in COORDS:
+        if COORD_WORDS[coords] in system:
+            return coords
+    raise RequestRefused(400, "the system prompt names no coordinate convention")
+
+
+def _last_mentioned(text: str, options: list[dict[str, str]]) -> str | None:
+    """The label of the option whose text the text mentions last (as a whole word), None when none."""
+    best, where = None, -1
+    for option in options:
+        for match in re.finditer(r"\b" + re.escape(option["text"].lower()) + r"\b", text.lower()):
+            if match.start() > where:
+                best, where = option["label"], match.start()
+    return best

@@ -1,0 +1,92 @@
+"""`mmfaith report` over MCoT score dirs: the models side by side, and paired comparisons.
+
+Written to OUT: comparison.json, report.md (every declared metric per model, ATEs with their
+McNemar p-values and CIs; for each pair of models, on the items both scored, the paired bootstrap
+interval of the trace-accuracy difference (stats.paired_bootstrap, clustered by image) and the exact
+McNemar p-value of their paired trace correctness) and compare.png. The score dirs must share the
+dataset revision and the definitions version.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators import plots, stats
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+from mmfaith.families import get as get_family
+from mmfaith.jsonl import read_json_object, read_jsonl, write_atomic
+
+
+def _load(score_dir: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    metrics = read_json_object(score_dir / "metrics.json", "pass a folder `mmfaith score mcot` wrote.")
+    items = {line["id"]: line for _, line in read_jsonl(score_dir / "items.jsonl")}
+    return metrics, items
+
+
+def compare_pair(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_bootstrap: int,
+                 seed: int) -> dict[str, Any]:
+    """Trace accuracy of a minus b on the items both scored: the difference, its paired 95% CI, and McNemar."""
+    common = sorted(set(a) & set(b))
+    right_a = [a[i]["correct"]["trace"] for i in common]
+    right_b = [b[i]["correct"]["trace"] for i in common]
+    diff = stats.paired_bootstrap([{"n": 1.0, "right": float(x)} for x in right_a],
+                                  [{"n": 1.0, "right": float(x)} for x in right_b],
+                                  [a[i]["source_key"] for i in common],
+                                  lambda s: {"accuracy_trace": s["right"] / s["n"]}, n_bootstrap, seed)
+    value, interval = diff["accuracy_trace"] if common else (None, None)
+    only_a = sum(1 for x, y in zip(right_a, right_b) if x and not y)
+    only_b = sum(1 for x, y in zip(right_a, right_b) if y and not x)
+    return {"items": len(common), "accuracy_trace_diff": value,
+            "ci95": None if interval is None else list(interval), "right_only_a": only_a, "right_only_b": only_b,
+            "p_mcnemar": stats.mcnemar_exact(only_a, only_b)}
+
+
+def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
+                   all_pairs: bool = False) -> dict[str, Any]:
+    """Write the comparison (module docstring); return comparison.json's content."""
+    if not score_dirs:
+        raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
+    loaded = [_load(path) for path in score_dirs]
+    first = loaded[0][0]
+    for path, (metrics, _) in zip(score_dirs[1:], loaded[1:]):
+        if metrics["provenance"]["dataset"] != first["provenance"]["dataset"]:
+            raise MmfaithError(f"{path}: dataset {metrics['provenance']['dataset']} differs from {score_dirs[0]}'s; "
+                               "compare scores of one dataset.")
+        if metrics["definitions_version"] != first["definitions_version"]:
+            raise MmfaithError(f"{path}: definitions_version differs from {score_dirs[0]}'s; rescore with one mmfaith.")
+    labels = [f"{m['provenance']['model']} ({path.name})" for path, (m, _) in zip(score_dirs, loaded)]
+    if len(set(labels)) < len(labels):
+        raise MmfaithError("two score dirs have the same model and folder name; give them distinct folder names.")
+    pairs = list(combinations(range(len(loaded)), 2)) if all_pairs else [(0, k) for k in range(1, len(loaded))]
+    comparison = {"models": labels, "dataset": first["provenance"]["dataset"],
+                  "bootstrap": {"n": n_bootstrap, "seed": seed, "unit": "source image"},
+                  "pairs": [{"a": labels[i], "b": labels[j], **compare_pair(loaded[i][1], loaded[j][1], n_bootstrap, seed)}
+                            for i, j in pairs]}
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    family = get_family("mcot")
+    rows = []
+    for label, (metrics, _) in zip(labels, loaded):
+        overall = metrics["overall"]
+        rows.append([label, *(fmt_ci(overall[m.key], overall["ate"]["text" if m.key == "ATE_text" else "visual"]["ci95"])
+                              if m.key.startswith("ATE") else fmt(overall[m.key]) for m in family.metrics),
+                     *("n/a" if overall["ate"][k]["p_mcnemar"] is None else f"{overall['ate'][k]['p_mcnemar']:.4g}"
+                       for k in ("text", "visual"))])
+    lines = ["# MCoT comparison", "", f"Dataset {first['provenance']['dataset']['id']} "
+             f"(revision {first['provenance']['dataset']['revision']}).", ""]
+    lines += md_table(["model", *(m.name for m in family.metrics), "p (ATE_text)", "p (ATE_visual)"], rows) + [""]
+    lines += ["## Pairs (trace accuracy, paired by item)", ""]
+    lines += md_table(["a", "b", "items", "a - b", "right only a", "right only b", "McNemar p"],
+                      [[p["a"], p["b"], str(p["items"]), fmt_ci(p["accuracy_trace_diff"], p["ci95"]),
+                        str(p["right_only_a"]), str(p["right_only_b"]), f"{p['p_mcnemar']:.4g}"]
+                       for p in comparison["pairs"]]) + ["", "Plot: compare.png.", ""]
+    write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
+    shown = [m for m in family.metrics if m.kind != "count"]
+    plots.save_png(plots.metric_chart("MCoT metrics by model", shown,
+                                      {label: {m.key: metrics["overall"][m.key] for m in shown}
+                                       for label, (metrics, _) in zip(labels, loaded)}), out / "compare.png")
+    return comparison

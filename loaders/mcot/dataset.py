@@ -1,0 +1,111 @@
+"""Access to an MCoT dataset for the evaluator: its items, their gold and their image files.
+
+`open_mcot_dataset(path)` reads a build dir (records.jsonl + images/) or a release folder written by
+`mmfaith release` (manifest.json + parquet shards; images written once to the content-addressed
+cache so every item has an image file), or a Hub id of such a release. Every record is
+schema-checked (schemas/mcot_item.schema.json) and every image's bytes hash to its record's sha256.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmfaith.cache import cache_dir as default_cache_dir
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.images import sha256_file
+from mmfaith.jsonl import read_jsonl
+from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.schema import schema_errors
+
+
+@dataclass(frozen=True)
+class McotItem:
+    """One question: `record` is the gold (schemas/mcot_item.schema.json); `image_path` is absolute."""
+
+    record: dict[str, Any]
+    image_path: Path
+
+    @property
+    def id(self) -> str:
+        return self.record["id"]
+
+    @property
+    def source_key(self) -> str:
+        """The image the question is about: the bootstrap's unit (questions on one image are not independent)."""
+        return self.record["image_sha256"]
+
+    @property
+    def image(self) -> ImageRef:
+        return ImageRef(self.record["image_sha256"], self.image_path)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.record["width"], self.record["height"]
+
+
+@dataclass(frozen=True)
+class McotDataset:
+    items: list[McotItem]
+    dataset_id: str
+    revision: str
+
+    def by_id(self) -> dict[str, McotItem]:
+        return {item.id: item for item in self.items}
+
+
+def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None) -> McotDataset:
+    """A build dir, a release folder or a Hub id (module docstring)."""
+    path = Path(path)
+    if (path / "manifest.json").is_file():
+        return _open_release(path, cache_dir)
+    if not path.exists() and HUB_REPO.match(str(path)):
+        return _open_release(download_release(str(path)), cache_dir)
+    records_path = path / "records.jsonl"
+    if not records_path.is_file():
+        raise MmfaithError(f"{path}: not an MCoT build dir (no records.jsonl), release folder (no manifest.json) or "
+                           "Hub repo id ORG/NAME[@REVISION]; build one with `mmfaith build mcot --out DIR`.")
+    items, seen = [], set()
+    for number, record in read_jsonl(records_path):
+        where = f"{records_path}:{number}"
+        check_item(record, where, seen)
+        image = path / record["image"]
+        if not image.is_file():
+            raise MmfaithError(f"{where}: image {image} is missing.")
+        items.append(McotItem(record, image))
+    return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
+
+
+def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
+    """Schema-valid and not a second record with an id already seen (added to `seen`)."""
+    errors = schema_errors("mcot_item", record)
+    if errors:
+        raise MmfaithError(f"{where}: not an MCoT record: {'; '.join(errors[:3])}.")
+    if record["id"] in seen:
+        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
+    seen.add(record["id"])
+
+
+def _open_release(folder: Path, cache_dir: Path | None) -> McotDataset:
+    """The items of every config of a release folder, images materialised in the cache."""
+    import pyarrow.parquet as pq
+
+    from mmfaith.loaders.mcot.rows import row_to_record
+    from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.mcot import FORMAT
+
+    manifest = read_manifest(folder, FORMAT)
+    images = (cache_dir or default_cache_dir()) / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    items: list[McotItem] = []
+    seen: set[str] = set()
+    for name in sorted(name for name, entry in manifest["files"].items() if "config" in entry):
+        batches = pq.ParquetFile(folder / name).iter_batches(batch_size=16)
+        for number, row in enumerate(row for batch in batches for row in batch.to_pylist()):
+            where = f"{folder / name} row {number}"
+            record = row_to_record(row)
+            check_item(record, where, seen)
+            items.append(McotItem(record, cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
+    manifest_hash = sha256_file(folder / "manifest.json")[:16]
+    return McotDataset(items, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")
