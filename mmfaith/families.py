@@ -70,6 +70,8 @@ class FamilyParts:
     - `compare(score_dirs, out, n_bootstrap, seed, all_pairs) -> comparison`: `mmfaith report`.
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
     - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
+    - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
+      or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
     """
 
     open_dataset: Callable[[Path | str], EvalDataset]
@@ -83,6 +85,7 @@ class FamilyParts:
     compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
     release: Callable[[Any], Any] | None = None
+    harness: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ class Family:
         return parts
 
     def part(self, name: str, what: str) -> Any:
-        """An optional part of `FamilyParts` (`labeling`, `release`, `compare`), or a one-line error saying
+        """An optional part of `FamilyParts` (`labeling`, `release`, `compare`, `harness`), or a one-line error saying
         the family has no `what` yet."""
         found = getattr(self.parts(), name)
         if found is None:
