@@ -64,6 +64,14 @@ def read_inspect_logs(path: Path) -> HarnessLog:
     return HarnessLog("inspect", version, models.pop(), samples, files, UNKNOWN_FIELDS, {"inspect_runs": runs})
 
 
+def _error_line(message: str) -> str:
+    """The last line of inspect's error message (it starts with the whole request, images abridged):
+    the exception itself, e.g. `BadRequestError("Error code: 400 - ...")`."""
+    lines = [line.strip() for line in message.replace("\\n", "\n").splitlines() if line.strip()]
+    last = lines[-1] if lines else message
+    return (last[:-2] if last.endswith("')") else last)[:500]
+
+
 def _sample(sample: Any, where: str) -> LoggedSample:
     try:
         key = json.loads(str(sample.id))
@@ -71,7 +79,7 @@ def _sample(sample: Any, where: str) -> LoggedSample:
     except (KeyError, TypeError, ValueError) as exc:
         raise MmfaithError(f"{where}: the sample id is not an mmfaith row key ({exc}); these are not samples of a "
                            "task `mmfaith export inspect` wrote.") from exc
-    error = sample.error.message.splitlines()[0] if sample.error is not None else None
+    error = _error_line(sample.error.message) if sample.error is not None else None
     stored = (sample.store or {}).get(RECORD_KEY)
     if stored is None:
         stored = [] if error or sample.output is None or not sample.output.choices else [
