@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from mmfaith.cli_help import HelpFormatter
@@ -66,8 +68,17 @@ def _export(args: argparse.Namespace) -> int:
     if args.harness == "lmms-eval":
         from mmfaith.evaluators.harness.lmms_eval_export import export_lmms_eval
 
+        lossy = os.environ.get("LMMS_IMAGE_ENCODE_FORMAT", "PNG").upper()
+        if lossy in ("JPEG", "JPG", "WEBP"):
+            print(f"mmfaith: warning: LMMS_IMAGE_ENCODE_FORMAT={lossy} is set: lmms-eval would send lossy images; the "
+                  "exported task refuses to run with it (unset it or set PNG).", file=sys.stderr)
         done = export_lmms_eval(args.source, args.out, args.family, args.max_new_tokens, args.temperature,
                                 not args.no_progress)
+        if done.reencoded_differently:
+            print(f"mmfaith: warning: {done.reencoded_differently} of {done.images} images re-encode to other PNG "
+                  "bytes (same pixels): lmms-eval sends its own encoding, so a server matching images by hash "
+                  "(mmfaith serve-reference) will not recognise them; inspect sends the stored bytes.",
+                  file=sys.stderr)
         print(f"wrote {done.group} ({', '.join(f'{task}: {rows} rows' for task, rows in done.tasks.items())}) to "
               f"{done.out}; run: python -m lmms_eval --include_path {done.out} --tasks {done.group} --log_samples ...")
         return 0

@@ -16,6 +16,14 @@ DIR holds, for the dataset's family (`mmfaith_<family>`, e.g. `mmfaith_spd_faith
 - `utils.py`: evaluators/harness/lmms_eval_utils.py, copied verbatim (it imports mmfaith);
 - `export.json`: the provenance (rows.export_provenance).
 
+lmms-eval decodes the images and encodes them again (PIL, PNG unless LMMS_IMAGE_ENCODE_FORMAT
+says otherwise): the pixels stay, the bytes may not. `reencoded_differently` counts the stored
+images whose PIL re-encoding gives other bytes (the export warns: a server that matches images by
+hash, as the reference server does, would not recognise them); mmfaith's own builds write PNG
+with PIL's default settings, so theirs re-encode to the same bytes. A lossy
+LMMS_IMAGE_ENCODE_FORMAT (JPEG, WEBP) is refused by the exported `utils.py` at run time and
+warned about at export time.
+
 The files are written from scratch into DIR (one that holds other files is refused unless it is
 an earlier export); the same dataset and mmfaith give the same bytes.
 """
@@ -45,6 +53,8 @@ class LmmsExport:
     out: Path
     group: str
     tasks: dict[str, int]
+    reencoded_differently: int
+    images: int
 
 
 def prepare_export_dir(out: Path) -> None:
@@ -122,4 +132,20 @@ def write_lmms_eval(rows: ExportRows, source: str, out: Path, max_new_tokens: in
     (out / f"{group}.yaml").write_text("\n".join(group_lines) + "\n", encoding="utf-8")
     shutil.copyfile(UTILS_SOURCE, out / "utils.py")
     (out / EXPORT_JSON).write_text(dump_json(provenance), encoding="utf-8")
-    return LmmsExport(out, group, {task: len(task_rows) for task, task_rows in sorted(rows.by_task.items())})
+    unique = {image.sha256: image for task_rows in rows.by_task.values() for row in task_rows for image in row["images"]}
+    differ = sum(not _reencodes_to_same_bytes(image.load()) for image in tqdm(
+        unique.values(), desc="re-encode check", unit="image", disable=not progress))
+    return LmmsExport(out, group, {task: len(task_rows) for task, task_rows in sorted(rows.by_task.items())},
+                      differ, len(unique))
+
+
+def _reencodes_to_same_bytes(data: bytes) -> bool:
+    """Whether PIL's PNG encoding of the decoded image (what lmms-eval sends) is the stored bytes."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+    return buffer.getvalue() == data
