@@ -165,3 +165,29 @@ def test_tool_loops_are_not_exported_yet() -> None:
     require_kind("dependent", "t")
     with pytest.raises(MmfaithError, match="'tool' are not exported"):
         require_kind("tool", "mmfaith_mcot_zoom")
+
+
+def test_lmms_export_refuses_a_round_at_its_own_temperature(mixed_build: Path, tmp_path: Path) -> None:
+    """A family whose second round asks temperature 0 (CRM's answer after its chain of thought): lmms-eval
+    0.7.3 cannot set it per agentic round, so an export at another temperature is refused."""
+    import dataclasses
+
+    from mmfaith.evaluators.harness.lmms_eval_export import write_lmms_eval
+    from mmfaith.evaluators.harness.rows import export_rows
+    from mmfaith.evaluators.harness.spec import Round
+
+    collected = export_rows(str(mixed_build), progress=False)
+
+    class ColdSecondRound:
+        templates_sha256, settings = collected.part.templates_sha256, collected.part.settings
+        groups = collected.part.groups
+
+        def round(self, probe: str, state: dict, earlier: list) -> Round:
+            asked = collected.part.round(probe, state, earlier)
+            return dataclasses.replace(asked, temperature=0.0) if earlier else asked
+
+    cold = dataclasses.replace(collected, part=ColdSecondRound())
+    with pytest.raises(MmfaithError, match="describe round asks temperature 0.0"):
+        write_lmms_eval(cold, str(mixed_build), tmp_path / "warm", 1024, 0.7, progress=False)
+    assert not (tmp_path / "warm").exists()
+    assert write_lmms_eval(cold, str(mixed_build), tmp_path / "cold", 1024, 0.0, progress=False).tasks

@@ -24,6 +24,9 @@ with PIL's default settings, so theirs re-encode to the same bytes. A lossy
 LMMS_IMAGE_ENCODE_FORMAT (JPEG, WEBP) is refused by the exported `utils.py` at run time and
 warned about at export time.
 
+A dependent round that asks a temperature of its own other than the export's is refused:
+lmms-eval 0.7.3 gives every agentic round the task's `generation_kwargs`.
+
 The files are written from scratch into DIR (one that holds other files is refused unless it is
 an earlier export); the same dataset and mmfaith give the same bytes.
 """
@@ -107,9 +110,24 @@ def export_lmms_eval(source: str, out: Path, family: str | None = None, max_new_
     return write_lmms_eval(rows, source, out, max_new_tokens, temperature, progress)
 
 
+def _check_round_temperatures(rows: ExportRows, temperature: float) -> None:
+    """Refuse a dependent round that asks its own temperature: lmms-eval 0.7.3 gives every agentic round
+    the task's generation_kwargs (rendered here with empty earlier answers: a temperature is the family's
+    choice per round, not per answer)."""
+    for task_rows in rows.by_task.values():
+        for row in task_rows:
+            for index, probe in enumerate(row["probes"][1:], start=1):
+                asked = rows.part.round(probe, json.loads(row["state"]), [""] * index)
+                if asked.temperature is not None and asked.temperature != temperature:
+                    raise MmfaithError(f"{row['task']}: the {probe} round asks temperature {asked.temperature}, which "
+                                       "lmms-eval 0.7.3 cannot set per agentic round; export with --temperature "
+                                       f"{asked.temperature} or use `mmfaith export inspect`.")
+
+
 def write_lmms_eval(rows: ExportRows, source: str, out: Path, max_new_tokens: int, temperature: float,
                     progress: bool) -> LmmsExport:
     """The folder for already collected rows."""
+    _check_round_temperatures(rows, temperature)
     out = out.resolve()
     prepare_export_dir(out)
     provenance = export_provenance(rows, "lmms-eval", source)
