@@ -191,3 +191,13 @@ def test_lmms_export_refuses_a_round_at_its_own_temperature(mixed_build: Path, t
         write_lmms_eval(cold, str(mixed_build), tmp_path / "warm", 1024, 0.7, progress=False)
     assert not (tmp_path / "warm").exists()
     assert write_lmms_eval(cold, str(mixed_build), tmp_path / "cold", 1024, 0.0, progress=False).tasks
+
+
+def test_reading_inspect_logs_without_inspect_ai_names_the_extra(tmp_path: Path) -> None:
+    """The project's own environment has no inspect-ai: the import says which extra reads .eval logs."""
+    if importlib.util.find_spec("inspect_ai") is not None:
+        pytest.skip("inspect-ai is installed here: tests/test_harness_inspect.py reads real logs with it")
+    from mmfaith.evaluators.harness.inspect_logs import read_inspect_logs
+
+    with pytest.raises(MmfaithError, match=r"pip install 'mmfaith\[inspect\]'"):
+        read_inspect_logs(tmp_path)

@@ -78,6 +78,8 @@ class HarnessLog:
 
 @dataclass(frozen=True)
 class ImportSummary:
+    """What an import wrote: the predictions file, its lines, and the (id, probe) the logs lack."""
+
     out: Path
     lines: int
     answered: int

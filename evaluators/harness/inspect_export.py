@@ -14,10 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm import tqdm
-
-from mmfaith.evaluators.harness.lmms_eval_export import EXPORT_JSON, prepare_export_dir
-from mmfaith.evaluators.harness.rows import dump_json, export_provenance, export_rows, write_parquet
+from mmfaith.evaluators.harness.rows import (EXPORT_JSON, dump_json, export_provenance, export_rows,
+                                             prepare_export_dir, write_task_files)
 from mmfaith.evaluators.harness.spec import family_task
 
 TASK_FILE = '''"""mmfaith's {family} benchmark as an inspect_ai task (written by `mmfaith export inspect`).
@@ -57,17 +55,11 @@ def export_inspect(source: str, out: Path, family: str | None = None, max_new_to
     provenance = export_provenance(rows, "inspect", source)
     provenance["generation"] = {"max_new_tokens": max_new_tokens, "temperature": temperature}
     name = family_task(rows.family)
-    data_files = []
-    total = sum(len(task_rows) for task_rows in rows.by_task.values())
-    with tqdm(total=total, desc="parquet", unit="row", disable=not progress) as bar:
-        for task, task_rows in sorted(rows.by_task.items()):
-            data_file = out / "data" / f"{task}.parquet"
-            write_parquet(task_rows, rows.max_images, data_file, bar)
-            data_files.append(str(data_file))
+    data_files = [str(path) for path in write_task_files(rows, out, progress).values()]
     export = {key: provenance[key] for key in ("family", "mmfaith_version", "prompt_templates_sha256", "dataset")}
     task_file = out / f"{name}.py"
     task_file.write_text(TASK_FILE.format(family=rows.family, task_file=task_file, data_files=repr(data_files),
                                           export=repr(export), name=name, max_tokens=max_new_tokens,
                                           temperature=float(temperature)), encoding="utf-8")
     (out / EXPORT_JSON).write_text(dump_json(provenance), encoding="utf-8")
-    return InspectExport(out, task_file, total)
+    return InspectExport(out, task_file, sum(len(task_rows) for task_rows in rows.by_task.values()))

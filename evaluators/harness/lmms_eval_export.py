@@ -40,10 +40,10 @@ from pathlib import Path
 from tqdm import tqdm
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.harness.rows import ExportRows, dump_json, export_provenance, export_rows, write_parquet
+from mmfaith.evaluators.harness.rows import (EXPORT_JSON, ExportRows, dump_json, export_provenance, export_rows,
+                                             prepare_export_dir, write_task_files)
 from mmfaith.evaluators.harness.spec import family_task
 
-EXPORT_JSON = "export.json"
 UTILS_SOURCE = Path(__file__).with_name("lmms_eval_utils.py")
 DEFAULT_MAX_NEW_TOKENS = 1024  # `mmfaith run`'s --max-tokens default
 DEFAULT_TEMPERATURE = 0.0  # `mmfaith run`'s --temperature default
@@ -58,15 +58,6 @@ class LmmsExport:
     tasks: dict[str, int]
     reencoded_differently: int
     images: int
-
-
-def prepare_export_dir(out: Path) -> None:
-    """DIR empty, absent, or an earlier export of mmfaith (its files are replaced); anything else refused."""
-    if out.exists() and any(out.iterdir()) and not (out / EXPORT_JSON).is_file():
-        raise MmfaithError(f"{out}: exists and is not an mmfaith export (no {EXPORT_JSON}); pass an empty or new --out.")
-    if (out / "data").is_dir():
-        shutil.rmtree(out / "data")
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def _yaml_value(value: object) -> str:
@@ -136,14 +127,10 @@ def write_lmms_eval(rows: ExportRows, source: str, out: Path, max_new_tokens: in
                 "prompt_templates_sha256": rows.part.templates_sha256, "dataset_id": rows.dataset_id,
                 "dataset_revision": rows.revision}
     group = family_task(rows.family)
-    total = sum(len(task_rows) for task_rows in rows.by_task.values())
-    with tqdm(total=total, desc="parquet", unit="row", disable=not progress) as bar:
-        for task, task_rows in sorted(rows.by_task.items()):
-            data_file = out / "data" / f"{task}.parquet"
-            write_parquet(task_rows, rows.max_images, data_file, bar)
-            (out / f"{task}.yaml").write_text(_task_yaml(task, task_rows[0]["kind"], len(task_rows[0]["probes"]),
-                                                         data_file, metadata, max_new_tokens, temperature),
-                                              encoding="utf-8")
+    for task, data_file in write_task_files(rows, out, progress).items():
+        first = rows.by_task[task][0]
+        (out / f"{task}.yaml").write_text(_task_yaml(task, first["kind"], len(first["probes"]), data_file, metadata,
+                                                     max_new_tokens, temperature), encoding="utf-8")
     group_lines = [f"# Written by `mmfaith export lmms-eval`: run with --include_path {out} --tasks {group}",
                    f"group: {group}", "task:", *(f"  - {task}" for task in sorted(rows.by_task)),
                    f"metadata: {_yaml_value(metadata)}"]

@@ -19,6 +19,7 @@ as plain binary columns (the harnesses' loggers leave bytes out of their logs).
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,7 @@ def export_rows(source: str, family_name: str | None = None, progress: bool = Tr
     return ExportRows(family.name, part, dataset.dataset_id, dataset.revision, by_task, max_images)
 
 
+EXPORT_JSON = "export.json"
 TEXT_COLUMNS = ("key", "id", "family", "task", "kind", "state", "prompt")
 BATCH_ROWS = 64
 
@@ -106,6 +108,26 @@ def write_parquet(rows: list[dict[str, Any]], max_images: int, path: Path, progr
             if progress is not None:
                 progress.update(len(batch))
     partial.replace(path)
+
+
+def write_task_files(rows: ExportRows, out: Path, progress: bool) -> dict[str, Path]:
+    """Every sub-task's rows as out/data/<task>.parquet; the files by task, in task order."""
+    files = {}
+    total = sum(len(task_rows) for task_rows in rows.by_task.values())
+    with tqdm(total=total, desc="parquet", unit="row", disable=not progress) as bar:
+        for task, task_rows in sorted(rows.by_task.items()):
+            files[task] = out / "data" / f"{task}.parquet"
+            write_parquet(task_rows, rows.max_images, files[task], bar)
+    return files
+
+
+def prepare_export_dir(out: Path) -> None:
+    """DIR empty, absent, or an earlier export of mmfaith (its rows are replaced); anything else refused."""
+    if out.exists() and any(out.iterdir()) and not (out / EXPORT_JSON).is_file():
+        raise MmfaithError(f"{out}: exists and is not an mmfaith export (no {EXPORT_JSON}); pass an empty or new --out.")
+    if (out / "data").is_dir():
+        shutil.rmtree(out / "data")
+    out.mkdir(parents=True, exist_ok=True)
 
 
 def export_provenance(rows: ExportRows, harness: str, source: str) -> dict[str, Any]:
