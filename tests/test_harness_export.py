@@ -201,3 +201,21 @@ def test_reading_inspect_logs_without_inspect_ai_names_the_extra(tmp_path: Path)
 
     with pytest.raises(MmfaithError, match=r"pip install 'mmfaith\[inspect\]'"):
         read_inspect_logs(tmp_path)
+
+
+def test_a_release_folder_exports_the_same_rows_as_its_build(mixed_build: Path, tmp_path: Path) -> None:
+    """SOURCE may be a release folder: its rows (prompts, image bytes, keys) are the build's."""
+    from mmfaith.release.writer import ReleaseRequest, release_spd_faith
+
+    released = tmp_path / "release"
+    release_spd_faith(ReleaseRequest(build=mixed_build, out=released, name="mmfaith/spd-faith-sample",
+                                     version="0.1.0", include="all"))
+    for source, out in ((mixed_build, tmp_path / "from-build"), (released, tmp_path / "from-release")):
+        assert main(["export", "inspect", str(source), "--out", str(out), "--no-progress"]) == 0
+
+    def by_key(folder: Path) -> dict[str, dict]:
+        return {row["key"]: row for path in sorted((folder / "data").glob("*.parquet"))
+                for row in pq.read_table(path).to_pylist()}
+
+    assert by_key(tmp_path / "from-build") == by_key(tmp_path / "from-release")
+    assert json.loads((tmp_path / "from-release" / "export.json").read_text())["dataset"]["id"].startswith("release:")

@@ -2,7 +2,8 @@
 # its own virtual environment, with this checkout of mmfaith beside it (the exported tasks import
 # mmfaith for the prompts). The caller sets NAME, DIST, VERSION, MODULES (imported by the check,
 # after mmfaith's harness runtime), ABSENT (distributions that must not be installed), venv and
-# base_python, then calls harness_venv_main with the pip arguments of its harness.
+# base_python (and CONSTRAINTS, a pip constraints file or empty), then calls harness_venv_main with
+# the requirements of its harness.
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="$venv/bin/python"
@@ -32,8 +33,9 @@ print(f"{dist} {have}, mmfaith {md.version('mmfaith')}")
 PYEOF
 }
 
-# harness_venv_main PIP_ARGS...: create or complete the venv (idempotent), install the harness with
-# PIP_ARGS, remove ABSENT, install this checkout of mmfaith (editable), check.
+# harness_venv_main REQUIREMENTS...: create or complete the venv (idempotent), install the harness's
+# REQUIREMENTS and this checkout of mmfaith (editable), both under CONSTRAINTS, then remove ABSENT
+# (last: a later install would bring them back as dependencies) and check.
 harness_venv_main() {
     local out
     if out="$(check 2>&1)"; then
@@ -45,15 +47,19 @@ harness_venv_main() {
         "$base_python" -m venv "$venv"
         printf '# created by tools/install-%s.sh\n*\n' "$NAME" > "$venv/.gitignore"
     fi
+    local constrained=()
+    if [ -n "${CONSTRAINTS:-}" ]; then
+        constrained=(-c "$CONSTRAINTS")
+    fi
     "${pip[@]}" install -q --upgrade pip
-    say "installing $DIST==$VERSION and its dependencies (1 to 5 min)"
-    "${pip[@]}" install -q "$@"
+    say "installing $DIST==$VERSION and its dependencies (1 to 7 min)"
+    "${pip[@]}" install -q ${constrained[@]+"${constrained[@]}"} "$@"
+    say "installing this checkout of mmfaith (pip install -e $repo)"
+    "${pip[@]}" install -q ${constrained[@]+"${constrained[@]}"} -e "$repo"
     if [ -n "$ABSENT" ]; then
         say "removing $ABSENT"
         "${pip[@]}" uninstall -q -y $ABSENT 2>&1 | grep -v 'not installed' || true
     fi
-    say "installing this checkout of mmfaith (pip install -e $repo)"
-    "${pip[@]}" install -q "$@" -e "$repo"
     if ! out="$(check 2>&1)"; then
         say "FAILED: $out"
         return 1

@@ -20,6 +20,7 @@ DIST=inspect-ai
 VERSION=0.3.285   # the version the test suite is checked with
 MODULES="inspect_ai openai datasets"
 ABSENT=""
+CONSTRAINTS=""
 venv="${1:-${MMFAITH_INSPECT_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-inspect}}"
 base_python="${MMFAITH_INSPECT_BASE_PYTHON:-python3}"
 . "$(dirname "$0")/harness-venv.sh"

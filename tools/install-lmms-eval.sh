@@ -26,9 +26,9 @@ MODULES=lmms_eval
 ABSENT="torchvision torchaudio torchcodec"
 venv="${1:-${MMFAITH_LMMS_EVAL_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-lmms-eval}}"
 base_python="${MMFAITH_LMMS_EVAL_BASE_PYTHON:-python3}"
+CONSTRAINTS="$(mktemp)"
+trap 'rm -f "$CONSTRAINTS"' EXIT
+echo "torch==2.13.0" > "$CONSTRAINTS"
 . "$(dirname "$0")/harness-venv.sh"
 
-constraints="$(mktemp)"
-trap 'rm -f "$constraints"' EXIT
-echo "torch==2.13.0" > "$constraints"
-harness_venv_main -c "$constraints" "lmms-eval==$VERSION"
+harness_venv_main "lmms-eval==$VERSION"
