@@ -165,6 +165,8 @@ def test_tool_loops_are_not_exported_yet() -> None:
     require_kind("dependent", "t")
     with pytest.raises(MmfaithError, match="'tool' are not exported"):
         require_kind("tool", "mmfaith_mcot_zoom")
+    with pytest.raises(MmfaithError, match="unknown probe group kind 'loop'"):
+        require_kind("loop", "t")
 
 
 def test_lmms_export_refuses_a_round_at_its_own_temperature(mixed_build: Path, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from mmfaith import families
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.harness.spec import HarnessPart, Round
+from mmfaith.evaluators.harness.spec import EXPORTED_KINDS, KINDS, HarnessPart, Round
 
 FAILURE_MARKERS = ("[LMMS_EVAL_REQUEST_FAILED", "[LMMS_EVAL_BUDGET_EXCEEDED]")
 """How lmms-eval's API models mark a call that failed instead of answering (its response text)."""
@@ -66,7 +66,9 @@ def read_rounds_record(text: str | None) -> list[dict[str, Any]] | None:
 
 
 def require_kind(kind: str, where: str) -> None:
-    """Refuse a probe group kind no exporter renders yet (the `tool` loop)."""
-    if kind not in ("independent", "dependent"):
+    """Refuse an unknown probe group kind, and one no exporter renders yet (the `tool` loop)."""
+    if kind not in KINDS:
+        raise MmfaithError(f"{where}: unknown probe group kind {kind!r} (kinds: {', '.join(KINDS)}).")
+    if kind not in EXPORTED_KINDS:
         raise MmfaithError(f"{where}: probe groups of kind {kind!r} are not exported to this harness yet "
                            "(see docs/harnesses.md).")

@@ -31,6 +31,8 @@ from typing import Any, Protocol
 from mmfaith.evaluators.image_payload import ImageRef
 
 KINDS = ("independent", "dependent", "tool")
+EXPORTED_KINDS = ("independent", "dependent")
+"""The kinds the exporters render; `tool` waits for the family that brings its tool (MCoT)."""
 
 
 @dataclass(frozen=True)
