@@ -51,6 +51,9 @@ def test_lmms_eval_round_trip_scores_as_mmfaith_run(model: str, lmms_python: Pat
     assert f'"test": "{tmp_path / "tasks" / "data"}' in config  # absolute data_files
     assert provenance["prompt_templates_sha256"] == provenance["export"]["prompt_templates_sha256"] == TEMPLATES_SHA256
     assert "finish_reason" in provenance["unknown_fields"] and "latency_s" in provenance["unknown_fields"]
+    (run,) = provenance["lmms_eval_runs"]
+    assert run["model"] == "openai" and f"model_version={model}" in run["model_args"]
+    assert set(run["task_hashes"]) >= {"mmfaith_spd_faith_same", "mmfaith_spd_faith_count_describe"}
     same = next(line for (_, probe), line in lines.items() if probe == "same")
     assert same["meta"]["prompt_tokens"] > 0 and same["meta"]["finish_reason"] is None
 

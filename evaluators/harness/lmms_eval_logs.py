@@ -13,8 +13,10 @@ Contract (`read_lmms_eval_logs(path) -> HarnessLog`)
 - Token counts (`token_counts[0]`: input_tokens, output_tokens) are kept for independent rows;
   lmms-eval logs none for agentic rounds, nor any finish reason or latency: those are left null
   and listed in `unknown_fields`.
-- The model and lmms-eval's version come from the run's `*_results.json` beside the samples
-  (`config.model_args`: model_version=, model=, pretrained=), when present.
+- The model comes from the run's `*_results.json` beside the samples (`config.model_args`:
+  model_version=, model=, pretrained=), when present, with the run's task hashes. lmms-eval's
+  package version is not in its logs (its `lmms_eval_version` is the git branch@commit of the
+  directory it ran in; kept as logged): the version is left null and said so.
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ from mmfaith.jsonl import read_jsonl
 
 SAMPLES_GLOB = "*_samples_mmfaith_*.jsonl"
 MODEL_ARG_NAMES = ("model_version", "model", "pretrained")
-UNKNOWN_FIELDS = ("latency_s", "finish_reason", "reasoning", "prompt_tokens and completion_tokens of dependent rounds")
+UNKNOWN_FIELDS = ("latency_s", "finish_reason", "reasoning", "prompt_tokens and completion_tokens of dependent rounds",
+                  "harness_version (lmms-eval logs its working directory's git commit instead)")
 
 
 def read_lmms_eval_logs(path: Path) -> HarnessLog:
@@ -40,15 +43,15 @@ def read_lmms_eval_logs(path: Path) -> HarnessLog:
                            "--log_samples and pass its --output_path.")
     samples = [_sample(line, f"{file}:{number}") for file in files for number, line in read_jsonl(file)]
     results = sorted({result for file in files for result in file.parent.glob("*_results.json")})
-    model, version, configs = None, None, []
+    model, configs = None, []
     for result in results:
         document = json.loads(result.read_text(encoding="utf-8"))
         config = document.get("config") or {}
         configs.append({"file": str(result), "model": config.get("model"), "model_args": config.get("model_args"),
-                        "date": document.get("date"), "lmms_eval_version": document.get("lmms_eval_version")})
+                        "date": document.get("date"), "lmms_eval_version": document.get("lmms_eval_version"),
+                        "task_hashes": document.get("task_hashes")})
         model = model or _model_of(config.get("model_args"))
-        version = version or document.get("lmms_eval_version")
-    return HarnessLog("lmms-eval", version, model, samples, files, UNKNOWN_FIELDS, {"lmms_eval_runs": configs})
+    return HarnessLog("lmms-eval", None, model, samples, files, UNKNOWN_FIELDS, {"lmms_eval_runs": configs})
 
 
 def _model_of(model_args: Any) -> str | None:
