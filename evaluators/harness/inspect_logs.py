@@ -3,7 +3,8 @@
 Contract (`read_inspect_logs(path) -> HarnessLog`)
 -------------------------------------------------
 - `path` is a log file (`.eval` zip with zstd members, or `.json`) or a folder searched
-  recursively; logs whose task is not `mmfaith_*` are skipped. Read with
+  recursively for the logs of mmfaith tasks (LOG_GLOBS); logs whose task is not `mmfaith_*`
+  are skipped. Read with
   `inspect_ai.log.read_eval_log` (install `mmfaith[inspect]`).
 - A sample's id is the row key (`{"id", "probes"}`). Its rounds come from the store
   (`mmfaith_rounds`: probe, prompt, response, error, stop reason, usage per round, written by
@@ -25,6 +26,8 @@ from mmfaith.evaluators.harness.importer import HarnessLog, LoggedRound, LoggedS
 from mmfaith.evaluators.harness.runtime import RECORD_KEY
 
 UNKNOWN_FIELDS = ("latency_s", "reasoning")
+LOG_GLOBS = ("*_mmfaith-*.eval", "*_mmfaith-*.json")
+"""inspect names a log <time>_<task, dashed>_<id>.eval (or .json with --log-format json)."""
 
 
 def _read_eval_log() -> Any:
@@ -39,7 +42,8 @@ def _read_eval_log() -> Any:
 def read_inspect_logs(path: Path) -> HarnessLog:
     """Every sample of the mmfaith tasks' logs under `path` (module docstring)."""
     read_eval_log = _read_eval_log()
-    candidates = [path] if path.is_file() else sorted([*path.rglob("*.eval"), *path.rglob("*.json")])
+    candidates = [path] if path.is_file() else sorted(
+        found for pattern in LOG_GLOBS for found in path.rglob(pattern))
     samples, files, models, versions, runs = [], [], set(), set(), []
     for file in candidates:
         try:
