@@ -17,6 +17,7 @@ from mmfaith.annotation import cli as annotate_cli
 from mmfaith.cli_help import HelpFormatter, HelpParser, family_parsers
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import run_cli, score_cli
+from mmfaith.evaluators.harness import cli as harness_cli
 from mmfaith.families import Family, all_families
 from mmfaith.release import cli as release_cli
 
@@ -118,6 +119,7 @@ def parser() -> argparse.ArgumentParser:
     score_cli.register(subparsers)
     release_cli.register(subparsers)
     annotate_cli.register(subparsers)
+    harness_cli.register(subparsers)
     return root
 
 

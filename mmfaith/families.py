@@ -71,6 +71,8 @@ class FamilyParts:
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
     - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
     - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
+    - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
+      or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
     """
 
     open_dataset: Callable[[Path | str], EvalDataset]
@@ -85,6 +87,7 @@ class FamilyParts:
     labeling: Callable[[], Labeling] | None = None
     release: Callable[[Any], Any] | None = None
     verify: Callable[[Path], Any] | None = None
+    harness: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class Family:
         return parts
 
     def part(self, name: str, what: str) -> Any:
-        """An optional part of `FamilyParts` (`labeling`, `release`, `compare`), or a one-line error saying
+        """An optional part of `FamilyParts` (`labeling`, `release`, `compare`, `harness`), or a one-line error saying
         the family has no `what` yet."""
         found = getattr(self.parts(), name)
         if found is None:

