@@ -456,6 +456,7 @@ def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
                     "items": items, "limit": settings.limit},
         "client": {"concurrency": settings.concurrency, "timeout_s": settings.timeout_s,
                    "max_attempts": settings.max_attempts, "api_key_env": settings.api_key_env},
+        **({"serve": settings.serve} if settings.serve is not None else {}),
     }
 
 
