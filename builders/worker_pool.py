@@ -28,7 +28,7 @@ class _Deferred:
         return self._function(self._argument)
 
 
-def _pin_worker_threads() -> None:
+def pin_worker_threads() -> None:
     cv2.setNumThreads(1)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
@@ -44,7 +44,7 @@ class WorkerPool:
             saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
             os.environ.update({name: "1" for name in THREAD_VARIABLES})
             try:
-                self.pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_pin_worker_threads)
+                self.pool = multiprocessing.get_context("spawn").Pool(workers, initializer=pin_worker_threads)
             finally:
                 for name, value in saved.items():
                     if value is None:

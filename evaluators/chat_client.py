@@ -9,6 +9,11 @@ manager. `await client.complete(body)` POSTs a request body made by `chat_body` 
 
 - never has more than `concurrency` requests on the wire; attempts go round-robin over the URLs
   (and over several connection pools per URL at high concurrency, see POOL_CONNECTIONS);
+- takes a replica out of the rotation after OUT_AFTER consecutive attempts that could not reach
+  it (connection refused or reset, timeouts), for a cool-down that starts at COOLDOWN_S and
+  doubles each time (capped at MAX_COOLDOWN_S); after it the replica gets traffic again. While a
+  replica is out its calls go to the others; when every replica is out, the one that comes back
+  first is tried. `replica_stats()` reports each replica's share, errors and times out;
 - retries 408, 429, 5xx, timeouts (an attempt times out when connecting, sending or waiting
   for the answer's next bytes takes longer than `timeout_s`: httpx's timeouts), connection
   errors and bodies that are not a chat completion, with exponential backoff and full jitter
@@ -34,14 +39,14 @@ import math
 import random
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import openai
 
 from mmfaith.jsonl import canonical_json
-from mmfaith.redact import redact
+from mmfaith.redact import redact, redact_url
 
 RETRYABLE_STATUS = frozenset({408, 429})
 """Client errors worth another attempt: a timeout and a rate limit; any other 4xx fails at once."""
@@ -51,6 +56,9 @@ TEXT_CHARS_PER_TOKEN = 4
 IMAGE_PATCH_PX = 28
 POOL_CONNECTIONS = 16
 """About how many connections one client's pool holds; more concurrency gets more clients per URL."""
+OUT_AFTER = 2
+COOLDOWN_S = 5.0
+MAX_COOLDOWN_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,45 @@ class ChatResult:
     """The reply's OpenAI `tool_calls` ({id, type, function: {name, arguments}}), as the server sent them."""
 
 
+@dataclass
+class _Replica:
+    """One base URL: its clients (connection pools), its health and what it served."""
+
+    url: str
+    clients: list[Any]
+    next_client: int = 0
+    unreachable_in_a_row: int = 0
+    out_until: float = 0.0
+    times_out: int = 0
+    attempts: int = 0
+    answered: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def client(self) -> Any:
+        self.next_client += 1
+        return self.clients[self.next_client % len(self.clients)]
+
+    def note(self, failure: _Failure | None, now: float) -> None:
+        """Count one attempt's outcome; OUT_AFTER unreachable attempts in a row take the replica out."""
+        self.attempts += 1
+        if failure is None:
+            self.answered += 1
+            self.unreachable_in_a_row = 0
+            return
+        self.errors[failure.kind] = self.errors.get(failure.kind, 0) + 1
+        if not failure.unreachable:
+            return
+        self.unreachable_in_a_row += 1
+        if self.unreachable_in_a_row >= OUT_AFTER and now >= self.out_until:
+            self.times_out += 1
+            self.out_until = now + min(MAX_COOLDOWN_S, COOLDOWN_S * 2 ** (self.times_out - 1))
+            self.unreachable_in_a_row = 0
+
+    def stats(self) -> dict[str, Any]:
+        return {"server": redact_url(self.url), "attempts": self.attempts, "answered": self.answered,
+                "errors": dict(sorted(self.errors.items())), "times_taken_out": self.times_out}
+
+
 @dataclass(frozen=True)
 class _Failure:
     """One failed attempt: a message for the record, whether to retry, and the server's wait."""
@@ -76,6 +123,8 @@ class _Failure:
     message: str
     retryable: bool
     retry_after_s: float | None = None
+    kind: str = "malformed"
+    unreachable: bool = False
 
 
 def estimate_prompt_tokens(text: str, image_sizes: Iterable[tuple[int, int]]) -> int:
@@ -164,11 +213,12 @@ class ChatClient:
         limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         tls = http.create_ssl_context()
         shards = math.ceil(concurrency / POOL_CONNECTIONS)
-        urls = list(base_urls)
-        self._clients = [
-            openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout_s,
-                               http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s, verify=tls))
-            for _ in range(shards) for url in urls]  # interleaved: consecutive attempts go to different URLs
+        self._replicas = [
+            _Replica(url, [openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout_s,
+                                              http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s,
+                                                                                         verify=tls))
+                           for _ in range(shards)])
+            for url in base_urls]
         self._slots = _PrioritySlots(concurrency)
         self._next = 0
         self._secrets = (api_key,)
@@ -180,8 +230,24 @@ class ChatClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for client in self._clients:
-            await client.close()
+        for replica in self._replicas:
+            for client in replica.clients:
+                await client.close()
+
+    def _pick(self) -> _Replica:
+        """The next replica in the rotation; when every one is out, the one that comes back first."""
+        now = time.monotonic()
+        count = len(self._replicas)
+        for step in range(count):
+            replica = self._replicas[(self._next + step) % count]
+            if replica.out_until <= now:
+                self._next += step + 1
+                return replica
+        return min(self._replicas, key=lambda r: r.out_until)
+
+    def replica_stats(self) -> list[dict[str, Any]]:
+        """Per replica (URL redacted): attempts sent, answered, errors by kind, times taken out of the rotation."""
+        return [replica.stats() for replica in self._replicas]
 
     async def complete(self, body: bytes, priority: int = 0) -> ChatResult:
         """One chat completion for a `chat_body`, retried as the module docstring says; never raises for failures.
@@ -192,9 +258,9 @@ class ChatClient:
         attempt = 0
         while True:
             attempt += 1
-            client = self._clients[self._next % len(self._clients)]
-            self._next += 1
             await self._slots.acquire(priority)
+            replica = self._pick()  # picked once a slot is free: a replica may have gone out meanwhile
+            client = replica.client()
             start = time.perf_counter()
             try:
                 # cast_to=object: the parsed JSON as is; pydantic models per answer cost CPU for nothing.
@@ -205,6 +271,7 @@ class ChatClient:
             finally:
                 self._slots.release()
             latency = time.perf_counter() - start
+            replica.note(failure, time.monotonic())
             if failure is None:
                 return _result(completion, attempt, latency)
             if not failure.retryable or attempt >= self.max_attempts:
@@ -222,14 +289,16 @@ def _http_library() -> ModuleType:
 def _classify(exc: Exception, timeout_s: float) -> _Failure:
     """What went wrong in one attempt, and whether another attempt may help."""
     if isinstance(exc, openai.APITimeoutError):
-        return _Failure(f"timeout: no answer after waiting {timeout_s:g} s", retryable=True)
+        return _Failure(f"timeout: no answer after waiting {timeout_s:g} s", retryable=True, kind="timeout",
+                        unreachable=True)
     if isinstance(exc, openai.APIConnectionError):
-        return _Failure(f"connection error: {exc.__cause__ or exc}", retryable=True)
+        return _Failure(f"connection error: {exc.__cause__ or exc}", retryable=True, kind="connection",
+                        unreachable=True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         message = _error_message(exc)
         return _Failure(f"HTTP {status}: {message}", retryable=status in RETRYABLE_STATUS or status >= 500,
-                        retry_after_s=retry_after_s(exc.response.headers))
+                        retry_after_s=retry_after_s(exc.response.headers), kind=f"http_{status}")
     if isinstance(exc, json.JSONDecodeError):
         return _Failure(f"malformed response: not a chat completion ({exc})", retryable=True)
     raise exc

@@ -9,9 +9,13 @@ models (the family defaults to the one the dataset's build.json or manifest name
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import shlex
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
@@ -74,6 +78,11 @@ def _add_shared_run_options(parser: argparse.ArgumentParser) -> None:
                        help="vLLM --max-model-len (default: vLLM's own choice from the model)")
     serve.add_argument("--serve-arg", action="append", default=[], metavar="ARG",
                        help="one more argument for the vLLM server (repeatable), e.g. --serve-arg=--tensor-parallel-size=2")
+    serve.add_argument("--serve-args", default="", metavar="'ARGS'",
+                       help="vLLM's own options as one string, passed through and recorded in run.json, e.g. "
+                            "--serve-args '--tensor-parallel-size 2 --data-parallel-size 4'")
+    serve.add_argument("--replicas", type=int, default=1, metavar="N",
+                       help="start N vLLM servers on disjoint GPU sets and spread the run over them (default 1)")
     gen = parser.add_argument_group("generation and transport")
     gen.add_argument("--max-tokens", type=int, default=_default("max_tokens"), help="completion tokens per call")
     gen.add_argument("--temperature", type=float, default=_default("temperature"), help="sampling temperature")
@@ -89,8 +98,6 @@ def _add_shared_run_options(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from mmfaith.evaluators.run_engine import run_benchmark
     from mmfaith.evaluators.run_settings import RunSettings
-    from mmfaith.evaluators.vllm_serve import serve_vllm
-
     if bool(args.serve) == bool(args.base_urls):
         raise MmfaithError("give --base-url URL (a running server) or --serve MODEL (mmfaith starts vLLM), not both.")
     family = families.get(args.family)
@@ -98,9 +105,10 @@ def _run(args: argparse.Namespace) -> int:
     plan = parts.probe_plan({name: getattr(args, name) for name in args.family_options})
     dataset = parts.open_dataset(args.dataset)
 
-    def run(model: str, base_urls: tuple[str, ...]) -> int:
+    def run(model: str, base_urls: tuple[str, ...], serve: dict[str, Any] | None = None) -> int:
         settings = RunSettings(dataset=args.dataset, model=model, base_urls=base_urls, out=args.out, limit=args.limit,
                                dry_run=args.dry_run, api_key_env=args.api_key_env, progress=not args.no_progress,
+                               serve=serve,
                                **{name: getattr(args, name) for name in SHARED_TUNABLE})
         summary = run_benchmark(family.name, settings, dataset, plan)
         if summary.dry_run:
@@ -109,14 +117,10 @@ def _run(args: argparse.Namespace) -> int:
         return 1 if summary.failed else 0
 
     if args.serve:
-        args.out.mkdir(parents=True, exist_ok=True)
-        print(f"starting vLLM on {args.serve} (log: {args.out / 'vllm.log'}) ...", flush=True)
         # A plan that shows more images in one request (MCoT: the image and a crop per turn) says how many.
-        with serve_vllm(args.serve, python=args.vllm_python, max_model_len=args.serve_max_model_len,
-                        extra_args=tuple(args.serve_arg), served_model_name=args.model,
-                        limit_images=max(2, getattr(plan, "images_per_request", 2)),
-                        log_path=args.out / "vllm.log") as endpoint:
-            return run(endpoint.model, (endpoint.base_url,))
+        with served_replicas(args, limit_images=max(2, getattr(plan, "images_per_request", 2))) as (model, base_urls,
+                                                                                                   serve):
+            return run(model, base_urls, serve)
     if not args.model:
         raise MmfaithError("--model NAME is required with --base-url (the name the server serves).")
     return run(args.model, tuple(args.base_urls))
@@ -180,3 +184,23 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+@contextlib.contextmanager
+def served_replicas(args: argparse.Namespace, limit_images: int) -> Iterator[tuple[str, tuple[str, ...], dict[str, Any]]]:
+    """Start `--replicas` vLLM servers for `--serve` with the pass-through options, each taking `limit_images`
+    images per request; yield (model, base URLs, what run.json records of them)."""
+    from mmfaith.evaluators.vllm_serve import serve_replicas
+
+    try:
+        passed = [*args.serve_arg, *shlex.split(args.serve_args)]
+    except ValueError as exc:
+        raise MmfaithError(f"--serve-args {args.serve_args!r}: {exc} (quote it as a shell would).") from exc
+    where = args.out / ("vllm.log" if args.replicas == 1 else "vllm-*.log")
+    print(f"starting {args.replicas} vLLM server(s) on {args.serve} (log: {where}) ...", flush=True)
+    with serve_replicas(args.serve, args.replicas, log_dir=args.out, extra_args=passed, python=args.vllm_python,
+                        max_model_len=args.serve_max_model_len, served_model_name=args.model,
+                        limit_images=limit_images) as endpoints:
+        record = {"model": args.serve, "args": passed, "replicas": args.replicas,
+                  "gpu_sets": [list(e.gpus) if e.gpus is not None else None for e in endpoints]}
+        yield endpoints[0].model, tuple(e.base_url for e in endpoints), record

@@ -19,6 +19,10 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   at most `concurrency` items are open at once, which bounds the images held in memory. Images are
   read as stored and base64-encoded once per run (`ImagePayloads`), however many probes or turns
   show them.
+- Replicas: with several base URLs, a replica that cannot be reached is taken out of the rotation
+  and retried later (evaluators/chat_client.py); its calls go to the others, each call still
+  writes exactly one line, and run.json records each session's per-replica attempts, answers,
+  errors and times taken out (`sessions[].replicas`).
 - `dry_run` prints each request that would be sent (images abridged to their size) and a token
   estimate, and sends and writes nothing.
 - The API key is read from the environment (`api_key_env`, else OPENAI_API_KEY, else "EMPTY" for
@@ -289,6 +293,7 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
         elapsed = time.perf_counter() - clock
         provenance["sessions"][-1]["finished"] = _now()
         provenance["sessions"][-1]["requests"] = session.requests
+        provenance["sessions"][-1]["replicas"] = session.replica_stats
         _write_run_json(settings.out, provenance, plan, log, items,
                         sorted(set(previous.get("image_sizes", [])) | payloads.stats.sizes))
     return _summary(settings, plan, items, log, session.requests, elapsed, payloads, dry_run=False)
@@ -311,6 +316,7 @@ class _Session:
         self._progress = tqdm(total=total, unit="req", desc=settings.model,
                               disable=not settings.progress or settings.dry_run, dynamic_ncols=True)
         self._client: ChatClient | None = None
+        self.replica_stats: list[dict[str, Any]] = []
 
     async def run(self, items: list[EvalItem], api_key: str) -> None:
         settings = self.settings
@@ -319,7 +325,10 @@ class _Session:
                               timeout_s=settings.timeout_s, max_attempts=settings.max_attempts,
                               backoff_s=settings.backoff_s) as client:
             self._client = client
-            await _each_bounded(items, self._item, settings.concurrency)
+            try:
+                await _each_bounded(items, self._item, settings.concurrency)
+            finally:
+                self.replica_stats = client.replica_stats()
 
     async def dry_run(self, items: list[EvalItem]) -> None:
         for item in items:
@@ -477,6 +486,7 @@ def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
                     "items": items, "limit": settings.limit},
         "client": {"concurrency": settings.concurrency, "timeout_s": settings.timeout_s,
                    "max_attempts": settings.max_attempts, "api_key_env": settings.api_key_env},
+        **({"serve": settings.serve} if settings.serve is not None else {}),
     }
 
 

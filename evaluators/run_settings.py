@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -27,3 +28,5 @@ class RunSettings:
     progress: bool = True
     backoff_s: float = 1.0
     """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""
+    serve: dict[str, Any] | None = None
+    """With --serve: the vLLM servers mmfaith started (model, arguments, replicas, GPU sets), for run.json."""

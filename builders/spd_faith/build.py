@@ -1,8 +1,10 @@
 """`mmfaith build spd-faith`: COCO scenes in, gated SPD-Faith image pairs out (BUILD_DIR).
 
 Flow (SPD-Faith section 3.1 and appendix A): quotas -> a deterministic stream of slots per quota
-(image, visit) -> in workers: plan, edit, gate (pairs.make_pair) -> in the main process, in slot
-order: write the PNGs, then append the record to records.jsonl or the reason to rejected.jsonl.
+(image, visit) -> in workers (local processes or Ray tasks, builders/executors.py): plan, edit,
+gate (pairs.make_pair), and write the PNGs into the build's staging folder -> in the main process,
+in slot order: move the PNGs into place, then append the record to records.jsonl or the reason to
+rejected.jsonl.
 
 Determinism and resume: the slot streams depend only on the seed and the source, results are
 handled in slot order whatever the number of workers, and a quota stops at the same slot every
@@ -32,7 +34,9 @@ from mmfaith.builders.spd_faith.preview import write_preview
 from mmfaith.builders.spd_faith.quotas import Quota, make_quotas
 from mmfaith.builders.spd_faith.pairs import PairSettings, SlotOutcome, make_pair, original_path
 from mmfaith.builders.targets import TargetRules
-from mmfaith.builders.worker_pool import Pending, WorkerPool
+from mmfaith.builders.executors import Executor, ExecutorChoice, open_executor
+from mmfaith.builders.staging import clear_staging, commit_files, discard_files, stage_files
+from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
@@ -59,6 +63,9 @@ class BuildRequest:
     allow_noderivs: bool = False
     recolor_people: bool = False
     workers: int = 1
+    executor: str = "local"
+    ray_address: str | None = None
+    gpus_per_task: float = 0.0
     dilation: int = 7
     blend_radius: int = 3
     min_delta_e: float = 12.0
@@ -66,6 +73,11 @@ class BuildRequest:
     max_pixels: int = DEFAULT_MAX_PIXELS
     preview_pairs: int = 12
     progress: bool = True
+
+
+    @property
+    def executor_choice(self) -> ExecutorChoice:
+        return ExecutorChoice(self.executor, self.workers, self.ray_address, self.gpus_per_task)
 
 
 @dataclass
@@ -184,11 +196,21 @@ def _signature(record: dict[str, Any]) -> str:
     return plan_signature(record["source"]["file_name"], record["subset"], record["build"]["plan"])
 
 
-PairTask = tuple[Slot, Scene, PairSettings, "str | None", frozenset[str]]
+PairTask = tuple[Slot, Scene, PairSettings, "str | None", frozenset[str], Path]
 
 
 def _make_pair_task(task: PairTask) -> SlotOutcome:
-    return make_pair(*task)
+    """In a worker: make the slot's pair and write its PNGs into the build's staging folder."""
+    *arguments, out = task
+    outcome = make_pair(*arguments)
+    if outcome.record is not None:
+        assert outcome.edited_png is not None
+        files = {outcome.record["image_b"]: outcome.edited_png}
+        if outcome.original_png is not None:
+            files[outcome.record["image_a"]] = outcome.original_png
+        outcome.staged = stage_files(out, outcome.slot_key, files)
+        outcome.original_png = outcome.edited_png = None
+    return outcome
 
 
 def _write_outcome(out: Path, outcome: SlotOutcome, journal: _Journal) -> bool:
@@ -201,16 +223,13 @@ def _write_outcome(out: Path, outcome: SlotOutcome, journal: _Journal) -> bool:
         record = None
     if record is None:
         assert outcome.rejection is not None
+        discard_files(out, outcome.staged)
         journal.rejected.append(outcome.rejection)
         journal.rejected_reasons[outcome.rejection["stage"]] += 1
         journal.done[outcome.slot_key] = False
         return False
     check_record("spd_faith_pair", record, f"record {record['id']} (slot {outcome.slot_key})")
-    original = out / record["image_a"]
-    if outcome.original_png is not None and not original.exists():
-        write_atomic(original, outcome.original_png)
-    assert outcome.edited_png is not None
-    write_atomic(out / record["image_b"], outcome.edited_png)
+    commit_files(out, outcome.staged, keep_existing=frozenset({record["image_a"]}))
     journal.records.append(record)
     journal.remember(record)
     journal.done[outcome.slot_key] = True
@@ -258,12 +277,14 @@ def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], setti
     """Repair, fill the quotas and write the preview; the summary for build.json."""
     out = request.out
     journal.open()
+    clear_staging(out)
     try:
         _repair_missing_images(out, journal, source, settings)
         usable, skipped = usable_scenes(source, request.allow_noderivs)
         runs = [_QuotaRun(quota, _slots(quota, [s for s in usable if _serves(s, source, quota, request)],
                                         request.seed)) for quota in quotas]
-        pool = WorkerPool(request.workers)
+        pool = open_executor(request.executor_choice, reads=[source.annotations_path, source.images_dir],
+                             writes=[out])
         bar = tqdm(total=sum(q.count for q in quotas), unit="pair", desc="spd-faith", disable=not request.progress,
                    dynamic_ncols=True)
         finished = False
@@ -274,6 +295,7 @@ def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], setti
         finally:
             bar.close()
             pool.close(abort=not finished)
+            clear_staging(out)
     finally:
         journal.close()
     accepted = {run.quota.key: run.made for run in runs}
@@ -327,7 +349,7 @@ class _Pipeline:
     current one has enough slots in flight, and a result past a full quota is discarded unwritten.
     """
 
-    def __init__(self, request: BuildRequest, settings: PairSettings, journal: _Journal, pool: WorkerPool,
+    def __init__(self, request: BuildRequest, settings: PairSettings, journal: _Journal, pool: Executor,
                  bar: tqdm) -> None:
         self.request, self.settings, self.journal, self.pool, self.bar = request, settings, journal, pool, bar
         self.original_sha256: dict[int, str] = {}
@@ -364,7 +386,7 @@ class _Pipeline:
                 self.bar.update(1)
             return False
         task = (slot, scene, self.settings, self._known_original(scene),
-                self.journal.used_options(scene.file_name, slot.subset))
+                self.journal.used_options(scene.file_name, slot.subset), self.request.out)
         run.submitted.append(self.pool.submit(_make_pair_task, task))
         return True
 
@@ -400,7 +422,7 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
                                                    if request.inpainter.lama_model else None},
         "requested": {"per_tier": request.per_tier, "multi": request.multi, "paper_mix": request.paper_mix,
                       "controls": request.controls},
-        "workers": request.workers,
+        "executor": asdict(request.executor_choice),
         "environment": environment(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mmfaith.builders.executors import add_executor_options, executor_choice
 from mmfaith.errors import MmfaithError
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
@@ -59,7 +60,7 @@ def add_build_options(spd: argparse.ArgumentParser) -> None:
     how.add_argument("--lama-model", metavar="FILE", help="big-lama.pt TorchScript checkpoint (or set LAMA_MODEL)")
     how.add_argument("--recolor-people", action="store_true",
                      help="allow color edits of people (off by default: a recolored person looks painted)")
-    how.add_argument("--workers", type=int, default=1, help="worker processes (one library thread each)")
+    add_executor_options(how)
     how.add_argument("--min-delta-e", type=float, default=12.0, help="visibility gate: mean delta E over the edited region")
     how.add_argument("--min-fill-texture", type=float, default=None, metavar="RATIO",
                      help="fill gate: texture inside a filled hole over its surround (default 0.3; 0 turns it off)")
@@ -95,13 +96,13 @@ def run_build(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 0:
             raise MmfaithError(f"--{name.replace('_', '-')} must be 0 or more, not {value}.")
-    if args.workers < 1:
-        raise MmfaithError(f"--workers must be 1 or more, not {args.workers}.")
+    executor = executor_choice(args)
     request = BuildRequest(
         out=args.out, annotations=args.coco_annotations, images=args.images, seed=args.seed,
         per_tier=args.per_tier, multi=args.multi, paper_mix=args.paper_mix, controls=args.controls,
         planner=planner, inpainter=resolve_inpainter(args.inpainter, args.lama_model),
-        allow_noderivs=args.allow_noderivs, recolor_people=args.recolor_people, workers=args.workers, dilation=args.dilation,
+        allow_noderivs=args.allow_noderivs, recolor_people=args.recolor_people, workers=executor.workers,
+        executor=executor.kind, ray_address=executor.ray_address, gpus_per_task=executor.gpus_per_task, dilation=args.dilation,
         min_delta_e=args.min_delta_e,
         min_fill_texture=MIN_FILL_TEXTURE if args.min_fill_texture is None else args.min_fill_texture,
         max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,

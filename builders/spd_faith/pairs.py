@@ -5,7 +5,7 @@ a worker process is byte-identical to one made in the main process.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,8 @@ class PairSettings:
 
 @dataclass
 class SlotOutcome:
-    """A made pair (record and PNG bytes) or a rejection, for the main process to journal."""
+    """A made pair (record and PNG bytes, or the PNGs' staged paths once a worker wrote them; see
+    builders/staging.py) or a rejection, for the main process to journal."""
 
     slot_key: str
     record: dict[str, Any] | None = None
@@ -53,6 +54,7 @@ class SlotOutcome:
     original_png: bytes | None = None
     edited_png: bytes | None = None
     planner_calls: int = 0
+    staged: dict[str, str] = field(default_factory=dict)
 
 
 _TOOLS: dict[PairSettings, tuple[Inpainter, SlotPlanner]] = {}
