@@ -10,7 +10,6 @@ give the same bytes (the bootstrap is seeded; LLM judge answers are cached under
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

@@ -33,6 +33,7 @@ answers are cached under the mmfaith cache dir, `mmfaith.cache`, never in the sc
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Jud
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
+from mmfaith.jsonl import canonical_json
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
 
