@@ -74,6 +74,11 @@ def executor_choice(args: argparse.Namespace) -> ExecutorChoice:
     return ExecutorChoice(args.executor, args.workers, args.ray_address, args.gpus_per_task)
 
 
+def choice_for(executor: ExecutorChoice | None, workers: int) -> ExecutorChoice:
+    """A build request's executor: the one it names, else the local pool of `workers` processes."""
+    return executor if executor is not None else ExecutorChoice("local", workers)
+
+
 def open_executor(choice: ExecutorChoice, reads: Iterable[Path], writes: Iterable[Path]) -> Executor:
     """The workers of a build; with Ray, every node is first checked to read `reads` and write `writes`."""
     if choice.kind == "local":

@@ -22,6 +22,7 @@ from .test_build_journal import tree_bytes
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'mmfaith[ray]')")
 from ray.cluster_utils import Cluster  # noqa: E402
 
+VFAITH_ARGS = ["--per-template", "3", "--inpainter", "patchmatch", "--seed", "0", "--no-progress"]  # = vfaith_build
 MIXED_ARGS = ["--per-tier", "2", "--multi", "4", "--controls", "2", "--seed", "0", "--inpainter", "telea", "--no-progress"]
 
 
@@ -38,8 +39,9 @@ def cluster() -> Iterator[Cluster]:
         made.shutdown()
 
 
-def _build(out: Path, address: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "mmfaith", "build", "spd-faith", "--out", str(out), *MIXED_ARGS,
+def _build(out: Path, address: str, *extra: str, family: str = "spd-faith") -> subprocess.Popen:
+    arguments = MIXED_ARGS if family == "spd-faith" else VFAITH_ARGS
+    return subprocess.Popen([sys.executable, "-m", "mmfaith", "build", family, "--out", str(out), *arguments,
                              "--executor", "ray", "--ray-address", address, *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
@@ -57,6 +59,14 @@ def test_a_build_on_two_nodes_is_byte_identical_to_the_local_build(cluster: Clus
     assert process.returncode == 0, stderr.decode()
     _same_tree(mixed_build, tmp_path / "out")
     assert not (tmp_path / "out" / ".staging").exists()
+
+
+def test_a_vfaith_build_on_two_nodes_is_byte_identical_to_the_local_build(cluster: Cluster, vfaith_build: Path,
+                                                                          tmp_path: Path) -> None:
+    process = _build(tmp_path / "out", cluster.address, family="vfaith")
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr.decode()
+    _same_tree(vfaith_build, tmp_path / "out")
 
 
 def test_a_node_removed_mid_build_leaves_a_complete_identical_build(cluster: Cluster, mixed_build: Path,

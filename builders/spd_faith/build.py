@@ -34,7 +34,7 @@ from mmfaith.builders.spd_faith.preview import write_preview
 from mmfaith.builders.spd_faith.quotas import Quota, make_quotas
 from mmfaith.builders.spd_faith.pairs import PairSettings, SlotOutcome, make_pair, original_path
 from mmfaith.builders.targets import TargetRules
-from mmfaith.builders.executors import Executor, ExecutorChoice, open_executor
+from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.staging import clear_staging, commit_files, discard_files, stage_files
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
@@ -63,9 +63,8 @@ class BuildRequest:
     allow_noderivs: bool = False
     recolor_people: bool = False
     workers: int = 1
-    executor: str = "local"
-    ray_address: str | None = None
-    gpus_per_task: float = 0.0
+    executor: ExecutorChoice | None = None
+    """Where work units run (builders/executors.py); None: the local pool of `workers` processes."""
     dilation: int = 7
     blend_radius: int = 3
     min_delta_e: float = 12.0
@@ -75,9 +74,6 @@ class BuildRequest:
     progress: bool = True
 
 
-    @property
-    def executor_choice(self) -> ExecutorChoice:
-        return ExecutorChoice(self.executor, self.workers, self.ray_address, self.gpus_per_task)
 
 
 @dataclass
@@ -283,8 +279,8 @@ def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], setti
         usable, skipped = usable_scenes(source, request.allow_noderivs)
         runs = [_QuotaRun(quota, _slots(quota, [s for s in usable if _serves(s, source, quota, request)],
                                         request.seed)) for quota in quotas]
-        pool = open_executor(request.executor_choice, reads=[source.annotations_path, source.images_dir],
-                             writes=[out])
+        pool = open_executor(choice_for(request.executor, request.workers),
+                             reads=[source.annotations_path, source.images_dir], writes=[out])
         bar = tqdm(total=sum(q.count for q in quotas), unit="pair", desc="spd-faith", disable=not request.progress,
                    dynamic_ncols=True)
         finished = False
@@ -422,7 +418,7 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
                                                    if request.inpainter.lama_model else None},
         "requested": {"per_tier": request.per_tier, "multi": request.multi, "paper_mix": request.paper_mix,
                       "controls": request.controls},
-        "executor": asdict(request.executor_choice),
+        "executor": asdict(choice_for(request.executor, request.workers)),
         "environment": environment(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
     }

@@ -102,7 +102,7 @@ def run_build(args: argparse.Namespace) -> int:
         per_tier=args.per_tier, multi=args.multi, paper_mix=args.paper_mix, controls=args.controls,
         planner=planner, inpainter=resolve_inpainter(args.inpainter, args.lama_model),
         allow_noderivs=args.allow_noderivs, recolor_people=args.recolor_people, workers=executor.workers,
-        executor=executor.kind, ray_address=executor.ray_address, gpus_per_task=executor.gpus_per_task, dilation=args.dilation,
+        executor=executor, dilation=args.dilation,
         min_delta_e=args.min_delta_e,
         min_fill_texture=MIN_FILL_TEXTURE if args.min_fill_texture is None else args.min_fill_texture,
         max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,

@@ -34,15 +34,17 @@ from mmfaith import __version__
 from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules
 from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
 from mmfaith.builders.coco_source import CocoSource, Scene
+from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E, MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.scene_view import seeded_rng
+from mmfaith.builders.staging import clear_staging, commit_files, stage_files
 from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.vfaith.offline import (ImageOutcome, OfflineSettings, QuestionOutcome, make_image_pairs,
                                              original_path)
 from mmfaith.builders.vfaith.perception import perception_item
 from mmfaith.builders.vfaith.preview import write_preview
-from mmfaith.builders.worker_pool import Pending, WorkerPool
+from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
@@ -64,6 +66,8 @@ class BuildRequest:
     inpainter: InpainterSpec = field(default_factory=lambda: InpainterSpec("telea"))
     allow_noderivs: bool = False
     workers: int = 1
+    executor: ExecutorChoice | None = None
+    """Where work units run (builders/executors.py); None: the local pool of `workers` processes."""
     dilation: int = 7
     blend_radius: int = 3
     min_delta_e: float = DEFAULT_MIN_DELTA_E
@@ -152,11 +156,22 @@ def _scene_order(source: CocoSource, request: BuildRequest) -> tuple[list[Scene]
     return [scenes[int(i)] for i in order], skipped
 
 
-ImageTask = tuple[Scene, OfflineSettings, frozenset[str], "str | None"]
+ImageTask = tuple[Scene, OfflineSettings, frozenset[str], "str | None", Path]
 
 
 def _image_task(task: ImageTask) -> ImageOutcome:
-    return make_image_pairs(*task)
+    """In a worker: make one image's pairs and write their PNGs into the build's staging folder."""
+    *arguments, out = task
+    result = make_image_pairs(*arguments)
+    files = {o.record["image_edited"]: o.edited_png for o in result.outcomes if o.record is not None and o.edited_png}
+    made = [o.record for o in result.outcomes if o.record is not None]
+    if made and result.original_png is not None:
+        files[made[0]["image_original"]] = result.original_png
+    result.staged = stage_files(out, f"vfaith:{result.image_id}", files)
+    result.original_png = None
+    for outcome in result.outcomes:
+        outcome.edited_png = None
+    return result
 
 
 def build_vfaith(request: BuildRequest) -> BuildSummary:
@@ -167,8 +182,9 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
     error) or "interrupted", never "running".
     """
     started = time.time()
-    if request.per_template < 0 or request.per_image < 1 or request.workers < 1:
-        raise MmfaithError("--per-template must be 0 or more, --per-image and --workers 1 or more.")
+    if request.per_template < 0 or request.per_image < 1:
+        raise MmfaithError("--per-template must be 0 or more, --per-image 1 or more.")
+    executor = choice_for(request.executor, request.workers)  # checks --workers
     unknown = [t for t in request.templates if t not in TEMPLATES]
     if unknown or not request.templates:
         raise MmfaithError(f"--templates: use a comma-separated subset of {', '.join(TEMPLATES)} (not {unknown}).")
@@ -189,17 +205,19 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
     def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
         _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
 
-    return with_status(write_status, lambda: _build(request, source, settings, journal))
+    return with_status(write_status, lambda: _build(request, source, settings, journal, executor))
 
 
-def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: Journal) -> BuildSummary:
+def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: Journal,
+           executor: ExecutorChoice) -> BuildSummary:
     out = request.out
     journal.open()
+    clear_staging(out)
     try:
         _repair(out, journal, source, settings)
         scenes, skipped = _scene_order(source, request)
         quotas = {template: request.per_template for template in request.templates}
-        pool = WorkerPool(request.workers)
+        pool = open_executor(executor, reads=[source.annotations_path, source.images_dir], writes=[out])
         bar = tqdm(total=sum(quotas.values()), unit="pair", desc="vfaith", disable=not request.progress,
                    dynamic_ncols=True)
         bar.update(sum(min(journal.made[t], q) for t, q in quotas.items()))
@@ -211,6 +229,7 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
         finally:
             bar.close()
             pool.close(abort=not finished)
+            clear_staging(out)
     finally:
         journal.close()
     accepted = {t: journal.made[t] for t in request.templates}
@@ -224,7 +243,7 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
 
 
 def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Journal, quotas: dict[str, int],
-          pool: WorkerPool, bar: tqdm) -> None:
+          pool: Executor, bar: tqdm) -> None:
     """Submit images in stream order (a window of them in flight), handle their outcomes in that order."""
     full = lambda: all(journal.made[t] >= q for t, q in quotas.items())  # noqa: E731
     stream = iter(scenes)
@@ -237,7 +256,7 @@ def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Jo
                 break
             path = out / original_path(scene)
             known = original_sha256.get(scene.image_id) or (sha256_file(path) if path.exists() else None)
-            pending.append((scene, pool.submit(_image_task, (scene, settings, frozenset(journal.done), known))))
+            pending.append((scene, pool.submit(_image_task, (scene, settings, frozenset(journal.done), known, out))))
         if not pending:
             return
         scene, handle = pending.popleft()
@@ -267,12 +286,9 @@ def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, jou
         return False
     record = outcome.record
     check_record("vfaith_pair", record, f"record {record['id']} (question {outcome.key})")
-    original = out / record["image_original"]
-    if not original.exists():
-        assert image.original_png is not None
-        write_atomic(original, image.original_png)
-    assert outcome.edited_png is not None
-    write_atomic(out / record["image_edited"], outcome.edited_png)
+    sides = (record["image_original"], record["image_edited"])
+    commit_files(out, {side: image.staged[side] for side in sides if side in image.staged},
+                 keep_existing=frozenset({record["image_original"]}))
     journal.records.append(record)
     journal.made[outcome.template] += 1
     journal.pairs.append(record)
@@ -323,7 +339,7 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
         "inpainter": asdict(request.inpainter) | {"lama_model": str(request.inpainter.lama_model)
                                                    if request.inpainter.lama_model else None},
         "requested": {"per_template": request.per_template},
-        "workers": request.workers,
+        "executor": asdict(choice_for(request.executor, request.workers)),
         "environment": environment(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
     }

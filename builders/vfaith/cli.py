@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mmfaith.builders.executors import add_executor_options, executor_choice
 from mmfaith.errors import MmfaithError
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
@@ -62,7 +63,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--inpainter", choices=("auto", "lama", "patchmatch", "telea", "ns"), default="auto",
                      help="auto: LaMa when --lama-model/LAMA_MODEL names a checkpoint, else PatchMatch, else Telea")
     how.add_argument("--lama-model", metavar="FILE", help="big-lama.pt TorchScript checkpoint (or set LAMA_MODEL)")
-    how.add_argument("--workers", type=int, default=1, help="worker processes (one library thread each)")
+    add_executor_options(how)
     how.add_argument("--min-delta-e", type=float, default=12.0, help="visibility gate: mean delta E over the edited cue")
     how.add_argument("--min-fill-texture", type=float, default=None, metavar="RATIO",
                      help="fill gate: texture inside a filled hole over its surround (default 0.3; 0 turns it off)")
@@ -86,7 +87,7 @@ def run_build(args: argparse.Namespace) -> int:
         out=args.out, annotations=args.coco_annotations, images=args.images, seed=args.seed,
         per_template=args.per_template, templates=templates, per_image=args.per_image,
         inpainter=resolve_inpainter(args.inpainter, args.lama_model), allow_noderivs=args.allow_noderivs,
-        workers=args.workers, dilation=args.dilation, min_delta_e=args.min_delta_e,
+        workers=args.workers, executor=executor_choice(args), dilation=args.dilation, min_delta_e=args.min_delta_e,
         min_fill_texture=MIN_FILL_TEXTURE if args.min_fill_texture is None else args.min_fill_texture,
         max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
         progress=not args.no_progress))

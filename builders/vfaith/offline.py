@@ -96,6 +96,8 @@ class ImageOutcome:
     original_png: bytes | None = None
     original_sha256: str | None = None
     rejection: dict[str, Any] | None = None
+    staged: dict[str, str] = field(default_factory=dict)
+    """Once a worker wrote the PNGs into the build's staging folder (builders/staging.py): final -> staged path."""
 
 
 _INPAINTERS: dict[InpainterSpec, Inpainter] = {}
