@@ -6,6 +6,8 @@
   always refused (the score replaces the folder whole).
 - `replace_folder(out, staging)`: put the staging folder where `out` is, the old one moved aside
   first and removed last, so a failed score leaves the old one intact.
+- `load_score_dir(path)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`;
+  `score_labels(paths, metrics)`: each score's model name, with its folder where two share one.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.jsonl import read_jsonl
 
 
 def check_score_dir(out: Path, inputs: Sequence[tuple[Path | None, str]], overwrite: bool, dataset: dict[str, Any],
@@ -49,3 +52,19 @@ def replace_folder(out: Path, staging: Path) -> None:
     os.replace(out, old)
     os.replace(staging, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def load_score_dir(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(metrics.json, items.jsonl) of a score dir."""
+    metrics_path, items_path = path / "metrics.json", path / "items.jsonl"
+    if not metrics_path.is_file() or not items_path.is_file():
+        raise MmfaithError(f"{path}: not a score dir (needs metrics.json and items.jsonl); "
+                           "make one with `mmfaith score FAMILY --out DIR`.")
+    return json.loads(metrics_path.read_text(encoding="utf-8")), [item for _, item in read_jsonl(items_path)]
+
+
+def score_labels(paths: Sequence[Path], metrics: Sequence[dict[str, Any]]) -> list[str]:
+    """Each score's model name; with the folder's name where two scores share a model."""
+    models = [m["provenance"]["model"] for m in metrics]
+    return [model if models.count(model) == 1 else f"{model} ({path.name})" for model, path in zip(models, paths)]
+
