@@ -10,6 +10,8 @@ replace the folder whole.
 - `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
   then put in its place (`replace_folder`).
+- `load_score_dir(path)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`;
+  `score_labels(paths, metrics)`: each score's model name, with its folder where two share one.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.jsonl import canonical_json, read_jsonl, write_atomic
 
 
 def check_score_dir(out: Path, inputs: Mapping[str, Path | None], dataset: Mapping[str, Any], predictions_sha256: str,
@@ -67,3 +69,19 @@ def publish_scores(out: Path, items: Sequence[Mapping[str, Any]], metrics: Mappi
                  (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
     write_report(metrics, staging)
     replace_folder(out, staging)
+
+
+def load_score_dir(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(metrics.json, items.jsonl) of a score dir."""
+    metrics_path, items_path = path / "metrics.json", path / "items.jsonl"
+    if not metrics_path.is_file() or not items_path.is_file():
+        raise MmfaithError(f"{path}: not a score dir (needs metrics.json and items.jsonl); "
+                           "make one with `mmfaith score FAMILY --out DIR`.")
+    return json.loads(metrics_path.read_text(encoding="utf-8")), [item for _, item in read_jsonl(items_path)]
+
+
+def score_labels(paths: Sequence[Path], metrics: Sequence[dict[str, Any]]) -> list[str]:
+    """Each score's model name; with the folder's name where two scores share a model."""
+    models = [m["provenance"]["model"] for m in metrics]
+    return [model if models.count(model) == 1 else f"{model} ({path.name})" for model, path in zip(models, paths)]
+

@@ -235,3 +235,29 @@ def test_llm_judge_labels_are_recomputed_cached_and_compared(crm_small: Path, tm
     assert metrics["by_mode"]["specific"]["metrics"]["HR"] == 1.0
     assert metrics["provenance"]["judge"]["name"] == "judge-model"
     assert (tmp_path / "s1" / "metrics.json").read_bytes() == (tmp_path / "s2" / "metrics.json").read_bytes()
+
+
+def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: Path) -> None:
+    """grounded minus hallucinator, by hand: on the 10 specific units (5 items x 2 styles) grounded
+    flips and the hallucinator does not (AFR +1, grounded only 10, McNemar p = 2 / 2**10), SDR +1, HR
+    0 - 1 = -1 (hallucinator only 10); on random units the two reason alike: all differences 0."""
+    dataset = open_crm_dataset(crm_small)
+    for model in ("grounded", "hallucinator"):
+        with ReferenceServer(dataset, model, family="crm") as server:
+            assert main(["run", "crm", "--dataset", str(crm_small), "--model", model, "--base-url",
+                         server.base_url, "--out", str(tmp_path / f"run-{model}"), "--no-progress"]) == 0
+        assert main(["score", "crm", "--dataset", str(crm_small), "--predictions",
+                     str(tmp_path / f"run-{model}" / "predictions.jsonl"), "--from-run", "--out",
+                     str(tmp_path / f"score-{model}"), "--bootstrap", "20"]) == 0
+    assert main(["report", str(tmp_path / "score-grounded"), str(tmp_path / "score-hallucinator"), "--out",
+                 str(tmp_path / "report"), "--bootstrap", "20"]) == 0
+    comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
+    specific = comparison["pairs"][0]["by_mode"]["specific"]
+    assert specific["n_units"] == 10
+    assert specific["AFR"] == {"difference": 1.0, "ci95": [1.0, 1.0], "a_only": 10, "b_only": 0,
+                               "mcnemar_p": 2 / 2 ** 10}
+    assert specific["SDR"]["difference"] == 1.0
+    assert specific["HR"]["difference"] == -1.0 and specific["HR"]["b_only"] == 10
+    random = comparison["pairs"][0]["by_mode"]["random"]
+    assert [random[k]["difference"] for k in ("SDR", "AFR", "HR")] == [0.0, 0.0, 0.0]
+    assert "grounded minus hallucinator" in (tmp_path / "report" / "comparison.md").read_text()

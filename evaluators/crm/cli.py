@@ -88,3 +88,11 @@ def score(args: argparse.Namespace) -> int:
     print(f"scored {metrics['counts']['n_units']} CRM units of {metrics['provenance']['model']}: " + "; ".join(parts)
           + f"; see {args.out / 'report.md'}")
     return 0
+
+
+def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
+    """`mmfaith report` over CRM score dirs."""
+    from mmfaith.evaluators.crm.report import compare_scores
+
+    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)
+

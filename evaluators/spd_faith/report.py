@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
+from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components)
 from mmfaith.evaluators.report_tables import (fmt, fmt_ci, md_table, metric_block, metric_value, metrics_key,
                                               why_undefined)
 from mmfaith.families import MetricInfo
 from mmfaith.families import get as get_family
-from mmfaith.jsonl import read_jsonl, write_atomic
+from mmfaith.jsonl import write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -160,20 +161,6 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
     return figures
 
 
-def load_score_dir(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(metrics.json, items.jsonl) of a score dir."""
-    metrics_path, items_path = path / "metrics.json", path / "items.jsonl"
-    if not metrics_path.is_file() or not items_path.is_file():
-        raise MmfaithError(f"{path}: not a score dir (needs metrics.json and items.jsonl); "
-                           "make one with `mmfaith score spd-faith --out DIR`.")
-    return json.loads(metrics_path.read_text(encoding="utf-8")), [item for _, item in read_jsonl(items_path)]
-
-
-def _labels(paths: Sequence[Path], metrics: Sequence[Mapping[str, Any]]) -> list[str]:
-    models = [m["provenance"]["model"] for m in metrics]
-    return [model if models.count(model) == 1 else f"{model} ({path.name})" for model, path in zip(models, paths)]
-
-
 def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping[str, Any]], n_bootstrap: int,
                  seed: int) -> dict[str, Any]:
     """Paired differences (a - b) on the items both scored, with intervals, and McNemar p-values."""
@@ -210,7 +197,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
             if get(m) != get(metrics[0]):
                 raise MmfaithError(f"{path}: {what} {get(m)!r} differs from {get(metrics[0])!r} of {score_dirs[0]}; "
                                    "compare scores of one dataset made by one mmfaith version.")
-    labels = _labels(score_dirs, metrics)
+    labels = score_labels(score_dirs, metrics)
     pairs = list(combinations(range(len(loaded)), 2)) if all_pairs else [(0, k) for k in range(1, len(loaded))]
     comparison = {"models": labels, "dataset": metrics[0]["provenance"]["dataset"],
                   "bootstrap": {"n": n_bootstrap, "seed": seed, "unit": "source image"},
