@@ -24,6 +24,7 @@ from mmfaith.errors import MmfaithError
 
 if TYPE_CHECKING:
     from mmfaith.annotation.family import Family as Labeling
+    from mmfaith.evaluators.harness.spec import HarnessPart
     from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
 
 
@@ -85,7 +86,7 @@ class FamilyParts:
     compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
     release: Callable[[Any], Any] | None = None
-    harness: Callable[[], Any] | None = None
+    harness: Callable[[], HarnessPart] | None = None
 
 
 @dataclass(frozen=True)
