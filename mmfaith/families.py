@@ -24,6 +24,7 @@ from mmfaith.errors import MmfaithError
 
 if TYPE_CHECKING:
     from mmfaith.annotation.family import Family as Labeling
+    from mmfaith.evaluators.harness.spec import HarnessPart
     from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
 
 
@@ -87,7 +88,7 @@ class FamilyParts:
     labeling: Callable[[], Labeling] | None = None
     release: Callable[[Any], Any] | None = None
     verify: Callable[[Path], Any] | None = None
-    harness: Callable[[], Any] | None = None
+    harness: Callable[[], HarnessPart] | None = None
 
 
 @dataclass(frozen=True)

@@ -65,3 +65,26 @@ def test_inspect_failed_calls_import_as_error_lines(inspect_python: Path, mixed_
     assert failed and all(line["meta"]["error"].startswith(
         'inspect sample error: BadRequestError("Error code: 400 - the images are not a pair')
         for line in failed.values())
+
+
+def test_a_folder_exported_again_from_another_dataset_is_read_afresh(inspect_python: Path, mixed_build: Path,
+                                                                     builds_by_type: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    """inspect keys its dataset cache by path and arguments: the task reads its rows uncached, so a
+    re-export into the same folder is what the next run asks (inspect's own mockllm model answers)."""
+    from mmfaith.cli import main
+    from mmfaith.loaders.spd_faith import open_spd_dataset
+
+    from .harness_round_trip import lines_by_key
+
+    tasks = tmp_path / "tasks"
+    for number, build in enumerate((mixed_build, builds_by_type["color"])):
+        assert main(["export", "inspect", str(build), "--out", str(tasks), "--no-progress"]) == 0
+        logs = tmp_path / f"logs{number}"
+        done = subprocess.run([str(inspect_python), "-m", "inspect_ai", "eval", "mmfaith_spd_faith.py", "--model",
+                               "mockllm/model", "--log-dir", str(logs), "--display", "plain"], env=harness_env(),
+                              cwd=tasks, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        imported = tmp_path / f"imported{number}" / "predictions.jsonl"
+        inspect_importer(inspect_python)(logs, build, imported)  # refuses ids of another dataset
+        assert {item_id for item_id, _ in lines_by_key(imported)} == {pair.id for pair in open_spd_dataset(build).pairs}

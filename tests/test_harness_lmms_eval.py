@@ -64,3 +64,26 @@ def test_lmms_eval_failed_calls_import_as_error_lines(lmms_python: Path, mixed_b
     failed = failed_calls("lmms-eval", mixed_build, tmp_path, lmms_eval_runner(lmms_python), import_lmms_eval)
     assert failed and all(line["meta"]["error"].startswith("[LMMS_EVAL_REQUEST_FAILED after 1 retries]")
                           and "400" in line["meta"]["error"] for line in failed.values())
+
+
+def test_a_folder_exported_again_from_another_dataset_is_read_afresh(lmms_python: Path, mixed_build: Path,
+                                                                     builds_by_type: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    """Re-exporting into the same folder: lmms-eval's next run asks the new rows (the `datasets` cache it
+    reads parquet through notices rewritten files, unlike inspect's own cache)."""
+    from mmfaith.evaluators.reference_server import ReferenceServer
+    from mmfaith.loaders.spd_faith import open_spd_dataset
+
+    from .harness_round_trip import lines_by_key
+
+    tasks = tmp_path / "tasks"
+    for number, build in enumerate((mixed_build, builds_by_type["color"])):
+        assert main(["export", "lmms-eval", str(build), "--out", str(tasks), "--no-progress"]) == 0
+        dataset = open_spd_dataset(build)
+        logs, imported = tmp_path / f"logs{number}", tmp_path / f"imported{number}" / "predictions.jsonl"
+        with ReferenceServer(dataset, "oracle") as server:
+            lmms_eval_runner(lmms_python)(tasks, "oracle", server.base_url, logs)
+        assert main(["import", "lmms-eval", str(logs), "--dataset", str(build), "--out", str(imported)]) == 0
+        lines = lines_by_key(imported)
+        assert {item_id for item_id, _ in lines} == {pair.id for pair in dataset.pairs}
+        assert all(line["response"] is not None for line in lines.values())

@@ -86,6 +86,8 @@ def probe_solver() -> Solver:
 def mmfaith_task(name: str, data_files: list[str], export: dict[str, Any], max_tokens: int = 1024,
                  temperature: float = 0.0) -> Task:
     """The task an export's file defines: its rows, `probe_solver`, `mmfaith run`'s generation defaults."""
-    dataset = hf_dataset("parquet", split="train", data_files=data_files, sample_fields=record_to_sample)
+    # cached=False: inspect keys its dataset cache by path and arguments only, so a folder exported
+    # again from another dataset would be read back stale
+    dataset = hf_dataset("parquet", split="train", data_files=data_files, sample_fields=record_to_sample, cached=False)
     return Task(dataset=dataset, solver=probe_solver(), name=name, metadata={"mmfaith_export": export},
                 config=GenerateConfig(max_tokens=max_tokens, temperature=temperature))
