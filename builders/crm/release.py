@@ -21,34 +21,14 @@ from typing import Any
 import yaml
 
 from mmfaith import __version__
-from mmfaith.builders.coco_source import NO_DERIVS_MARK
-from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.loaders.crm import open_crm_dataset, variant_name
 from mmfaith.loaders.crm.rows import RELEASE_FORMAT, features, record_to_row
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.release.manifest import MANIFEST, file_entry, manifest_bytes, row_digest
-from mmfaith.release.writer import ReleaseRequest, ReleaseSummary, SPLIT, check_request, read_build_json
+from mmfaith.release.writer import ReleaseRequest, ReleaseSummary, SPLIT, check_request, read_build_json, select_records
 
 ROW_GROUP_ROWS = 100
-
-
-def _select(records: list[dict[str, Any]], include: str, allow_noderivs: bool,
-            build: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    excluded: Counter[str] = Counter()
-    kept = []
-    for record in records:
-        status = record["verification"]["status"]
-        if status == "rejected" or (status == "pending" and include == "accepted"):
-            excluded[status] += 1
-        elif NO_DERIVS_MARK in record["source"]["license"]["name"] and not allow_noderivs:
-            excluded["noderivs"] += 1
-        else:
-            kept.append(record)
-    if not kept:
-        hint = " (no item is verified: verify first, or pass --include all)" if include == "accepted" else ""
-        raise MmfaithError(f"{build}: no item is left to release ({dict(sorted(excluded.items()))} left out){hint}.")
-    return kept, dict(sorted(excluded.items()))
 
 
 def release_crm(request: ReleaseRequest) -> ReleaseSummary:
@@ -56,8 +36,8 @@ def release_crm(request: ReleaseRequest) -> ReleaseSummary:
     check_request(request)
     info = read_build_json(request.build)
     dataset = open_crm_dataset(request.build)
-    kept, excluded = _select([item.record for item in dataset.items], request.include, request.allow_noderivs,
-                             request.build)
+    kept, excluded = select_records([item.record for item in dataset.items], request.include, request.allow_noderivs,
+                                    request.build, noun="item")
     prepare_out_dir(request.out, "release")
     staging = request.out.parent / f".{request.out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)

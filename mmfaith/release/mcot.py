@@ -30,7 +30,7 @@ from mmfaith.outdir import prepare_out_dir
 from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
                                       row_digest, verify_release)
 from mmfaith.release.writer import (SPLIT, ReleaseRequest, ReleaseSummary, build_provenance, check_request,
-                                    read_build_json, verification_summary, write_shards)
+                                    read_build_json, select_records, verification_summary, write_shards)
 
 FORMAT = "mmfaith-mcot-release/1"
 CONFIGS = ("coco", "vstar", "hrbench-4k", "hrbench-8k")
@@ -43,14 +43,9 @@ def release_mcot(request: ReleaseRequest) -> ReleaseSummary:
     check_request(request)
     build_info = read_build_json(request.build)
     records = _read_records(request.build)
-    statuses = Counter(r["verification"]["status"] for r in records)
-    if request.include == "accepted" and not statuses["accepted"]:
-        raise MmfaithError(f"{request.build}: no item is verified (verification.status: {dict(sorted(statuses.items()))});"
-                           " verify the build first, or release it unverified with --include all (the card says so).")
-    kept = [r for r in records if r["verification"]["status"] == "accepted"
-            or (request.include == "all" and r["verification"]["status"] == "pending")]
-    excluded = {status: count for status, count in sorted(statuses.items())
-                if count and (status == "rejected" or (status == "pending" and request.include == "accepted"))}
+    # MCoT items show their source image unedited: no NoDerivs rule applies
+    kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build, noun="item",
+                                    derivative=lambda record: False)
     previous = previous_manifest(request.previous) if request.previous else None
     prepare_out_dir(request.out, "release")
     staging = request.out.parent / f".{request.out.name}.partial"

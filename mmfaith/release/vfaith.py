@@ -24,7 +24,6 @@ from typing import Any
 import yaml
 
 from mmfaith import __version__
-from mmfaith.builders.coco_source import NO_DERIVS_MARK
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.schema import schema_errors
@@ -37,7 +36,7 @@ from mmfaith.outdir import prepare_out_dir
 from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
                                       row_digest, verify_release)
 from mmfaith.release.writer import (ROW_GROUP_ROWS, SPLIT, ReleaseRequest, ReleaseSummary, build_provenance,
-                                    check_request, read_build_json, verification_summary)
+                                    check_request, read_build_json, select_records, verification_summary)
 
 FORMAT = "mmfaith-vfaith-release/1"
 CONFIGS = ("pairs", "perception")
@@ -65,26 +64,11 @@ def _image_bytes(build: Path, relative: str, sha256: str, where: str) -> bytes:
 def select(pairs: list[dict[str, Any]], perception: list[dict[str, Any]], include: str, allow_noderivs: bool,
            build: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
     """(pairs that ship, perception items that ship, count left out per reason); MmfaithError when no pair ships."""
-    statuses = Counter(record["verification"]["status"] for record in pairs)
-    if include == "accepted" and not statuses["accepted"]:
-        raise MmfaithError(f"{build}: no pair is verified (verification.status: {dict(sorted(statuses.items()))}); "
-                           "verify the build first, or release it unverified with --include all (the card then says so).")
-    excluded: Counter[str] = Counter()
-    kept = []
-    for record in pairs:
-        status = record["verification"]["status"]
-        if status == "rejected" or (status == "pending" and include == "accepted"):
-            excluded[status] += 1
-        elif NO_DERIVS_MARK in record["source"]["license"]["name"] and not allow_noderivs:
-            excluded["noderivs"] += 1
-        else:
-            kept.append(record)
-    if not kept:
-        raise MmfaithError(f"{build}: no pair is left to release ({dict(sorted(excluded.items()))} left out).")
+    kept, excluded = select_records(pairs, include, allow_noderivs, build)
     shipped = {record["id"] for record in kept}
     items = [item for item in perception if item["pair_id"] in shipped
              and (item.get("verification") or {}).get("status") != "rejected"]
-    excluded["perception_of_unreleased_pairs"] = len(perception) - len(items)
+    excluded = {**excluded, "perception_of_unreleased_pairs": len(perception) - len(items)}
     return kept, items, dict(sorted((k, v) for k, v in excluded.items() if v))
 
 

@@ -77,7 +77,8 @@ def release_spd_faith(request: ReleaseRequest) -> ReleaseSummary:
     check_request(request)
     build_info = read_build_json(request.build)
     records = _read_records(request.build)
-    kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build)
+    kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build,
+                                    derivative=lambda record: record["subset"] != "control")
     previous = previous_manifest(request.previous) if request.previous else None
     prepare_out_dir(request.out, "release")  # after the inputs are checked; empty, checked above
     staging = request.out.parent / f".{request.out.name}.partial"
@@ -121,17 +122,19 @@ def _write_release(request: ReleaseRequest, out: Path, build_info: dict[str, Any
     return rows
 
 
-def select_records(records: list[dict[str, Any]], include: str, allow_noderivs: bool,
-                   build: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """(records that ship, count left out per reason). Rejected never ship; pending only with include="all";
-    an edited pair of a NoDerivs image only with allow_noderivs (a control pair is the image unedited).
+def select_records(records: list[dict[str, Any]], include: str, allow_noderivs: bool, build: Path, *,
+                   noun: str = "pair", derivative: Callable[[dict[str, Any]], bool] = lambda record: True
+                   ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """(records that ship, count left out per reason), for every family's release. Rejected never ship;
+    pending only with include="all"; a record whose image is a `derivative` (an edited or masked copy;
+    SPD-Faith's control pairs and MCoT's items are not) of a NoDerivs image only with allow_noderivs.
 
     Raises MmfaithError when nothing would ship, naming why (an unverified build needs `--include all`).
     """
     statuses = Counter(record["verification"]["status"] for record in records)
     if include == "accepted" and not statuses["accepted"]:
         raise MmfaithError(
-            f"{build}: no pair is verified (verification.status: {dict(sorted(statuses.items()))}); "
+            f"{build}: no {noun} is verified (verification.status: {dict(sorted(statuses.items()))}); "
             "verify the build first, or release it unverified with --include all (the card then says so).")
     excluded: Counter[str] = Counter()
     kept = []
@@ -139,13 +142,12 @@ def select_records(records: list[dict[str, Any]], include: str, allow_noderivs: 
         status = record["verification"]["status"]
         if status == "rejected" or (status == "pending" and include == "accepted"):
             excluded[status] += 1
-        elif (NO_DERIVS_MARK in record["source"]["license"]["name"] and record["subset"] != "control"
-              and not allow_noderivs):
+        elif derivative(record) and NO_DERIVS_MARK in record["source"]["license"]["name"] and not allow_noderivs:
             excluded["noderivs"] += 1
         else:
             kept.append(record)
     if not kept:
-        raise MmfaithError(f"{build}: no pair is left to release ({dict(sorted(excluded.items()))} left out).")
+        raise MmfaithError(f"{build}: no {noun} is left to release ({dict(sorted(excluded.items()))} left out).")
     return kept, dict(sorted(excluded.items()))
 
 
