@@ -98,6 +98,13 @@ def test_rebuild_is_byte_identical_and_resume_continues(crm_build: Path, tmp_pat
         build_crm(CrmBuildRequest(out=again, max_items=6, mask=MaskSettings(styles=("black",)), progress=False))
 
 
+def test_two_workers_do_not_change_a_single_byte(crm_build: Path, tmp_path: Path) -> None:
+    parallel = tmp_path / "parallel"
+    assert _build(parallel, "--max-items", "6", "--mask-style", "black,gray,mean,blur,noise", "--workers", "2") == 0
+    assert _files(parallel) == _files(crm_build)
+    assert not (parallel / ".staging").exists()
+
+
 def test_a_corrected_box_regenerates_only_that_items_variants(crm_build: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(crm_build, copy)

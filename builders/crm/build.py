@@ -1,9 +1,10 @@
 """`mmfaith build crm`: region-annotated questions in, masked CRM items out (BUILD_DIR).
 
 Flow: a source adapter (builders/crm/sources.py: COCO through the shared question generator, or
-VisArgs-style rows) yields candidates in a fixed order -> `variants.make_item` masks each one in
-every mode and style and gates it -> in order: the files, then the record to records.jsonl or the
-reason to rejected.jsonl.
+VisArgs-style rows) yields candidates in a fixed order -> in workers (local processes or Ray tasks,
+builders/executors.py): `variants.make_item` masks each one in every mode and style, gates it and
+writes its PNGs into the build's staging folder -> in candidate order: the files moved into place,
+then the record to records.jsonl or the reason to rejected.jsonl.
 
 Determinism and resume: candidates come in the same order for the same source and seed, and every
 handled candidate is journaled under its key, so a re-run with the same arguments skips what is
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import platform
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ from mmfaith.builders.coco_source import CocoSource, License, embedded_sample
 from mmfaith.builders.crm.sources import (VISARGS_QUESTION, Candidate, ColumnMap, coco_candidates,
                                           visargs_candidates)
 from mmfaith.builders.crm.variants import ItemOutcome, MaskSettings, make_item, regions_sha256
+from mmfaith.builders.executors import ExecutorChoice, choice_for, open_executor
+from mmfaith.builders.staging import clear_staging, commit_files, stage_files
+from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
@@ -58,6 +62,9 @@ class CrmBuildRequest:
     allow_noderivs: bool = False
     mask: MaskSettings = field(default_factory=MaskSettings)
     progress: bool = True
+    workers: int = 1
+    executor: ExecutorChoice | None = None
+    """Where work units run (builders/executors.py); None: the local pool of `workers` processes."""
 
 
 @dataclass
@@ -95,6 +102,11 @@ class _Source:
                 raise MmfaithError(f"{request.images}: images folder not found (--images).")
             self.coco = CocoSource(request.annotations, request.images)
         self.kind, self.path = "coco", self.coco.annotations_path
+
+    def paths(self) -> list[Path]:
+        """What every worker must read: the data file or folder and the images."""
+        images = self.coco.images_dir if self.kind == "coco" else self.request.images
+        return [self.path] + ([images] if images is not None else [])
 
     def recipe(self) -> dict[str, Any]:
         request = self.request
@@ -154,6 +166,19 @@ class _Journal:
     def close(self) -> None:
         self.appender.close()
         self.rejections.close()
+
+
+ItemTask = tuple[Candidate, MaskSettings, Path]
+
+
+def _item_task(task: ItemTask) -> ItemOutcome:
+    """In a worker: mask and gate one candidate and write its PNGs into the build's staging folder."""
+    candidate, settings, out = task
+    outcome = make_item(candidate, settings)
+    if outcome.files is not None:
+        outcome.staged = stage_files(out, f"crm:{candidate.key}", outcome.files)
+        outcome.files = None
+    return outcome
 
 
 def _write_files(out: Path, outcome: ItemOutcome) -> None:
@@ -235,29 +260,40 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
     regenerated = _regenerate(out, journal, source, request.mask)
     made = len(journal.records)
     journal.open()
+    clear_staging(out)
     bar = tqdm(total=request.max_items, initial=min(made, request.max_items), unit="item", desc="crm",
                disable=not request.progress, dynamic_ncols=True)
+    pool = open_executor(choice_for(request.executor, request.workers), reads=source.paths(), writes=[out])
+    finished = False
     try:
-        for candidate in source.candidates():
-            if made >= request.max_items:
+        stream = (c for c in source.candidates() if c.key not in journal.done)
+        pending: deque[Pending] = deque()
+        while made < request.max_items:
+            while len(pending) < pool.window and made + len(pending) < request.max_items:
+                candidate = next(stream, None)
+                if candidate is None:
+                    break
+                pending.append(pool.submit(_item_task, (candidate, request.mask, out)))
+            if not pending:
                 break
-            if candidate.key in journal.done:
-                continue
-            outcome = make_item(candidate, request.mask)
+            outcome: ItemOutcome = pending.popleft().get()
             if outcome.record is None:
                 assert outcome.rejection is not None
                 journal.rejections.append(outcome.rejection)
                 journal.rejected[outcome.rejection["stage"]] += 1
             else:
-                check_record("crm_item", outcome.record, f"item {outcome.record['id']} ({candidate.key})")
-                _write_files(out, outcome)
+                check_record("crm_item", outcome.record, f"item {outcome.record['id']} ({outcome.key})")
+                commit_files(out, outcome.staged)
                 journal.appender.append(outcome.record)
                 journal.records.append(outcome.record)
                 made += 1
                 bar.update(1)
-            journal.done.add(candidate.key)
+            journal.done.add(outcome.key)
+        finished = True
     finally:
         bar.close()
+        pool.close(abort=not finished)
+        clear_staging(out)
         journal.close()
     return CrmBuildSummary(made, dict(journal.rejected), regenerated, dict(source.skipped), out)
 
@@ -268,6 +304,7 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: CrmBuildReque
     document: dict[str, Any] = {
         "status": status, "mmfaith_version": __version__, "recipe": recipe,
         "requested": {"max_items": request.max_items},
+        "executor": asdict(choice_for(request.executor, request.workers)),
         "environment": {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mmfaith.builders.executors import add_executor_options, executor_choice
 from mmfaith.errors import MmfaithError
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
@@ -54,6 +55,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--margin", type=int, default=8, metavar="PX", help="random boxes stay this far from the evidence")
     how.add_argument("--max-tries", type=int, default=2000, help="random placement draws per item before rejecting it")
     how.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor_options(how)
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -74,7 +76,7 @@ def run_build(args: argparse.Namespace) -> int:
         columns=ColumnMap.parse(args.columns), question_template=args.question_template,
         license_name=args.license_name, templates=_listed(args.templates, TEMPLATES, "--templates"),
         per_image=args.per_image, max_items=args.max_items, allow_noderivs=args.allow_noderivs, mask=mask,
-        progress=not args.no_progress))
+        progress=not args.no_progress, workers=args.workers, executor=executor_choice(args)))
     rejected = sum(summary.rejected.values())
     remade = f"; variants remade for {len(summary.regenerated)} corrected items" if summary.regenerated else ""
     print(f"built {summary.accepted} CRM items in {summary.out} ({rejected} candidates rejected; see "

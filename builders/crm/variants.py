@@ -20,8 +20,8 @@ Contract (`make_item(candidate, settings) -> ItemOutcome`)
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,8 @@ class ItemOutcome:
     record: dict[str, Any] | None = None
     files: dict[str, bytes] | None = None
     rejection: dict[str, Any] | None = None
+    staged: dict[str, str] = field(default_factory=dict)
+    """Once a worker wrote the files into the build's staging folder (builders/staging.py): final -> staged path."""
 
 
 def item_id(key: str) -> str:
