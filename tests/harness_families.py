@@ -22,6 +22,11 @@ from mmfaith.evaluators.reference_server import ReferenceServer
 from .harness_round_trip import harness_env, lines_by_key, scores_without_provenance
 
 
+RUN_ONLY_META = ("attempts", "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "reasoning")
+"""Meta that `mmfaith run`'s engine writes and a harness log tells differently or not at all (the rest of a
+run line's meta, the family's own and the images shown, must be imported as the run wrote it)."""
+
+
 def run_lmms_eval(python: Path, task: str, tasks: Path, model: str, base_url: str, out: Path) -> None:
     """`python -m lmms_eval` (its `openai` model) over the export's group task against the server."""
     command = [str(python), "-m", "lmms_eval", "--model", "openai", "--model_args",
@@ -94,7 +99,7 @@ def family_round_trip(harness: str, python: Path, family: str, model: str, build
         run_line = run_lines[key]
         assert line["response"] == run_line["response"] and line["response"] is not None, key
         for name, value in run_line["meta"].items():
-            if name not in ("latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "reasoning"):
+            if name not in RUN_ONLY_META:
                 assert line["meta"].get(name) == value, (key, name)
     score = tmp_path / "score"
     assert main(["score", family, "--dataset", str(build), "--predictions", str(imported), "--out", str(score),
