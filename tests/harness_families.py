@@ -114,15 +114,16 @@ def family_round_trip(harness: str, python: Path, family: str, model: str, build
 
 
 def failed_calls(harness: str, python: Path, family: str, build: Path, tmp_path: Path,
-                 server_dataset: Any, unknown_ids: set[str]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Export the build and run the harness against an oracle server over `server_dataset` (a part of the
+                 server_dataset: Any, unknown_ids: set[str], model: str = "oracle"
+                 ) -> dict[tuple[str, str], dict[str, Any]]:
+    """Export the build and run the harness against a server of the reference `model` over `server_dataset` (a part of the
     build: HTTP 400 for the other items); asserts the known items are answered, every probe of the
     unknown ones imports as an error line (response null, meta.error set), and the scorer counts them as
     errors. Returns the unknown items' lines."""
     tasks = tmp_path / "tasks"
     assert main(["export", harness, str(build), "--out", str(tasks), "--no-progress"]) == 0
-    with ReferenceServer(server_dataset, "oracle", family=family) as server:
-        run_harness(harness, python, family_task(family), tasks, "oracle", server.base_url, tmp_path / "logs")
+    with ReferenceServer(server_dataset, model, family=family) as server:
+        run_harness(harness, python, family_task(family), tasks, model, server.base_url, tmp_path / "logs")
     imported = tmp_path / "imported" / "predictions.jsonl"
     import_logs(harness, python, tmp_path / "logs", build, imported, tasks)
     lines = lines_by_key(imported)

@@ -61,7 +61,8 @@ def test_crm_failed_calls_import_as_error_lines(crm_build: Path, inspect_python:
     dataset = open_crm_dataset(crm_build)
     known = replace(dataset, items=dataset.items[:1])
     unknown = {item.id for item in dataset.items[1:]}
-    failed = failed_calls("inspect", inspect_python, "crm", crm_build, tmp_path, known, unknown)
+    failed = failed_calls("inspect", inspect_python, "crm", crm_build, tmp_path, known, unknown,
+                          "grounded")
     for (_, probe), line in failed.items():
         if probe.endswith("_cot"):
             assert line["meta"]["error"].startswith("inspect sample error") and "400" in line["meta"]["error"]

@@ -104,22 +104,23 @@ def export_lmms_eval(source: str, out: Path, family: str | None = None, max_new_
 
 
 def _check_round_temperatures(rows: ExportRows, temperature: float) -> None:
-    """Refuse a round that asks its own temperature (lmms-eval 0.7.3 gives every round, agentic ones too,
-    the task's generation_kwargs) or continues the earlier rounds' conversation (`Round.continues`) (rendered here with empty earlier answers: a temperature is the family's
-    choice per round, not per answer)."""
-    for task_rows in rows.by_task.values():
-        for row in task_rows:
-            for index, probe in enumerate(row["probes"]):
-                asked = rows.part.round(probe, json.loads(row["state"]), [""] * index)
-                if asked.continues:
-                    raise MmfaithError(f"{row['task']}: the {probe} round continues the conversation of the earlier "
-                                       "rounds (the model's own answer as an assistant turn), which lmms-eval 0.7.3's "
-                                       "agentic rounds (a fresh single message each) cannot send; use `mmfaith export "
-                                       "inspect`.")
-                if asked.temperature is not None and asked.temperature != temperature:
-                    raise MmfaithError(f"{row['task']}: the {probe} round asks temperature {asked.temperature}, which "
-                                       "lmms-eval 0.7.3 cannot set per agentic round; export with --temperature "
-                                       f"{asked.temperature} or use `mmfaith export inspect`.")
+    """Refuse a round that continues the earlier rounds' conversation (`Round.continues`), then one that
+    asks its own temperature (lmms-eval 0.7.3 gives every round, agentic ones too, the task's
+    generation_kwargs); rounds are rendered with empty earlier answers (both are the family's choice per
+    round, not per answer)."""
+    rendered = [(row, probe, rows.part.round(probe, json.loads(row["state"]), [""] * index))
+                for task_rows in rows.by_task.values() for row in task_rows
+                for index, probe in enumerate(row["probes"])]
+    for row, probe, asked in rendered:
+        if asked.continues:
+            raise MmfaithError(f"{row['task']}: the {probe} round continues the conversation of the earlier rounds "
+                               "(the model's own answer as an assistant turn), which lmms-eval 0.7.3's agentic rounds "
+                               "(a fresh single message each) cannot send; use `mmfaith export inspect`.")
+    for row, probe, asked in rendered:
+        if asked.temperature is not None and asked.temperature != temperature:
+            raise MmfaithError(f"{row['task']}: the {probe} round asks temperature {asked.temperature}, which "
+                               "lmms-eval 0.7.3 cannot set per round; export with --temperature "
+                               f"{asked.temperature} or use `mmfaith export inspect`.")
 
 
 def write_lmms_eval(rows: ExportRows, source: str, out: Path, max_new_tokens: int, temperature: float,
