@@ -76,3 +76,25 @@ def test_crm_lmms_eval_export_is_refused_in_one_line(crm_build: Path, tmp_path: 
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert "continues the conversation" in error and "mmfaith export inspect" in error
     assert not list((tmp_path / "tasks").glob("*.yaml"))
+
+
+def test_crm_export_rows_are_the_run_conversations(crm_build: Path) -> None:
+    """Without a harness: one dependent row per (item, image shown), the steps at 0.2 then the answer at 0
+    continuing the conversation, not asked after failed steps (`mmfaith run crm`'s defaults)."""
+    from mmfaith.evaluators.crm.prompts import answer_prompt, cot_prompt
+    from mmfaith.evaluators.harness.rows import export_rows
+    from mmfaith.evaluators.harness.runtime import round_of
+
+    rows = [row for task_rows in export_rows(str(crm_build), progress=False).by_task.values() for row in task_rows]
+    dataset = open_crm_dataset(crm_build)
+    assert len(rows) == sum(1 + len(item.variants) for item in dataset.items)
+    items = {item.id: item for item in dataset.items}
+    for row in rows:
+        item = items[row["id"]]
+        image = row["probes"][0].removesuffix("_cot")
+        assert row["kind"] == "dependent" and row["probes"] == [f"{image}_cot", f"{image}_answer"]
+        assert row["image_sha256"] == [(item.original if image == "original" else item.variants[image]).sha256]
+        cot, answer = round_of(row, 0, []), round_of(row, 1, ["1. steps"])
+        assert (cot.text, cot.temperature, cot.continues) == (cot_prompt(item.record), 0.2, False)
+        assert (answer.text, answer.temperature, answer.continues) == (answer_prompt(item.record), 0.0, True)
+        assert round_of(row, 1, [None]).not_asked.startswith("not asked: this image's chain of thought failed")

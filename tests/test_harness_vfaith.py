@@ -68,3 +68,18 @@ def test_vfaith_failed_calls_import_as_error_lines(harness: str, vfaith_build: P
                  str(tmp_path / "imported" / "predictions.jsonl"), "--out", str(score), "--bootstrap", "50"]) == 0
     counts = json.loads((score / "metrics.json").read_text())["counts"]
     assert counts["answered_share"] < 1.0
+
+
+def test_vfaith_export_rows_are_the_run_probes(vfaith_build: Path, tmp_path: Path) -> None:
+    """Without a harness: the export's rows are every probe once, with `mmfaith run vfaith`'s text and image."""
+    from mmfaith.evaluators.harness.rows import export_rows
+    from mmfaith.evaluators.vfaith.run import probe_images, probe_text
+
+    rows = export_rows(str(vfaith_build), progress=False)
+    dataset = open_vfaith_dataset(vfaith_build)
+    assert sorted(rows.by_task) == ["mmfaith_vfaith_edited", "mmfaith_vfaith_original", "mmfaith_vfaith_perception"]
+    by_key = {(row["id"], row["probes"][0]): row for task_rows in rows.by_task.values() for row in task_rows}
+    expected = {(item.id, probe): (probe_text(item), image.sha256) for item in dataset.items
+                for probe, image in probe_images(item).items()}
+    assert {key: (row["prompt"], row["image_sha256"][0]) for key, row in by_key.items()} == expected
+    assert all(row["kind"] == "independent" and len(row["image_sha256"]) == 1 for row in by_key.values())

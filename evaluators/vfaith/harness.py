@@ -22,7 +22,9 @@ class VfaithHarness:
     """VFaith's probe groups and rounds (module docstring)."""
 
     templates_sha256 = TEMPLATES_SHA256
-    settings: dict[str, Any] = {}
+
+    def __init__(self) -> None:
+        self.settings: dict[str, Any] = {}  # `mmfaith run vfaith` has no options of its own
 
     def groups(self, item: VfaithItem) -> list[ProbeGroup]:
         text = probe_text(item)
