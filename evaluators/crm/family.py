@@ -12,13 +12,13 @@ from mmfaith.families import FamilyParts
 
 
 def parts() -> FamilyParts:
-    """CRM's builder, loader, probe plan, scorer and reference models."""
+    """CRM's builder, loader, probe plan, scorer, reference models and harness part."""
     return FamilyParts(
         add_build_options=build_cli.add_build_options, build=build_cli.run_build,
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
         score=evaluator_cli.score, reference_model=evaluator_cli.reference_model, release=_release,
-        labeling=_labeling, verify=_verify, compare=evaluator_cli.compare)
+        labeling=_labeling, verify=_verify, compare=evaluator_cli.compare, harness=_harness)
 
 
 def _labeling() -> Any:
@@ -37,3 +37,9 @@ def _verify(release_dir: Any) -> Any:
     from mmfaith.loaders.crm.rows import verify_crm_release
 
     return verify_crm_release(release_dir)
+
+
+def _harness() -> Any:
+    from mmfaith.evaluators.crm.harness import harness
+
+    return harness()

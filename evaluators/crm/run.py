@@ -23,6 +23,7 @@ from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_bench
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.loaders.crm import CrmItem, open_crm_dataset
 
+COT_FAILED = "not asked: this image's chain of thought failed and the final answer is asked after it; re-run to retry"
 PRIORITY = {"answer": 0, "cot": 1}
 """An answer closes its conversation: it goes before new chains of thought."""
 
@@ -76,8 +77,7 @@ class CrmProbePlan:
             if not asker.pending(answer_probe):
                 return
             if cot["response"] is None and not asker.dry_run:
-                await asker.fail(answer_probe, {**meta, "temperature": self.answer_temperature}, "not asked: this image's chain of thought failed and the final "
-                                                     "answer is asked after it; re-run to retry")
+                await asker.fail(answer_probe, {**meta, "temperature": self.answer_temperature}, COT_FAILED)
                 return
             turns = [*first, Turn("assistant", (cot["response"] or "<the model's steps>",)),
                      Turn("user", (answer_prompt(item.record),))]

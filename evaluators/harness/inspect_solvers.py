@@ -9,8 +9,11 @@ wherever inspect_ai and mmfaith are installed. Contract:
 - Solver (`probe_solver`), by the row's kind: `independent` -> one `generate()`; `dependent` ->
   one `generate()` per round, each later round a fresh single-message request whose text the
   family renders from the earlier answers (runtime.round_of; SPD-Faith: describe with the model's
-  own count). Every round's probe, prompt, response, error, stop reason and usage are kept in the
-  sample's store under `mmfaith_rounds` (what `mmfaith import inspect` reads).
+  own count); a round that `continues` is appended to the conversation instead (CRM: the final
+  answer after the model's own steps), and a round's own temperature is passed to its `generate()`
+  (CRM: 0.2 for the steps, 0 for the answer). Every round's probe, prompt, response, error, stop
+  reason and usage are kept in the sample's store under `mmfaith_rounds` (what `mmfaith import
+  inspect` reads).
 - No scorer: the metrics are `mmfaith score`'s, after `mmfaith import inspect`.
 """
 from __future__ import annotations
@@ -63,16 +66,16 @@ def probe_solver() -> Solver:
         rounds: list[dict[str, Any]] = []
         earlier: list[str | None] = []
         for index, probe in enumerate(row["probes"]):
-            text, config = row["prompt"], {}
-            if index:
-                asked = runtime.round_of(row, index, earlier)
-                if asked.text is None:
-                    rounds.append(_round_entry(probe, None, None, asked.not_asked))
-                    earlier.append(None)
-                    continue
-                text = asked.text
-                if asked.temperature is not None:
-                    config["temperature"] = asked.temperature
+            asked = runtime.round_of(row, index, earlier)
+            if asked.text is None:
+                rounds.append(_round_entry(probe, None, None, asked.not_asked))
+                earlier.append(None)
+                continue
+            text = asked.text  # the first round's is the sample's message (row["prompt"])
+            config = {} if asked.temperature is None else {"temperature": asked.temperature}
+            if index and asked.continues:  # after the earlier rounds' turns, the model's answers included
+                state.messages.append(ChatMessageUser(content=text))
+            elif index:
                 state.messages = [ChatMessageUser(content=[*images, ContentText(text=text)])]
             state = await generate(state, **config)
             rounds.append(_round_entry(probe, text, state.output, None))

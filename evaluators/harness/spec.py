@@ -20,7 +20,9 @@ and the responses of the earlier rounds; it is what both the exported tasks (at 
 time, through `runtime.py`) and the import (to recover what each round asked) call, so the bytes
 the harness sends are the bytes `mmfaith run` sends. `Round.meta` is the family's part of the
 prediction line's meta (SPD-Faith: order, layout, count_asked). A round whose prerequisite
-failed is not asked: `round` returns `Round(text=None, ...)` with `not_asked` saying why.
+failed is not asked: `round` returns `Round(text=None, ...)` with `not_asked` saying why. A round with
+`continues` is sent in the conversation of the earlier rounds (inspect only: lmms-eval's agentic
+rounds are fresh single messages, so its exporter refuses such a group).
 """
 from __future__ import annotations
 
@@ -49,12 +51,15 @@ class ProbeGroup:
 @dataclass(frozen=True)
 class Round:
     """One round's request text (None: not asked, `not_asked` says why), its temperature (None: the
-    harness's) and the family's meta for its prediction line."""
+    harness's), the family's meta for its prediction line and whether it continues the conversation."""
 
     text: str | None
     meta: dict[str, Any]
     temperature: float | None = None
     not_asked: str | None = None
+    continues: bool = False
+    """True: asked in the same conversation as the earlier rounds (their prompts as user turns, the model's
+    answers as assistant turns, then this text; CRM's final answer), not as a fresh single message."""
 
 
 class HarnessPart(Protocol):

@@ -12,13 +12,13 @@ from mmfaith.families import FamilyParts
 
 
 def parts() -> FamilyParts:
-    """VFaith's builder, loader, probe plan, scorer, reference models, labeling and release."""
+    """VFaith's builder, loader, probe plan, scorer, reference models, labeling, release and harness part."""
     return FamilyParts(
         add_build_options=build_cli.add_build_options, build=build_cli.run_build,
         open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
         probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
         score=evaluator_cli.score, compare=evaluator_cli.compare, reference_model=evaluator_cli.reference_model,
-        labeling=_labeling, release=_release, verify=_verify)
+        labeling=_labeling, release=_release, verify=_verify, harness=_harness)
 
 
 def _labeling() -> Any:
@@ -37,3 +37,9 @@ def _verify(release_dir: Any) -> Any:
     from mmfaith.release.vfaith import verify_vfaith_release
 
     return verify_vfaith_release(release_dir)
+
+
+def _harness() -> Any:
+    from mmfaith.evaluators.vfaith.harness import harness
+
+    return harness()
