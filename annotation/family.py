@@ -33,3 +33,4 @@ class Family:
     task_data: Callable[[dict[str, Any], Callable[[str], str], dict[str, str]], dict[str, Any]]
     read_vote: Callable[[list[dict[str, Any]], dict[str, Any], int, str, str | None], Vote]
     task_predictions: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+    after_pull: Callable[[Path, list[dict[str, Any]], str], None] | None = None

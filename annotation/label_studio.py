@@ -246,7 +246,8 @@ def _votes(task: dict[str, Any], record: dict[str, Any], family: Family, users: 
 
 def pull(client: LabelStudio, build_dir: Path, title: str, family: Family, policy: str) -> PullReport:
     """Export the project's annotations, merge them into BUILD_DIR/records.jsonl under `policy`
-    (merge.decide), and rewrite that file atomically (only when something changed)."""
+    (merge.decide), and rewrite that file atomically (only when something changed; then the family's
+    `after_pull` brings the files that follow the records up to date)."""
     records = read_records(build_dir)
     project = find_project(client, title)
     if project is None:
@@ -283,6 +284,8 @@ def pull(client: LabelStudio, build_dir: Path, title: str, family: Family, polic
         check_record(family.schema, record, f"{build_dir / RECORDS}: record {rid} after the merge")
     if merged:
         write_atomic(build_dir / RECORDS, "".join(canonical_json(r) + "\n" for r in final).encode("utf-8"))
+        if family.after_pull is not None:
+            family.after_pull(build_dir, final, now)
     report.counts = _count(final)
     return report
 

@@ -1,6 +1,7 @@
 """VFaith's Label Studio round trip on a real server (tests/test_annotate.py's session server and real users):
 an annotator's answer equal to the original rejects the pair ("answer unchanged"); another option than the
-planned one replaces `answer_edited`, with the change in the verification history; the rest is the shared
+planned one replaces `answer_edited`, with the change in the verification history; the perception item's
+answer set is confirmed or corrected with its pair and perception.jsonl follows; the rest is the shared
 machinery's (idempotent push, atomic pull)."""
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from tests.test_annotate import ADMIN, annotators, label_studio  # noqa: F401  (
 TITLE = "VFaith round trip"
 
 
-def _result(answer: str, natural: str = "yes", reasons: tuple[str, ...] = (), category: str | None = None) -> list:
+def _result(answer: str, natural: str = "yes", reasons: tuple[str, ...] = (), category: str | None = None,
+            perception: list[str] | None = None) -> list:
     result = [{"from_name": "answer", "to_name": "image_edited", "type": "choices", "value": {"choices": [answer]}},
               {"from_name": "natural", "to_name": "image_edited", "type": "choices", "value": {"choices": [natural]}}]
     if reasons:
@@ -32,7 +34,14 @@ def _result(answer: str, natural: str = "yes", reasons: tuple[str, ...] = (), ca
     if category:
         result.append({"from_name": "category", "to_name": "image_edited", "type": "choices",
                        "value": {"choices": [category]}})
+    if perception is not None:
+        result.append({"from_name": "perception", "to_name": "image_edited", "type": "choices",
+                       "value": {"choices": perception}})
     return result
+
+
+def _statements(record: dict, labels: list[str]) -> list[str]:
+    return [option_text(o) for o in record["build"]["perception"]["options"] if o["label"] in labels]
 
 
 def _text(record: dict, label: str) -> str:
@@ -65,9 +74,18 @@ def test_answer_unchanged_rejects_and_another_option_corrects_with_history(
     assert shown["question"] == corrected["question"] and shown["family"] == "vfaith"
     ann1.annotations.create(id=tasks[unchanged["id"]]["id"],
                             result=_result(_text(unchanged, unchanged["answer_original"])))
-    ann1.annotations.create(id=tasks[corrected["id"]]["id"], result=_result(_text(corrected, _other(corrected))))
+    planned_statements = corrected["build"]["perception"]["answers"]
+    # the annotator finds one more statement true than planned: the perception item's answers are corrected
+    more = sorted({*planned_statements, next(o["label"] for o in corrected["build"]["perception"]["options"]
+                                             if o["label"] not in planned_statements)})
+    assert shown["perception_options"] == [{"value": option_text(o)}
+                                           for o in corrected["build"]["perception"]["options"]]
+    ann1.annotations.create(id=tasks[corrected["id"]]["id"],
+                            result=_result(_text(corrected, _other(corrected)), perception=_statements(corrected, more)))
     admin.annotations.create(id=tasks[confirmed["id"]]["id"],
-                             result=_result(_text(confirmed, confirmed["answer_edited"]), category="PFK"))
+                             result=_result(_text(confirmed, confirmed["answer_edited"]), category="PFK",
+                                            perception=_statements(confirmed,
+                                                                   confirmed["build"]["perception"]["answers"])))
     capsys.readouterr()
     assert main(["annotate", "pull", str(build), *common]) == 0
     after = {r["id"]: r for r in read_records(build)}
@@ -78,15 +96,29 @@ def test_answer_unchanged_rejects_and_another_option_corrects_with_history(
     assert rejected["verification"]["reasons"] == ["answer unchanged"]
     fixed = after[corrected["id"]]
     assert fixed["verification"]["status"] == "accepted" and fixed["answer_edited"] == _other(corrected)
-    assert ("answer_edited", corrected["answer_edited"], _other(corrected)) in {
-        (h["field"], h["previous"], h["value"]) for h in fixed["verification"]["history"]}
+    assert ("answer_edited", corrected["answer_edited"], _other(corrected)) in [
+        (h["field"], h["previous"], h["value"]) for h in fixed["verification"]["history"]]
     kept = after[confirmed["id"]]
     assert kept["answer_edited"] == confirmed["answer_edited"] and kept["category"] == "PFK"
     assert kept["verification"]["annotators"] == [ADMIN]
+    # the perception items follow their pairs: status, and the corrected answer set with its history
+    perception = {item["pair_id"]: item for item in read_records(build, "perception.jsonl")}
+    assert fixed["build"]["perception"]["answers"] == more
+    assert ("build.perception.answers", planned_statements, more) in [
+        (h["field"], h["previous"], h["value"]) for h in fixed["verification"]["history"]]
+    assert perception[corrected["id"]]["answers"] == more
+    assert perception[corrected["id"]]["verification"]["status"] == "accepted"
+    assert [(h["field"], h["previous"], h["value"]) for h in perception[corrected["id"]]["verification"]["history"]] \
+        == [("answers", planned_statements, more)]
+    assert perception[confirmed["id"]]["answers"] == confirmed["build"]["perception"]["answers"]
+    assert perception[confirmed["id"]]["verification"]["status"] == "accepted"
+    assert perception[unchanged["id"]]["verification"]["status"] == "rejected"
+    for item in perception.values():
+        assert schema_errors("vfaith_perception", item) == []
     # Pulling again changes nothing.
-    before = (build / "records.jsonl").read_bytes()
+    before = [(build / name).read_bytes() for name in ("records.jsonl", "perception.jsonl")]
     assert main(["annotate", "pull", str(build), *common]) == 0
-    assert (build / "records.jsonl").read_bytes() == before
+    assert [(build / name).read_bytes() for name in ("records.jsonl", "perception.jsonl")] == before
     assert json.loads((build / "build.json").read_text())["family"] == "vfaith"
 
 

@@ -10,8 +10,11 @@ optional) and `notes`. Anything else is a Misfit. The vote (the merge is the sha
 - otherwise it accepts; an answer other than the planned `answer_edited` replaces it (an edit of
   `answer_edited`, kept in the record's verification history), and so does a category other than
   the record's.
-Perception items are not pushed: they are confirmed with their pair (a release ships a perception
-item only with its pair).
+- `perception` (optional; the statements of the pair's perception item, "A. The car is blue."): the
+  set the annotator finds true of the edited image; a set other than the planned one replaces
+  `build.perception.answers` (an edit with history), and after the pull perception.jsonl follows:
+  each item takes its pair's status and confirmed answer set (`after_pull`,
+  builders/vfaith/perception.apply_pair_verification).
 """
 from __future__ import annotations
 
@@ -28,7 +31,9 @@ IMAGE_FIELDS = {"image_original": "image_original_sha256", "image_edited": "imag
 REASONS = ("artifact", "unnatural", "ambiguous", "other")
 UNCHANGED = "answer unchanged"
 CATEGORIES = ("RWS", "REA", "PFK", "CRE", "TIF")
-KINDS = {"answer": "choices", "natural": "choices", "reasons": "choices", "category": "choices", "notes": "textarea"}
+KINDS = {"answer": "choices", "natural": "choices", "reasons": "choices", "category": "choices",
+         "perception": "choices", "notes": "textarea"}
+NO_PERCEPTION = "(this pair has no perception item)"
 
 
 def label_config() -> str:
@@ -45,6 +50,8 @@ def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: di
     """The task's `data` for one pair: both images, the question, the options (the `answer` choices) and the
     build's gold as text (shown below the questions)."""
     options = {o["label"]: option_text(o) for o in record["options"]}
+    perception = record["build"].get("perception")
+    statements = {o["label"]: option_text(o) for o in perception["options"]} if perception else {}
     return {
         "image_original": url(record["image_original"]),
         "image_edited": url(record["image_edited"]),
@@ -52,7 +59,10 @@ def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: di
         "options": [{"value": text} for text in options.values()],
         "planned": (f"original answer {options.get(record['answer_original'], record['answer_original'])}; planned "
                     f"edited answer {options.get(record['answer_edited'], record['answer_edited'])}; edit: "
-                    f"{record['edit']['instruction']}; category {record['category']}"),
+                    f"{record['edit']['instruction']}; category {record['category']}"
+                    + (f"; perception: true of the edited image {', '.join(perception['answers'])}" if perception
+                       else "")),
+        "perception_options": [{"value": text} for text in statements.values()] or [{"value": NO_PERCEPTION}],
     }
 
 
@@ -102,9 +112,15 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
         reasons = tuple(sorted({*reasons, UNCHANGED}))
     if reasons:
         return Vote(annotation_id, annotator, "reject", reasons, notes or None, {}, time)
-    edits = {}
+    edits: dict[str, Any] = {}
     if answer != record["answer_edited"]:
         edits["answer_edited"] = answer
+    perception = record["build"].get("perception")
+    if "perception" in seen and perception:
+        statements = {option_text(o): o["label"] for o in perception["options"]}
+        chosen = sorted(statements[text] for text in _choices(seen["perception"], "perception", tuple(statements)))
+        if chosen != perception["answers"]:
+            edits["build.perception.answers"] = chosen
     if "category" in seen and (category := _single(seen["category"], "category", CATEGORIES)) != record["category"]:
         edits["category"] = category
     return Vote(annotation_id, annotator, "accept", (), notes or None, edits, time)
@@ -114,7 +130,23 @@ def _no_helpers(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
     return {}
 
 
+def _perception_follows(build_dir: Path, pairs: list[dict[str, Any]], now: str) -> None:
+    """Bring perception.jsonl up to date with the pulled pairs (module docstring); rewritten only on a change."""
+    from mmfaith.builders.vfaith.perception import apply_pair_verification
+    from mmfaith.jsonl import canonical_json, read_jsonl, write_atomic
+
+    path = build_dir / "perception.jsonl"
+    if not path.exists():
+        return
+    by_id = {pair["id"]: pair for pair in pairs}
+    items = [item for _, item in read_jsonl(path)]
+    updated = [apply_pair_verification(item, by_id[item["pair_id"]], now) if item["pair_id"] in by_id else item
+               for item in items]
+    if updated != items:
+        write_atomic(path, "".join(canonical_json(item) + "\n" for item in updated).encode("utf-8"))
+
+
 def family() -> Family:
     """VFaith as a Family for the generic push/pull machinery."""
     return Family(name=NAME, schema="vfaith_pair", label_config=label_config, image_fields=IMAGE_FIELDS,
-                  prepare=_no_helpers, task_data=task_data, read_vote=read_vote)
+                  prepare=_no_helpers, task_data=task_data, read_vote=read_vote, after_pull=_perception_follows)

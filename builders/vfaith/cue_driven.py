@@ -43,6 +43,7 @@ from mmfaith import __version__
 from mmfaith.builders.gates import mean_delta_e
 from mmfaith.builders.image_editors import edit_image
 from mmfaith.builders.scene_view import seeded_rng
+from mmfaith.builders.vfaith.perception import attach_perception
 from mmfaith.builders.targets import box_mask
 from mmfaith.clients import ModelCallError, ModelEndpoint, ask_with_images, failure_text, first_json_object
 from mmfaith.errors import MmfaithError
@@ -278,6 +279,7 @@ def run_row(row: Row, roles: Roles, settings: dict[str, Any]) -> RowOutcome:
     outcome.edited_png = png_bytes(edited)
     outcome.record = _record(row, cues, chosen, outcome, gates, roles, settings)
     outcome.perception = _perception(outcome.record, cues, chosen, settings["seed"])
+    attach_perception(outcome.record, outcome.perception)
     return outcome
 
 

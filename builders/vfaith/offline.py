@@ -42,7 +42,7 @@ from mmfaith.builders.gates import fill_texture_ratio, mean_delta_e, outside_cha
 from mmfaith.builders.inpainters import Inpainter, InpainterSpec
 from mmfaith.builders.scene_view import SceneView, seeded_rng
 from mmfaith.builders.targets import TargetRules
-from mmfaith.builders.vfaith.perception import OTHER_SIDE, perception_item
+from mmfaith.builders.vfaith.perception import OTHER_SIDE, attach_perception, perception_item
 from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
@@ -158,6 +158,7 @@ def make_image_pairs(scene: Scene, settings: OfflineSettings, done: frozenset[st
                 result.original_sha256 = sha256_bytes(result.original_png)
             outcome.record["image_original_sha256"] = original_sha256 or result.original_sha256
             outcome.perception = perception_item(outcome.record, settings.seed)
+            attach_perception(outcome.record, outcome.perception)
         result.outcomes.append(outcome)
     return result
 

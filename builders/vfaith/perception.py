@@ -102,3 +102,31 @@ def perception_item(pair: dict[str, Any], seed: int) -> dict[str, Any] | None:
         "build": {"mmfaith_version": build["mmfaith_version"], "seed": build["seed"], "template": build["template"],
                   "statements_version": "vfaith-perception/1"},
     }
+
+
+def attach_perception(pair: dict[str, Any], item: dict[str, Any] | None) -> None:
+    """Record the pair's perception item's options and answers in `pair["build"]["perception"]`: what the
+    annotators confirm or correct with the pair (annotation/vfaith), and what a pull carries back to
+    perception.jsonl (`apply_pair_verification`)."""
+    if item is not None:
+        pair["build"]["perception"] = {"options": item["options"], "answers": item["answers"]}
+
+
+def apply_pair_verification(item: dict[str, Any], pair: dict[str, Any], now: str) -> dict[str, Any]:
+    """The perception item after its pair was verified: the pair's status, and the answer set the
+    annotators confirmed or corrected (`pair["build"]["perception"]["answers"]`, a change kept in the
+    item's history). The same item when nothing changed."""
+    verification = dict(item["verification"])
+    answers = ((pair["build"].get("perception") or {}).get("answers")) or item["answers"]
+    status = pair["verification"]["status"]
+    if answers == item["answers"] and status == verification["status"]:
+        return item
+    history = list(verification.get("history", []))
+    if answers != item["answers"]:
+        history.append({"field": "answers", "previous": item["answers"], "value": answers, "time": now,
+                        "task_id": pair["verification"].get("task_id"),
+                        "annotators": pair["verification"].get("annotators", [])})
+    verification.update(status=status, annotators=pair["verification"].get("annotators", []),
+                        task_id=pair["verification"].get("task_id"), time=pair["verification"].get("time"),
+                        history=history)
+    return {**item, "answers": answers, "verification": verification}
