@@ -91,6 +91,22 @@ class FamilyParts:
     harness: Callable[[], HarnessPart] | None = None
 
 
+def _named(target: str) -> Any:
+    """The object a "module:attribute" string names (the module imported now)."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def lazy(target: str) -> Callable[..., Any]:
+    """A part that imports "module:function" only when called, then calls it: a family's parts stay cheap to
+    list while each stage's code loads with the verb that needs it."""
+    def call(*args: Any) -> Any:
+        return _named(target)(*args)
+
+    call.__qualname__ = call.__name__ = f"lazy({target})"
+    return call
+
+
 @dataclass(frozen=True)
 class Family:
     """A family's declaration (see the module docstring).
@@ -112,8 +128,7 @@ class Family:
         """The family's code, imported once."""
         if isinstance(self.parts_source, FamilyParts):
             return self.parts_source
-        module_name, _, attribute = self.parts_source.partition(":")
-        found = getattr(importlib.import_module(module_name), attribute)
+        found = _named(self.parts_source)
         parts = found() if callable(found) and not isinstance(found, FamilyParts) else found
         object.__setattr__(self, "parts_source", parts)
         return parts

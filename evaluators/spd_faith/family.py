@@ -4,42 +4,25 @@ Only light modules are imported here: each part imports its stage's code when it
 """
 from __future__ import annotations
 
-from typing import Any
-
 from mmfaith.builders.spd_faith import cli as build_cli
 from mmfaith.evaluators.spd_faith import cli as evaluator_cli
-from mmfaith.families import FamilyParts
+from mmfaith.families import FamilyParts, lazy
 
 
 def parts() -> FamilyParts:
     """SPD-Faith's builder, loader, probe plan, scorer, reference models, labeling, release and harness part."""
     return FamilyParts(
-        add_build_options=build_cli.add_build_options, build=build_cli.run_build,
-        open_dataset=evaluator_cli.open_dataset, add_run_options=evaluator_cli.add_run_options,
-        probe_plan=evaluator_cli.probe_plan, add_score_options=evaluator_cli.add_score_options,
-        score=evaluator_cli.score, compare=evaluator_cli.compare, reference_model=evaluator_cli.reference_model,
-        labeling=_labeling, release=_release, verify=_verify, harness=_harness)
-
-
-def _labeling() -> Any:
-    from mmfaith.annotation.spd_faith.tasks import family
-
-    return family()
-
-
-def _release(request: Any) -> Any:
-    from mmfaith.release.writer import release_spd_faith
-
-    return release_spd_faith(request)
-
-
-def _verify(release_dir: Any) -> Any:
-    from mmfaith.release.manifest import verify_release
-
-    return verify_release(release_dir)
-
-
-def _harness() -> Any:
-    from mmfaith.evaluators.spd_faith.harness import harness
-
-    return harness()
+        add_build_options=build_cli.add_build_options,
+        build=build_cli.run_build,
+        open_dataset=evaluator_cli.open_dataset,
+        add_run_options=evaluator_cli.add_run_options,
+        probe_plan=evaluator_cli.probe_plan,
+        add_score_options=evaluator_cli.add_score_options,
+        score=evaluator_cli.score,
+        compare=evaluator_cli.compare,
+        reference_model=evaluator_cli.reference_model,
+        labeling=lazy("mmfaith.annotation.spd_faith.tasks:family"),
+        release=lazy("mmfaith.release.writer:release_spd_faith"),
+        verify=lazy("mmfaith.release.manifest:verify_release"),
+        harness=lazy("mmfaith.evaluators.spd_faith.harness:harness"),
+    )
