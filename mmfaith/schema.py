@@ -32,3 +32,16 @@ def check_record(schema_name: str, record: Any, where: str) -> None:
     errors = schema_errors(schema_name, record)
     if errors:
         raise MmfaithError(f"{where}: does not match schema {schema_name}: " + "; ".join(errors[:5]))
+
+
+def check_loaded_record(schema_name: str, record: Any, where: str, seen: set[str], what: str,
+                        advice: str = "") -> None:
+    """A record read back from a build dir or release: schema-valid and not a second record with an id
+    already seen (its id is added to `seen`). MmfaithError naming `where` and `what` it should be
+    ("an SPD-Faith record"), with `advice` appended, otherwise."""
+    errors = schema_errors(schema_name, record)
+    if errors:
+        raise MmfaithError(f"{where}: not {what}: {'; '.join(errors[:3])}{advice}.")
+    if record["id"] in seen:
+        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
+    seen.add(record["id"])

@@ -15,7 +15,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.schema import schema_errors
+from mmfaith.schema import check_loaded_record
 
 
 def variant_name(variant: dict[str, Any]) -> str:
@@ -58,12 +58,7 @@ class CrmDataset:
 
 def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
     """Schema-valid and not a second record with an id already seen (added to `seen`)."""
-    errors = schema_errors("crm_item", record)
-    if errors:
-        raise MmfaithError(f"{where}: not a CRM record: {'; '.join(errors[:3])}.")
-    if record["id"] in seen:
-        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
-    seen.add(record["id"])
+    check_loaded_record("crm_item", record, where, seen, "a CRM record")
 
 
 def open_crm_dataset(path: Path, cache_dir: Path | None = None) -> CrmDataset:

@@ -17,7 +17,7 @@ from mmfaith.evaluators.image_payload import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
-from mmfaith.schema import schema_errors
+from mmfaith.schema import check_loaded_record
 
 
 @dataclass(frozen=True)
@@ -79,12 +79,7 @@ def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None) -> McotDa
 
 def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
     """Schema-valid and not a second record with an id already seen (added to `seen`)."""
-    errors = schema_errors("mcot_item", record)
-    if errors:
-        raise MmfaithError(f"{where}: not an MCoT record: {'; '.join(errors[:3])}.")
-    if record["id"] in seen:
-        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
-    seen.add(record["id"])
+    check_loaded_record("mcot_item", record, where, seen, "an MCoT record")
 
 
 def _open_release(folder: Path, cache_dir: Path | None) -> McotDataset:

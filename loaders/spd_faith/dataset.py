@@ -17,7 +17,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
-from mmfaith.schema import schema_errors
+from mmfaith.schema import check_loaded_record
 
 
 @dataclass(frozen=True)
@@ -89,12 +89,7 @@ def _open_build_dir(path: Path) -> SpdDataset:
 
 def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: str = "") -> None:
     """Schema-valid and not a second record with an id already seen (added to `seen`)."""
-    errors = schema_errors("spd_faith_pair", record)
-    if errors:
-        raise MmfaithError(f"{where}: not an SPD-Faith record: {'; '.join(errors[:3])}{advice}.")
-    if record["id"] in seen:
-        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
-    seen.add(record["id"])
+    check_loaded_record("spd_faith_pair", record, where, seen, "an SPD-Faith record", advice)
 
 
 def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:

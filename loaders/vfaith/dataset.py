@@ -20,7 +20,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
-from mmfaith.schema import schema_errors
+from mmfaith.schema import check_loaded_record
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,7 @@ def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None) -> Vfai
 
 def check(kind: str, record: Any, where: str, seen: set[str], advice: str = "") -> None:
     """Schema-valid (`vfaith_pair` or `vfaith_perception`) and not a second record with an id already seen."""
-    errors = schema_errors(kind, record)
-    if errors:
-        raise MmfaithError(f"{where}: not a VFaith {kind.split('_')[1]} record: {'; '.join(errors[:3])}{advice}.")
-    if record["id"] in seen:
-        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
-    seen.add(record["id"])
+    check_loaded_record(kind, record, where, seen, f"a VFaith {kind.split('_')[1]} record", advice)
 
 
 def _open_build_dir(path: Path) -> VfaithDataset:
