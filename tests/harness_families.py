@@ -41,21 +41,24 @@ def run_lmms_eval(python: Path, task: str, tasks: Path, model: str, base_url: st
         done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def run_inspect(python: Path, task: str, tasks: Path, model: str, base_url: str, logs: Path) -> None:
-    """`inspect eval DIR/<task>.py` (its openai-api provider) against the server."""
+def run_inspect(python: Path, task: str, tasks: Path, model: str, base_url: str, logs: Path,
+                task_args: tuple[str, ...] = ()) -> None:
+    """`inspect eval DIR/<task>.py` (its openai-api provider) against the server; `task_args` as `-T` options."""
     command = [str(python), "-m", "inspect_ai", "eval", f"{task}.py", "--model", f"openai-api/mmf/{model}",
-               "--log-dir", str(logs), "--display", "plain", "--max-retries", "1", "--no-fail-on-error"]
+               "--log-dir", str(logs), "--display", "plain", "--max-retries", "1", "--no-fail-on-error",
+               *(option for argument in task_args for option in ("-T", argument))]
     done = subprocess.run(command, env=harness_env(MMF_BASE_URL=base_url, MMF_API_KEY="EMPTY"), cwd=tasks,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0 and list(logs.glob("*.eval")), done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def import_logs(harness: str, python: Path, logs: Path, dataset: Path, out: Path, tasks: Path) -> None:
-    """`mmfaith import HARNESS` in the harness's environment (inspect's logs need inspect_ai to read)."""
+def import_logs(harness: str, python: Path, logs: Path, dataset: Path, out: Path, tasks: Path) -> str:
+    """`mmfaith import HARNESS` in the harness's environment (inspect's logs need inspect_ai to read); its stdout."""
     command = [str(python), "-m", "mmfaith", "import", harness, str(logs), "--dataset", str(dataset),
                "--out", str(out), "--export", str(tasks)]
     done = subprocess.run(command, env=harness_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
 
 
 def run_harness(harness: str, python: Path, task: str, tasks: Path, model: str, base_url: str, out: Path) -> None:

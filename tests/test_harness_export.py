@@ -161,10 +161,11 @@ def test_a_partial_log_lists_what_is_missing(mixed_build: Path, tmp_path: Path) 
     assert provenance["counts"]["missing"] == 4 * len(pairs) - 1
 
 
-def test_tool_loops_are_not_exported_yet() -> None:
-    require_kind("dependent", "t")
-    with pytest.raises(MmfaithError, match="'tool' are not exported"):
-        require_kind("tool", "mmfaith_mcot_zoom")
+def test_tool_loops_are_exported_to_inspect_only() -> None:
+    require_kind("dependent", "t", "lmms-eval")
+    require_kind("tool", "mmfaith_mcot_trace", "inspect")
+    with pytest.raises(MmfaithError, match="'tool' .* not exported to lmms-eval.*mmfaith export inspect"):
+        require_kind("tool", "mmfaith_mcot_trace", "lmms-eval")
     with pytest.raises(MmfaithError, match="unknown probe group kind 'loop'"):
         require_kind("loop", "t")
 

@@ -101,5 +101,8 @@ def _import(args: argparse.Namespace) -> int:
         from mmfaith.evaluators.harness.inspect_logs import read_inspect_logs
 
         log = read_inspect_logs(args.logs)
-    print(write_predictions(log, args.dataset, args.out, args.model, args.family, args.export).line())
+    summary = write_predictions(log, args.dataset, args.out, args.model, args.family, args.export)
+    print(summary.line())
+    if summary.next_step:
+        print(summary.next_step)
     return 0

@@ -14,7 +14,9 @@ the log holds (tokens, finish reason; None where it has none). `write_prediction
 - writes one prediction line per (id, probe) (schemas/prediction.schema.json): the response, or
   for a failed call (lmms-eval's `[LMMS_EVAL_REQUEST_FAILED ...]`, inspect's sample error) or a
   round not asked, response null and `meta.error`; the family's meta (SPD-Faith: order, layout,
-  count_asked) and the images shown (their sha256) as `mmfaith run` writes them;
+  count_asked) and the images shown (their sha256) as `mmfaith run` writes them; an answered
+  round's meta from the log (`LoggedRound.meta`: what the family's own harness code recorded,
+  MCoT's trace and the images its last request showed) is kept as it is;
 - writes `import.json` beside the predictions: the harness, its version and model as the log
   gives them, the export's provenance and prompt templates' hash, the log files' sha256, the
   counts, the (id, probe) the logs lack, and which fields the log cannot tell (left null).
@@ -50,6 +52,8 @@ class LoggedRound:
     error: str | None = None
     prompt: str | None = None
     figures: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    """The family's meta as its harness code recorded it in the run (MCoT: trace, images, calls)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,8 @@ class ImportSummary:
     errors: int
     missing: int
     unknown_fields: tuple[str, ...]
+    next_step: str | None = None
+    """What to run next, from the family (`HarnessPart.after_import`: MCoT's replays), or None."""
 
     def line(self) -> str:
         """The one line the CLI prints."""
@@ -126,8 +132,10 @@ def write_predictions(log: HarnessLog, dataset_source: str, out: Path, model: st
         check_record("prediction", line, f"{out} line {number}")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, "".join(canonical_json(line) + "\n" for line in lines).encode("utf-8"))
+    after_import = getattr(part, "after_import", None)
     summary = ImportSummary(out, len(lines), sum(line["response"] is not None for line in lines),
-                            sum(line["response"] is None for line in lines), len(missing), log.unknown_fields)
+                            sum(line["response"] is None for line in lines), len(missing), log.unknown_fields,
+                            after_import(out, str(dataset_source)) if after_import else None)
     provenance = {
         "harness": log.harness, "harness_version": log.harness_version, "model": model, "family": family.name,
         "mmfaith_version": __version__, "prompt_templates_sha256": part.templates_sha256,
@@ -166,6 +174,8 @@ def _sample_lines(sample: LoggedSample, group: Any, part: Any, model: str) -> It
                                    "again with this mmfaith.")
             response, meta["error"] = logged.response, (logged.error if logged.response is None else None)
             meta["images"] = images
+            if response is not None:
+                meta.update(logged.meta)
         earlier.append(response)
         yield {"id": sample.item_id, "probe": probe, "response": response, "model": model, "meta": meta}
 

@@ -7,8 +7,9 @@ Contract (`read_inspect_logs(path) -> HarnessLog`)
   are skipped. Read with
   `inspect_ai.log.read_eval_log` (install `mmfaith[inspect]`).
 - A sample's id is the row key (`{"id", "probes"}`). Its rounds come from the store
-  (`mmfaith_rounds`: probe, prompt, response, error, stop reason, usage per round, written by
-  inspect_solvers.probe_solver); a sample without them falls back to `output.completion`.
+  (`mmfaith_rounds`: probe, prompt, response, error, stop reason, usage per round, and the family's
+  meta of a tool loop (MCoT's trace), written by inspect_solvers.probe_solver); a sample without
+  them falls back to `output.completion`.
   `stop_reason` becomes the finish reason, usage the token counts.
 - A sample error (the model call failed after inspect's retries, or the sample was cancelled)
   becomes the error of every round it did not finish: error lines, never answers.
@@ -92,7 +93,8 @@ def _sample(sample: Any, where: str) -> LoggedSample:
              "prompt_tokens": sample.output.usage.input_tokens if sample.output.usage else None,
              "completion_tokens": sample.output.usage.output_tokens if sample.output.usage else None}]
     rounds = [LoggedRound(entry["probe"], entry.get("response"), entry.get("error"), entry.get("prompt"),
-                          {name: entry.get(name) for name in ("finish_reason", "prompt_tokens", "completion_tokens")})
+                          {name: entry.get(name) for name in ("finish_reason", "prompt_tokens", "completion_tokens")},
+                          entry.get("meta") or {})
               for entry in stored]
     done = {entry.probe for entry in rounds}
     if error:

@@ -99,7 +99,7 @@ def _task_yaml(task: str, kind: str, rounds: int, data_file: Path, metadata: dic
 def export_lmms_eval(source: str, out: Path, family: str | None = None, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
                      temperature: float = DEFAULT_TEMPERATURE, progress: bool = True) -> LmmsExport:
     """Write the lmms-eval task folder for the dataset at `source` (module docstring)."""
-    rows = export_rows(source, family, progress)
+    rows = export_rows(source, family, progress, "lmms-eval")
     return write_lmms_eval(rows, source, out, max_new_tokens, temperature, progress)
 
 

@@ -55,8 +55,10 @@ def row_key(item_id: str, probes: Iterable[str]) -> str:
     return canonical_json({"id": item_id, "probes": list(probes)})
 
 
-def export_rows(source: str, family_name: str | None = None, progress: bool = True) -> ExportRows:
-    """Every (item, probe group) of the dataset at `source` as a row (module docstring)."""
+def export_rows(source: str, family_name: str | None = None, progress: bool = True,
+                harness: str | None = None) -> ExportRows:
+    """Every (item, probe group) of the dataset at `source` as a row (module docstring); a group of a kind
+    `harness`'s export does not render is refused (`runtime.require_kind`)."""
     family = families.get(family_name or families.family_of_dataset(Path(source)))
     part = harness_part(family.name)
     dataset = family.parts().open_dataset(source)
@@ -65,7 +67,7 @@ def export_rows(source: str, family_name: str | None = None, progress: bool = Tr
     for item in tqdm(dataset.items, desc="export", unit="item", disable=not progress):
         for group in part.groups(item):
             task = f"{family_task(family.name)}_{task_suffix(group)}"
-            require_kind(group.kind, task)
+            require_kind(group.kind, task, harness)
             first = part.round(group.probes[0], group.state, [])
             if first.text is None:
                 raise MmfaithError(f"{item.id}: the first round of {task} has no text ({first.not_asked}).")

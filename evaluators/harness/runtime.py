@@ -20,7 +20,7 @@ from typing import Any
 
 from mmfaith import families
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.harness.spec import EXPORTED_KINDS, KINDS, HarnessPart, Round
+from mmfaith.evaluators.harness.spec import KINDS, RENDERED_KINDS, HarnessPart, Round
 
 FAILURE_MARKERS = ("[LMMS_EVAL_REQUEST_FAILED", "[LMMS_EVAL_BUDGET_EXCEEDED]")
 """How lmms-eval's API models mark a call that failed instead of answering (its response text)."""
@@ -65,10 +65,12 @@ def read_rounds_record(text: str | None) -> list[dict[str, Any]] | None:
     return rounds
 
 
-def require_kind(kind: str, where: str) -> None:
-    """Refuse an unknown probe group kind, and one no exporter renders yet (the `tool` loop)."""
+def require_kind(kind: str, where: str, harness: str | None = None) -> None:
+    """Refuse an unknown probe group kind, and (`harness` named) one that harness's export does not render
+    (lmms-eval: the `tool` loop)."""
     if kind not in KINDS:
         raise MmfaithError(f"{where}: unknown probe group kind {kind!r} (kinds: {', '.join(KINDS)}).")
-    if kind not in EXPORTED_KINDS:
-        raise MmfaithError(f"{where}: probe groups of kind {kind!r} are not exported to this harness yet "
-                           "(see docs/harnesses.md).")
+    if harness is not None and kind not in RENDERED_KINDS[harness]:
+        raise MmfaithError(f"{where}: probe groups of kind {kind!r} (a tool loop: the model's calls and their results "
+                           f"as one conversation) are not exported to {harness}, whose rounds are fresh single "
+                           "messages; use `mmfaith export inspect` (docs/harnesses.md).")

@@ -11,8 +11,10 @@ sends as a unit:
   use the earlier rounds' answers (SPD-Faith's count, then describe with the model's own count;
   CRM's chain of thought, then the answer at temperature 0). lmms-eval: `generate_until_agentic`;
   inspect: one `generate()` per round, the answers kept in the sample's store.
-- `tool`: a tool loop (MCoT's zoom). Declared for the families that need it; no exporter renders
-  it yet (the exporters refuse such a group with a one-line error).
+- `tool`: a tool loop (MCoT's zoom-in trace). inspect only: the family names the inspect_ai code
+  that runs the loop (`HarnessPart.inspect_tool_loop`, "module:function"); lmms-eval's agentic
+  rounds are fresh single messages that cannot carry the model's calls and the crops as a
+  conversation, so its exporter refuses such a group with a one-line error.
 
 `round(probe, state, earlier)` renders the text of one round (`probe`) of a group with
 the family's own prompt code, from the group's `state` (JSON that travels in the exported row)
@@ -22,7 +24,12 @@ the harness sends are the bytes `mmfaith run` sends. `Round.meta` is the family'
 prediction line's meta (SPD-Faith: order, layout, count_asked). A round whose prerequisite
 failed is not asked: `round` returns `Round(text=None, ...)` with `not_asked` saying why. A round with
 `continues` is sent in the conversation of the earlier rounds (inspect only: lmms-eval's agentic
-rounds are fresh single messages, so its exporter refuses such a group).
+rounds are fresh single messages, so its exporter refuses such a group). A first round with a
+`system` text is sent after that system message (MCoT's tool description).
+
+A family may also declare `task_arguments` (inspect task arguments with their defaults, passed to
+its tool loop: MCoT's `max_turns`) and `after_import` (the line `mmfaith import` prints after the
+summary: what to run next, e.g. MCoT's replays).
 """
 from __future__ import annotations
 
@@ -33,8 +40,8 @@ from typing import Any, Protocol
 from mmfaith.evaluators.image_payload import ImageRef
 
 KINDS = ("independent", "dependent", "tool")
-EXPORTED_KINDS = ("independent", "dependent")
-"""The kinds the exporters render; `tool` waits for the family that brings its tool (MCoT)."""
+RENDERED_KINDS = {"lmms-eval": ("independent", "dependent"), "inspect": KINDS}
+"""The kinds each harness's export renders (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class Round:
     continues: bool = False
     """True: asked in the same conversation as the earlier rounds (their prompts as user turns, the model's
     answers as assistant turns, then this text; CRM's final answer), not as a fresh single message."""
+    system: str | None = None
+    """The system message sent before a first round (None: none)."""
 
 
 class HarnessPart(Protocol):

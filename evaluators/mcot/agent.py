@@ -42,6 +42,7 @@ from mmfaith.loaders.mcot.dataset import McotItem
 TRACE_VERSION = "mcot-trace/1"
 CONTINUATIONS = ("continue", "user-turn")
 CROPS_DIR = "crops"
+NOT_RUN = "not run: the turn limit was reached"
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,24 @@ class AgentSettings:
 
     def extra(self) -> dict[str, Any] | None:
         return {"tools": [TOOL]} if self.protocol == "functions" else None
+
+
+def crop_transform(region: Region) -> str:
+    """How a crop is recorded among the images a request showed: "crop x1,y1,x2,y2" of the original."""
+    return f"crop {','.join(map(str, region.as_list()))}"
+
+
+def crop_png(rgb: np.ndarray, region: Region) -> bytes:
+    """A crop's PNG bytes, as sent and stored (the bytes its sha256 in the trace names)."""
+    return png_bytes(crop(rgb, region))
+
+
+def shown_in_trace(trace: dict[str, Any], image_sha256: str) -> list[dict[str, Any]]:
+    """The images the last request of a trace showed (the original, then every crop), as a prediction
+    line's `meta.images` records them."""
+    return [{"sha256": image_sha256}, *({"sha256": made["sha256"], "sources": [image_sha256],
+                                         "transform": crop_transform(Region(*made["box"]))}
+                                        for made in trace["crops"])]
 
 
 class CropStore:
@@ -77,8 +96,7 @@ class CropStore:
     async def region(self, region: Region) -> tuple[DerivedImage, str]:
         """(the crop as a derived image, its sha256)."""
         name = f"{self.item.record['image_sha256'][:16]}-{'_'.join(map(str, region.as_list()))}"
-        return await self._image(name, f"crop {','.join(map(str, region.as_list()))}",
-                                 lambda rgb: crop(rgb, region), region)
+        return await self._image(name, crop_transform(region), lambda rgb: crop(rgb, region), region)
 
     async def noise(self, region: Region, seed: int, index: int) -> tuple[DerivedImage, str]:
         """Seeded uniform noise of the crop's size (the visual intervention)."""
@@ -122,15 +140,83 @@ def first_turns(item: McotItem, settings: AgentSettings) -> list[Turn]:
             Turn("user", (item.image, question_text(item.record["question"], item.record["options"], grid)))]
 
 
+class TraceBuilder:
+    """One trace record as its turns come in (docs/mcot.md#the-trace-record), whoever asks the model:
+    `run_trace` here, and the inspect_ai solver of `mmfaith export inspect` (inspect_loop.py).
+
+    `reply` records a model reply; `resolve` checks one of its tool calls and maps its box to the
+    original image (`target_image` 1 to the images shown so far, `boxes.map_box`), recording it; the
+    caller makes the crop and reports it with `cropped`; `not_run` records calls left at the turn
+    limit; `finish` adds the final answer and its option label.
+    """
+
+    def __init__(self, image_sha256: str, size: tuple[int, int], settings: AgentSettings) -> None:
+        width, height = size
+        self.frames = [Region(0, 0, width, height)]  # image n (1-based) of the conversation: its region of the original
+        self.images_sha256 = [image_sha256]
+        self.coords = settings.coords
+        self.trace: dict[str, Any] = {"version": TRACE_VERSION, "protocol": settings.protocol,
+                                      "coords": settings.coords, "image_size": [width, height],
+                                      "max_turns": settings.max_turns, "turns": [], "crops": [],
+                                      "stopped": "max_turns"}
+
+    def reply(self, text: str, finish_reason: str | None, calls: list[ToolCall]) -> None:
+        """Record a reply (its calls are resolved next); a reply without calls stops the trace."""
+        self.trace["turns"].append({"text": text, "finish_reason": finish_reason, "tool_calls": []})
+        if not calls:
+            self.trace["stopped"] = "answer" if final_answer(text) is not None else "no_answer"
+
+    def resolve(self, call: ToolCall) -> tuple[Region | None, dict[str, Any]]:
+        """(the call's region of the original image, or None when it cannot be run: its record's
+        `error` says why), the call's record in the current turn."""
+        record: dict[str, Any] = {"raw": call.raw, "arguments": call.arguments, "error": call.error}
+        region = None
+        if call.error is None:
+            assert call.arguments is not None
+            target = call.arguments.get("target_image", 1)
+            if not isinstance(target, int) or isinstance(target, bool) or not 1 <= target <= len(self.frames):
+                record["error"] = f"target_image must be 1 to {len(self.frames)}, got {target!r}"
+            else:
+                try:
+                    region = map_box(call.arguments["bbox_2d"], self.frames[target - 1], self.coords)
+                except BoxError as exc:
+                    record["error"] = str(exc)
+                record.update(box_given=call.arguments["bbox_2d"], target_image=target)
+        self.trace["turns"][-1]["tool_calls"].append(record)
+        return region, record
+
+    def cropped(self, record: dict[str, Any], region: Region, sha256: str) -> None:
+        """The crop of a resolved call was made (and is shown as the next image)."""
+        self.frames.append(region)
+        self.images_sha256.append(sha256)
+        record.update(box_mapped=region.as_list(), crop={"sha256": sha256, "size": [region.width, region.height]})
+        self.trace["crops"].append({"box": region.as_list(), "sha256": sha256, "image_number": len(self.frames)})
+
+    def not_run(self, calls: list[ToolCall]) -> None:
+        """The last allowed reply still called the tool: its calls are recorded, not run."""
+        self.trace["turns"][-1]["tool_calls"] = [{"raw": call.raw, "error": NOT_RUN} for call in calls]
+
+    def failed(self) -> None:
+        """A model call failed: the trace stops there."""
+        self.trace["stopped"] = "error"
+
+    def finish(self, options: list[dict[str, str]]) -> dict[str, Any]:
+        """The finished trace: the last reply's final answer and its option label."""
+        turns = self.trace["turns"]
+        self.trace["final_answer"] = final_answer(turns[-1]["text"]) if turns else None
+        self.trace["answer"] = answer_letter(self.trace["final_answer"], options)
+        return self.trace
+
+
+def tool_error_message(error: str) -> str:
+    """What the model is told about a tool call that could not be run."""
+    return f"Error: {error}. Call {TOOL_NAME} again with a valid box, or answer."
+
+
 async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, crops: CropStore) -> dict[str, Any]:
     """The model's own run (module docstring); returns the line (written by the caller)."""
-    width, height = item.size
-    frames = [Region(0, 0, width, height)]  # image n (1-based) of the conversation: its region of the original
+    builder = TraceBuilder(item.record["image_sha256"], item.size, settings)
     turns = first_turns(item, settings)
-    images_sha256 = [item.record["image_sha256"]]
-    trace: dict[str, Any] = {"version": TRACE_VERSION, "protocol": settings.protocol, "coords": settings.coords,
-                             "image_size": [width, height], "max_turns": settings.max_turns, "turns": [],
-                             "crops": [], "stopped": "max_turns"}
     totals = {"prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0, "calls": 0}
     line: dict[str, Any] = {}
     for number in range(settings.max_turns):
@@ -141,29 +227,25 @@ async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, c
         for key in ("prompt_tokens", "completion_tokens", "latency_s"):
             totals[key] += meta.get(key) or 0
         if line["response"] is None:
-            trace["stopped"] = "error"
+            builder.failed()
             break
         text = line["response"]
         calls = (function_tool_calls(meta.get("tool_calls", [])) if settings.protocol == "functions"
                  else tag_tool_calls(text))
         if settings.protocol == "tags" and calls:
             text = _through_last_call(text)
-        turn_record: dict[str, Any] = {"text": text, "finish_reason": meta.get("finish_reason"), "tool_calls": []}
-        trace["turns"].append(turn_record)
+        builder.reply(text, meta.get("finish_reason"), calls)
         if not calls:
-            trace["stopped"] = "answer" if final_answer(text) is not None else "no_answer"
             break
         if number == settings.max_turns - 1:
-            turn_record["tool_calls"] = [{"raw": call.raw, "error": "not run: the turn limit was reached"}
-                                         for call in calls]
+            builder.not_run(calls)
             break
-        answer_turns = await _run_calls(calls, frames, settings, crops, turn_record, trace, images_sha256)
+        answer_turns = await _run_calls(calls, builder, settings, crops)
         assistant_fields = {"tool_calls": meta["tool_calls"]} if settings.protocol == "functions" else None
         turns += [Turn("assistant", (text,) if text else (), assistant_fields), *answer_turns]
-    trace["final_answer"] = final_answer(trace["turns"][-1]["text"]) if trace["turns"] else None
-    trace["answer"] = answer_letter(trace["final_answer"], item.record["options"])
+    trace = builder.finish(item.record["options"])
     meta = {**line.get("meta", {}), **totals, "latency_s": round(totals["latency_s"], 4), "trace": trace,
-            "images_sha256": images_sha256}
+            "images_sha256": builder.images_sha256}
     meta.pop("turn", None)
     meta.pop("tool_calls", None)
     if line.get("response") is None:
@@ -171,45 +253,27 @@ async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, c
     return {**line, "probe": "trace", "meta": meta}
 
 
-async def _run_calls(calls: list[ToolCall], frames: list[Region], settings: AgentSettings, crops: CropStore,
-                     turn_record: dict[str, Any], trace: dict[str, Any], images_sha256: list[str]) -> list[Turn]:
+async def _run_calls(calls: list[ToolCall], builder: TraceBuilder, settings: AgentSettings,
+                     crops: CropStore) -> list[Turn]:
     """Execute one reply's tool calls; the turns that answer them."""
     pieces: list[Shown | str] = []
     tool_turns: list[Turn] = []
     for call in calls:
-        record: dict[str, Any] = {"raw": call.raw, "arguments": call.arguments, "error": call.error}
-        error = call.error
-        region = None
-        if error is None:
-            assert call.arguments is not None
-            target = call.arguments.get("target_image", 1)
-            if not isinstance(target, int) or isinstance(target, bool) or not 1 <= target <= len(frames):
-                error = f"target_image must be 1 to {len(frames)}, got {target!r}"
-            else:
-                try:
-                    region = map_box(call.arguments["bbox_2d"], frames[target - 1], settings.coords)
-                except BoxError as exc:
-                    error = str(exc)
-                record.update(box_given=call.arguments["bbox_2d"], target_image=target)
+        region, record = builder.resolve(call)
         if region is None:
-            record["error"] = error
-            message = f"Error: {error}. Call {TOOL_NAME} again with a valid box, or answer."
+            message = tool_error_message(record["error"])
             if settings.protocol == "functions":
                 tool_turns.append(Turn("tool", (message,), {"tool_call_id": call.call_id or ""}))
             else:
                 pieces.append(f"<tool_response>{message}</tool_response>")
         else:
             image, sha = await crops.region(region)
-            frames.append(region)
-            images_sha256.append(sha)
-            record.update(box_mapped=region.as_list(), crop={"sha256": sha, "size": [region.width, region.height]})
-            trace["crops"].append({"box": region.as_list(), "sha256": sha, "image_number": len(frames)})
+            builder.cropped(record, region, sha)
             if settings.protocol == "functions":
                 tool_turns.append(Turn("tool", (TOOL_ANSWER_TEXT,), {"tool_call_id": call.call_id or ""}))
                 pieces.append(image)
             else:
                 pieces += ["<tool_response>", image, "</tool_response>"]
-        turn_record["tool_calls"].append(record)
     return [*tool_turns, *([Turn("user", tuple(pieces))] if pieces else [])]
 
 
@@ -227,7 +291,7 @@ async def replay_turns(item: McotItem, trace: dict[str, Any], settings: AgentSet
         executed = turn["tool_calls"]
         last = number == len(trace["turns"]) - 1
         if last:
-            text = text.split("<tool_call>")[0] if any("not run" in str(c.get("error")) for c in executed) else text
+            text = text.split("<tool_call>")[0] if any(c.get("error") == NOT_RUN for c in executed) else text
             fields = None
         else:
             fields = ({"tool_calls": [_openai_call(number, i, c) for i, c in enumerate(executed)]}

@@ -1,16 +1,13 @@
 """MCoT's code for the family registry (mmfaith/families.py declares the family itself)."""
 from __future__ import annotations
 
-from typing import Any
-
 from mmfaith.builders.mcot import cli as build_cli
 from mmfaith.evaluators.mcot import cli as evaluator_cli
 from mmfaith.families import FamilyParts, lazy
 
 
 def parts() -> FamilyParts:
-    """MCoT's builder, loader, probe plan, scorer, reference models, labeling and release; its harness
-    part is a refusal (`_harness`)."""
+    """MCoT's builder, loader, probe plan, scorer, reference models, labeling, release and harness part."""
     return FamilyParts(
         add_build_options=build_cli.add_build_options,
         build=build_cli.run_build,
@@ -24,16 +21,5 @@ def parts() -> FamilyParts:
         labeling=lazy("mmfaith.annotation.mcot.tasks:family"),
         compare=lazy("mmfaith.evaluators.mcot.report:compare_scores"),
         verify=lazy("mmfaith.release.mcot:verify_mcot_release"),
-        harness=_harness,
+        harness=lazy("mmfaith.evaluators.mcot.harness:harness"),
     )
-
-
-HARNESS_REFUSED = ("mcot: the zoom-in tool loop (the trace, then its replays) is not exported to lmms-eval or inspect_ai "
-                   "yet (docs/harnesses.md#mcot); run it with `mmfaith run mcot` against an OpenAI-compatible server.")
-
-
-def _harness() -> Any:
-    """MCoT is not exported to the harnesses: `mmfaith export` and `mmfaith import` stop with HARNESS_REFUSED."""
-    from mmfaith.errors import MmfaithError
-
-    raise MmfaithError(HARNESS_REFUSED)

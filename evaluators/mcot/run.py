@@ -24,6 +24,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import Shown
 from mmfaith.evaluators.mcot.agent import CROPS_DIR, AgentSettings, CropStore, replay_turns, run_trace, step_texts, \
     trace_regions
@@ -41,7 +42,6 @@ SKIPPED = "no tool call"
 def read_traces(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
     """The answered `trace` lines of a predictions file (the last per id), and the file's sha256;
     an error naming the line for one that is not a prediction or holds no meta.trace."""
-    from mmfaith.errors import MmfaithError
     from mmfaith.images import sha256_file
     from mmfaith.jsonl import read_jsonl
     from mmfaith.schema import check_record
@@ -69,6 +69,12 @@ class McotProbePlan:
         self.settings = settings
         self.injector = injector
         self.traces, self.traces_sha256 = read_traces(traces) if traces else ({}, None)
+        for item_id, line in self.traces.items():
+            asked = {"protocol": line["meta"]["trace"].get("protocol"), "coords": line["meta"]["trace"].get("coords")}
+            if asked != {"protocol": settings.protocol, "coords": settings.coords}:
+                raise MmfaithError(f"--traces {traces}: the trace of {item_id} was asked with --tool-protocol "
+                                   f"{asked['protocol']} --coords {asked['coords']}; replay it with the same options "
+                                   f"(this run: --tool-protocol {settings.protocol} --coords {settings.coords}).")
         self._crop_images: dict[str, list[Shown]] = {}
 
     @property
