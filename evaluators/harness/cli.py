@@ -18,7 +18,8 @@ EXPORT_EXAMPLE = """examples:
   python -m lmms_eval --model openai --model_args model_version=MODEL,base_url=http://127.0.0.1:8000/v1 \\
       --include_path tasks/lmms --tasks mmfaith_spd_faith --log_samples --output_path logs/lmms
   mmfaith export inspect out/spd --out tasks/inspect
-  inspect eval tasks/inspect/mmfaith_spd_faith.py --model openai-api/local/MODEL --log-dir logs/inspect"""
+  inspect eval tasks/inspect/mmfaith_spd_faith.py --model openai-api/local/MODEL --log-dir logs/inspect
+  mmfaith export inspect out/mcot --out tasks/mcot     # then: inspect eval mmfaith_mcot.py -T max_turns=6 ..."""
 IMPORT_EXAMPLE = """examples:
   mmfaith import lmms-eval logs/lmms --dataset out/spd --out runs/lmms/predictions.jsonl
   mmfaith import inspect logs/inspect --dataset out/spd --out runs/inspect/predictions.jsonl
@@ -31,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "export", help="write a benchmark as lmms-eval or inspect_ai tasks",
         description="Write a dataset's probes as tasks of another evaluation harness: the same prompt bytes as "
                     "`mmfaith run` (the task imports mmfaith to render them), the stored images, every probe kind "
-                    "of the family (independent, and dependent ones asked with the model's own earlier answer).",
+                    "of the family (independent, dependent ones asked with the model's own earlier answer, and in "
+                    "inspect MCoT's zoom-in tool loop, whose traces `mmfaith run mcot --traces` then replays).",
         epilog=EXPORT_EXAMPLE, formatter_class=HelpFormatter)
     export.add_argument("harness", choices=HARNESSES, help="the harness to write tasks for")
     export.add_argument("source", metavar="SOURCE", help="a build dir, release folder or Hub repo ORG/NAME[@REVISION]")
