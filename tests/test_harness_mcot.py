@@ -1,9 +1,10 @@
 """MCoT through inspect-ai 0.3.285 (in its own environment) against mmfaith's reference server over HTTP, no
 mocks: export, `inspect eval` (the zoom-in tool loop runs inside inspect), import, then `mmfaith run mcot
 --traces` replays the imported traces and `mmfaith score mcot` scores them. Compared with `mmfaith run mcot
---tool-protocol functions` against the same server: the traces are the run's record for record, and the
-scores (metrics.json less provenance, items.jsonl) are identical, for zoom-oracle (ATE_text 0, ATE_visual -1)
-and text-follower (ATE_text -1, ATE_visual 0), at the run's turn limit and at `-T max_turns=1`.
+--tool-protocol P` against the same server: the traces are the run's record for record, and the scores
+(metrics.json less provenance, items.jsonl) are identical, for zoom-oracle (ATE_text 0, ATE_visual -1)
+and text-follower (ATE_text -1, ATE_visual 0), with function calling and (`-T protocol=tags`) text tags,
+at the run's turn limit and at `-T max_turns=1`.
 lmms-eval's rounds are fresh single messages: its MCoT export is refused in one line."""
 from __future__ import annotations
 
@@ -43,17 +44,18 @@ def inspect_python() -> Path:
     return harness_python("MMFAITH_INSPECT_PYTHON", ".venv-inspect", "tools/install-inspect.sh")
 
 
-def run_mcot(build: Path, model: str, base_url: str, out: Path, *options: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """`mmfaith run mcot --tool-protocol functions` (the inspect export's protocol), scored into out/score."""
+def run_mcot(build: Path, model: str, base_url: str, out: Path, *options: str,
+             protocol: str = "functions") -> dict[tuple[str, str], dict[str, Any]]:
+    """`mmfaith run mcot --tool-protocol PROTOCOL` (default the inspect export's), scored into out/score."""
     assert main(["run", "mcot", "--dataset", str(build), "--model", model, "--base-url", base_url, "--out",
-                 str(out / "run"), "--tool-protocol", "functions", "--no-progress", *options]) == 0
+                 str(out / "run"), "--tool-protocol", protocol, "--no-progress", *options]) == 0
     assert main(["score", "mcot", "--dataset", str(build), "--predictions", str(out / "run" / "predictions.jsonl"),
                  "--from-run", "--out", str(out / "score")]) == 0
     return lines_by_key(out / "run" / "predictions.jsonl")
 
 
 def inspect_traces(build: Path, python: Path, model: str, tmp_path: Path, task_args: tuple[str, ...] = (),
-                   run_options: tuple[str, ...] = ()) -> tuple[dict, dict, dict, str]:
+                   run_options: tuple[str, ...] = (), protocol: str = "functions") -> tuple[dict, dict, dict, str]:
     """Export, run `mmfaith run mcot` then inspect against one server, import, and replay the imported traces
     with `mmfaith run mcot --traces` against the same server. Asserts inspect sent as many requests as the
     run's traces made calls, and the replays asked no trace again. Returns (imported lines, run lines,
@@ -61,16 +63,17 @@ def inspect_traces(build: Path, python: Path, model: str, tmp_path: Path, task_a
     tasks = tmp_path / "tasks"
     assert main(["export", "inspect", str(build), "--out", str(tasks), "--no-progress"]) == 0
     with ReferenceServer(open_mcot_dataset(build), model, family="mcot") as server:
-        run_lines = run_mcot(build, model, server.base_url, tmp_path / "reference", *run_options)
+        run_lines = run_mcot(build, model, server.base_url, tmp_path / "reference", *run_options, protocol=protocol)
         trace_calls = sum(line["meta"]["calls"] for (_, probe), line in run_lines.items() if probe == "trace")
         seen = server.requests_seen
-        run_inspect(python, "mmfaith_mcot", tasks, model, server.base_url, tmp_path / "logs", task_args)
+        run_inspect(python, "mmfaith_mcot", tasks, model, server.base_url, tmp_path / "logs",
+                    (*task_args, f"protocol={protocol}"))
         assert server.requests_seen - seen == trace_calls
         imported = tmp_path / "imported" / "predictions.jsonl"
         printed = import_logs("inspect", python, tmp_path / "logs", build, imported, tasks)
         seen = server.requests_seen
         replayed = run_mcot(build, model, server.base_url, tmp_path / "replayed", "--traces", str(imported),
-                            *run_options)
+                            *run_options, protocol=protocol)
         replays = sum(probe != "trace" and not line["meta"].get("skipped") for (_, probe), line in run_lines.items())
         assert server.requests_seen - seen == replays
     return lines_by_key(imported), run_lines, replayed, printed
@@ -89,10 +92,12 @@ def assert_traces_are_the_runs(imported: dict, run_lines: dict) -> None:
         assert all(line["meta"][name] is None for name in RUN_ONLY_META if name in line["meta"])
 
 
-@pytest.mark.parametrize("model", ["zoom-oracle", "text-follower"])
-def test_mcot_inspect_traces_replay_and_score_as_mmfaith_run(model: str, mcot_build: Path, inspect_python: Path,
-                                                              tmp_path: Path) -> None:
-    imported, run_lines, replayed, printed = inspect_traces(mcot_build, inspect_python, model, tmp_path)
+@pytest.mark.parametrize(("model", "protocol"), [("zoom-oracle", "functions"), ("text-follower", "functions"),
+                                                 ("text-follower", "tags")])
+def test_mcot_inspect_traces_replay_and_score_as_mmfaith_run(model: str, protocol: str, mcot_build: Path,
+                                                              inspect_python: Path, tmp_path: Path) -> None:
+    imported, run_lines, replayed, printed = inspect_traces(mcot_build, inspect_python, model, tmp_path,
+                                                            protocol=protocol)
     assert_traces_are_the_runs(imported, run_lines)
     assert all(line["meta"]["trace"]["crops"] for line in imported.values())  # both models zoom on every item
     for key, line in replayed.items():  # the replayed run kept the submitted traces and answered as the run
@@ -106,8 +111,9 @@ def test_mcot_inspect_traces_replay_and_score_as_mmfaith_run(model: str, mcot_bu
     provenance = json.loads((tmp_path / "imported" / "import.json").read_text())
     assert provenance["family"] == "mcot" and provenance["model"] == model
     assert provenance["prompt_templates_sha256"] == provenance["export"]["prompt_templates_sha256"] == prompts_hash()
-    assert provenance["settings"] == {"protocol": "functions", "coords": "resized", "max_turns": 6}
-    assert "then replay the traces: mmfaith run mcot" in printed and "--tool-protocol functions" in printed
+    assert provenance["settings"] == {"protocol": "functions", "coords": "resized", "max_turns": 6}  # the export's
+    assert all(line["meta"]["trace"]["protocol"] == protocol for line in imported.values())
+    assert "then replay the traces: mmfaith run mcot" in printed and f"--tool-protocol {protocol}" in printed
 
 
 def test_mcot_inspect_keeps_the_turn_limit(mcot_build: Path, inspect_python: Path, tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ the crop is made once (`CropStore`) and sent back (tags: in a user turn wrapped 
 turn). A malformed call (bad JSON, no bbox_2d, an empty box) is recorded and the model is told
 why, and the loop goes on. It returns the probe's line: the last reply as `response`, and in meta
 the whole `trace` (TRACE_VERSION) and `images_sha256`, tokens and latency summed over the calls.
+Its steps (`reply_calls`, `reply_text`, `TraceBuilder`, `answer_calls`) are what the inspect_ai
+loop of `mmfaith export inspect` runs too (inspect_loop.py), so both record the same trace.
 
 `replay_turns(item, trace, settings, texts, crop_images)` rebuilds the conversation of a trace with
 the given assistant texts (the trace's own, or intervened) and crop images (the stored crops, or
@@ -23,7 +25,7 @@ import asyncio
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from PIL import Image
@@ -230,17 +232,15 @@ async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, c
             builder.failed()
             break
         text = line["response"]
-        calls = (function_tool_calls(meta.get("tool_calls", [])) if settings.protocol == "functions"
-                 else tag_tool_calls(text))
-        if settings.protocol == "tags" and calls:
-            text = _through_last_call(text)
+        calls = reply_calls(text, meta.get("tool_calls", []), settings)
+        text = reply_text(text, calls, settings)
         builder.reply(text, meta.get("finish_reason"), calls)
         if not calls:
             break
         if number == settings.max_turns - 1:
             builder.not_run(calls)
             break
-        answer_turns = await _run_calls(calls, builder, settings, crops)
+        answer_turns = await answer_calls(calls, builder, settings, crops)
         assistant_fields = {"tool_calls": meta["tool_calls"]} if settings.protocol == "functions" else None
         turns += [Turn("assistant", (text,) if text else (), assistant_fields), *answer_turns]
     trace = builder.finish(item.record["options"])
@@ -253,9 +253,18 @@ async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, c
     return {**line, "probe": "trace", "meta": meta}
 
 
-async def _run_calls(calls: list[ToolCall], builder: TraceBuilder, settings: AgentSettings,
-                     crops: CropStore) -> list[Turn]:
-    """Execute one reply's tool calls; the turns that answer them."""
+class Crops(Protocol):
+    """Where a loop's crops come from: `CropStore` for `mmfaith run`, the sample's image in inspect_ai."""
+
+    async def region(self, region: Region) -> tuple[Shown, str]:
+        """(the crop of `region` of the original image as an image to show, its PNG's sha256)."""
+
+
+async def answer_calls(calls: list[ToolCall], builder: TraceBuilder, settings: AgentSettings,
+                       crops: Crops) -> list[Turn]:
+    """Resolve and run one reply's tool calls (recorded in `builder`); the turns that answer them: functions, a
+    `tool` turn per call ("crop attached" or the error) then the crops in one user turn; tags, one user turn
+    of `<tool_response>` pieces (the crop, or the error text)."""
     pieces: list[Shown | str] = []
     tool_turns: list[Turn] = []
     for call in calls:
@@ -320,6 +329,17 @@ async def replay_turns(item: McotItem, trace: dict[str, Any], settings: AgentSet
 def _openai_call(turn: int, index: int, call: dict[str, Any]) -> dict[str, Any]:
     """A recorded call as the `tool_calls` entry of a replayed assistant message (ids renumbered)."""
     return {"id": f"call_{turn}_{index}", "type": "function", "function": {"name": TOOL_NAME, "arguments": call["raw"]}}
+
+
+def reply_calls(text: str, tool_calls: list[dict[str, Any]], settings: AgentSettings) -> list[ToolCall]:
+    """A reply's tool calls: its OpenAI `tool_calls` (functions) or the `<tool_call>` tags of its text (tags)."""
+    return function_tool_calls(tool_calls) if settings.protocol == "functions" else tag_tool_calls(text)
+
+
+def reply_text(text: str, calls: list[ToolCall], settings: AgentSettings) -> str:
+    """A reply's text as the trace keeps it and the conversation goes on with it: a tags reply with calls cut
+    after its last closed `</tool_call>` (what the model would have stopped at)."""
+    return _through_last_call(text) if settings.protocol == "tags" and calls else text
 
 
 def _through_last_call(text: str) -> str:

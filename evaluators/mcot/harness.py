@@ -2,7 +2,8 @@
 
 Per item one probe group of kind `tool`, probe `trace`: the model's own zoom-in trace as
 `mmfaith run mcot --tool-protocol functions` asks it (the system prompt describing the tool, then the
-image and the question; the tool declared by function calling; at most `max_turns` model calls).
+image and the question; the tool declared by function calling; at most `max_turns` model calls);
+the task arguments `-T max_turns=N` and `-T protocol=tags` change the turn limit and the protocol.
 Only inspect_ai renders it (`inspect_loop.zoom_trace`); lmms-eval's rounds are fresh single
 messages, so `mmfaith export lmms-eval` refuses MCoT in one line.
 
@@ -24,7 +25,8 @@ from mmfaith.evaluators.mcot.protocol import prompts_hash
 from mmfaith.loaders.mcot.dataset import McotItem
 
 PROTOCOL = "functions"
-"""inspect_ai declares tools by function calling; the tags protocol is `mmfaith run mcot`'s alone."""
+"""The export's default: the tool declared by function calling; `-T protocol=tags` runs the text-tag
+protocol instead (DeepEyes, Pixel-Reasoner: the system prompt describes `<tool_call>`)."""
 
 
 class McotHarness:
@@ -36,7 +38,7 @@ class McotHarness:
     def __init__(self, coords: str = "resized", max_turns: int = 6) -> None:
         self.agent = AgentSettings(protocol=PROTOCOL, coords=coords, max_turns=max_turns)
         self.settings = {"protocol": PROTOCOL, "coords": coords, "max_turns": max_turns}
-        self.task_arguments = {"max_turns": max_turns}
+        self.task_arguments = {"max_turns": max_turns, "protocol": PROTOCOL}
 
     def groups(self, item: McotItem) -> list[ProbeGroup]:
         system, user = first_turns(item, self.agent)
@@ -48,9 +50,14 @@ class McotHarness:
         return Round(state["question"], {}, system=state["system"])
 
     def after_import(self, predictions: Path, dataset: str) -> str:
-        """The replays of the imported traces (module docstring)."""
+        """The replays of the imported traces (module docstring), with the protocol they were asked with."""
+        from mmfaith.jsonl import read_jsonl
+
+        traces = (line["meta"]["trace"] for _, line in read_jsonl(predictions) if line["response"] is not None)
+        asked = next(traces, {"protocol": PROTOCOL, "coords": self.agent.coords})
         return (f"then replay the traces: mmfaith run mcot --dataset {dataset} --traces {predictions} "
-                f"--tool-protocol {PROTOCOL} --coords {self.agent.coords} --model MODEL --base-url URL --out RUN_DIR")
+                f"--tool-protocol {asked['protocol']} --coords {asked['coords']} --model MODEL --base-url URL "
+                "--out RUN_DIR")
 
 
 def harness() -> McotHarness:
