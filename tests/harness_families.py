@@ -61,39 +61,48 @@ def import_logs(harness: str, python: Path, logs: Path, dataset: Path, out: Path
     return done.stdout
 
 
-def run_harness(harness: str, python: Path, task: str, tasks: Path, model: str, base_url: str, out: Path) -> None:
-    runner = run_lmms_eval if harness == "lmms-eval" else run_inspect
-    runner(python, task, tasks, model, base_url, out)
+def run_harness(harness: str, python: Path, task: str, tasks: Path, model: str, base_url: str, out: Path,
+                task_args: tuple[str, ...] = ()) -> None:
+    """The harness over the export; `task_args` (inspect's `-T` values) only for inspect."""
+    if harness == "lmms-eval":
+        assert not task_args
+        run_lmms_eval(python, task, tasks, model, base_url, out)
+    else:
+        run_inspect(python, task, tasks, model, base_url, out, task_args)
 
 
 def reference_run(family: str, dataset: Path, model: str, base_url: str, out: Path,
-                  score_args: tuple[str, ...] = ()) -> dict[tuple[str, str], dict[str, Any]]:
-    """`mmfaith run FAMILY` against the server, scored into out/score; its lines by (id, probe)."""
+                  score_args: tuple[str, ...] = (), run_args: tuple[str, ...] = ()
+                  ) -> dict[tuple[str, str], dict[str, Any]]:
+    """`mmfaith run FAMILY` (with `run_args`) against the server, scored into out/score; its lines by (id, probe)."""
     assert main(["run", family, "--dataset", str(dataset), "--model", model, "--base-url", base_url,
-                 "--out", str(out / "run"), "--no-progress"]) == 0
+                 "--out", str(out / "run"), "--no-progress", *run_args]) == 0
     assert main(["score", family, "--dataset", str(dataset), "--predictions", str(out / "run" / "predictions.jsonl"),
                  "--from-run", "--out", str(out / "score"), *score_args]) == 0
     return lines_by_key(out / "run" / "predictions.jsonl")
 
 
 def family_round_trip(harness: str, python: Path, family: str, model: str, build: Path, tmp_path: Path,
-                      requests_per_group: int = 1, score_args: tuple[str, ...] = ()
+                      requests_per_group: int | None = 1, score_args: tuple[str, ...] = (),
+                      run_args: tuple[str, ...] = (), task_args: tuple[str, ...] = ()
                       ) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], dict[str, Any]],
                                  dict[str, Any]]:
-    """Export, `mmfaith run`, the harness and import against one reference server; asserts the harness sent
-    as many requests as `mmfaith run`, every (id, probe) is answered as the run answered it with the same
-    family meta and images, and the imported predictions score to the run's metrics.json (less provenance)
-    and items.jsonl. Returns (imported lines, run lines, import.json)."""
+    """Export, `mmfaith run` (with `run_args`), the harness (with `task_args`) and import against one reference
+    server; asserts the harness sent as many requests as `mmfaith run` (`requests_per_group` per probe group
+    when given), every (id, probe) is answered as the run answered it with the same family meta and images,
+    and the imported predictions score to the run's metrics.json (less provenance) and items.jsonl. Returns
+    (imported lines, run lines, import.json)."""
     tasks = tmp_path / "tasks"
     assert main(["export", harness, str(build), "--out", str(tasks), "--no-progress"]) == 0
     dataset = families.get(family).parts().open_dataset(str(build))
     part = harness_part(family)
     groups = sum(len(part.groups(item)) for item in dataset.items)
     with ReferenceServer(dataset, model, family=family) as server:
-        run_lines = reference_run(family, build, model, server.base_url, tmp_path / "reference", score_args)
+        run_lines = reference_run(family, build, model, server.base_url, tmp_path / "reference", score_args, run_args)
         seen_by_run = server.requests_seen
-        run_harness(harness, python, family_task(family), tasks, model, server.base_url, tmp_path / "logs")
-        assert server.requests_seen - seen_by_run == seen_by_run == requests_per_group * groups
+        run_harness(harness, python, family_task(family), tasks, model, server.base_url, tmp_path / "logs", task_args)
+        assert server.requests_seen - seen_by_run == seen_by_run
+        assert requests_per_group is None or seen_by_run == requests_per_group * groups
     imported = tmp_path / "imported" / "predictions.jsonl"
     import_logs(harness, python, tmp_path / "logs", build, imported, tasks)
     lines = lines_by_key(imported)

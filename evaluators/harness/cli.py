@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write a dataset's probes as tasks of another evaluation harness: the same prompt bytes as "
                     "`mmfaith run` (the task imports mmfaith to render them), the stored images, every probe kind "
                     "of the family (independent, dependent ones asked with the model's own earlier answer, and in "
-                    "inspect MCoT's zoom-in tool loop, whose traces `mmfaith run mcot --traces` then replays).",
+                    "inspect MCoT's zoom-in tool loop and the replays of its traces).",
         epilog=EXPORT_EXAMPLE, formatter_class=HelpFormatter)
     export.add_argument("harness", choices=HARNESSES, help="the harness to write tasks for")
     export.add_argument("source", metavar="SOURCE", help="a build dir, release folder or Hub repo ORG/NAME[@REVISION]")
@@ -103,8 +103,5 @@ def _import(args: argparse.Namespace) -> int:
         from mmfaith.evaluators.harness.inspect_logs import read_inspect_logs
 
         log = read_inspect_logs(args.logs)
-    summary = write_predictions(log, args.dataset, args.out, args.model, args.family, args.export)
-    print(summary.line())
-    if summary.next_step:
-        print(summary.next_step)
+    print(write_predictions(log, args.dataset, args.out, args.model, args.family, args.export).line())
     return 0

@@ -90,8 +90,6 @@ class ImportSummary:
     errors: int
     missing: int
     unknown_fields: tuple[str, ...]
-    next_step: str | None = None
-    """What to run next, from the family (`HarnessPart.after_import`: MCoT's replays), or None."""
 
     def line(self) -> str:
         """The one line the CLI prints."""
@@ -132,10 +130,8 @@ def write_predictions(log: HarnessLog, dataset_source: str, out: Path, model: st
         check_record("prediction", line, f"{out} line {number}")
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, "".join(canonical_json(line) + "\n" for line in lines).encode("utf-8"))
-    after_import = getattr(part, "after_import", None)
     summary = ImportSummary(out, len(lines), sum(line["response"] is not None for line in lines),
-                            sum(line["response"] is None for line in lines), len(missing), log.unknown_fields,
-                            after_import(out, str(dataset_source)) if after_import else None)
+                            sum(line["response"] is None for line in lines), len(missing), log.unknown_fields)
     provenance = {
         "harness": log.harness, "harness_version": log.harness_version, "model": model, "family": family.name,
         "mmfaith_version": __version__, "prompt_templates_sha256": part.templates_sha256,

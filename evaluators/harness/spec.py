@@ -28,8 +28,9 @@ rounds are fresh single messages, so its exporter refuses such a group). A first
 `system` text is sent after that system message (MCoT's tool description).
 
 A family may also declare `task_arguments` (inspect task arguments with their defaults, passed to
-its tool loop: MCoT's `max_turns`) and `after_import` (the line `mmfaith import` prints after the
-summary: what to run next, e.g. MCoT's replays).
+its tool loop: MCoT's `max_turns`). In a `tool` group the rounds after the first are requests the
+family's loop builds itself (MCoT's replays): `round` returns a text naming them (or `not_asked`),
+and the loop records no prompt for them, so the import checks none.
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ the whole `trace` (TRACE_VERSION) and `images_sha256`, tokens and latency summed
 Its steps (`reply_calls`, `reply_text`, `TraceBuilder`, `answer_calls`) are what the inspect_ai
 loop of `mmfaith export inspect` runs too (inspect_loop.py), so both record the same trace.
 
-`replay_turns(item, trace, settings, texts, crop_images)` rebuilds the conversation of a trace with
+`replay_tail(trace, settings, texts, crop_images)` rebuilds the conversation of a trace (after
+`first_turns`) with
 the given assistant texts (the trace's own, or intervened) and crop images (the stored crops, or
 noise), cut at the first answer tag, ending as `settings.continuation` says: `continue` (the last
 assistant message continued: `continue_final_message`, `add_generation_prompt` false) or
@@ -73,12 +74,16 @@ def crop_png(rgb: np.ndarray, region: Region) -> bytes:
     return png_bytes(crop(rgb, region))
 
 
-def shown_in_trace(trace: dict[str, Any], image_sha256: str) -> list[dict[str, Any]]:
-    """The images the last request of a trace showed (the original, then every crop), as a prediction
-    line's `meta.images` records them."""
-    return [{"sha256": image_sha256}, *({"sha256": made["sha256"], "sources": [image_sha256],
-                                         "transform": crop_transform(Region(*made["box"]))}
-                                        for made in trace["crops"])]
+def noise_transform(region: Region, seed: int, index: int) -> str:
+    """How a noise crop (the visual intervention) is recorded among the images a request showed."""
+    return f"noise seed={seed} index={index} size={region.width}x{region.height}"
+
+
+def shown_images(image_sha256: str, derived: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The images a request showed, the original then images made from it ((sha256, transform) each), as a
+    prediction line's `meta.images` records them."""
+    return [{"sha256": image_sha256}, *({"sha256": sha, "sources": [image_sha256], "transform": transform}
+                                        for sha, transform in derived)]
 
 
 class CropStore:
@@ -103,7 +108,7 @@ class CropStore:
     async def noise(self, region: Region, seed: int, index: int) -> tuple[DerivedImage, str]:
         """Seeded uniform noise of the crop's size (the visual intervention)."""
         name = f"noise-{seed}-{self.item.record['image_sha256'][:16]}-{index}-{'_'.join(map(str, region.as_list()))}"
-        return await self._image(name, f"noise seed={seed} index={index} size={region.width}x{region.height}",
+        return await self._image(name, noise_transform(region, seed, index),
                                  lambda rgb: noise_like(region, seed, f"{self.item.id}:{index}"), region)
 
     async def _image(self, name: str, transform: str, make: Any, region: Region) -> tuple[DerivedImage, str]:
@@ -286,14 +291,15 @@ async def answer_calls(calls: list[ToolCall], builder: TraceBuilder, settings: A
     return [*tool_turns, *([Turn("user", tuple(pieces))] if pieces else [])]
 
 
-async def replay_turns(item: McotItem, trace: dict[str, Any], settings: AgentSettings, texts: list[str],
-                       crop_images: list[Shown]) -> tuple[list[Turn], dict[str, Any] | None]:
-    """The replayed conversation and the request's extra fields (module docstring).
+def replay_tail(trace: dict[str, Any], settings: AgentSettings, texts: list[str],
+                crop_images: list[Shown]) -> tuple[list[Turn], dict[str, Any] | None]:
+    """The replayed conversation after its first turns (`first_turns`), and the request's extra fields
+    (module docstring: `replay_turns`).
 
     `texts` are the assistant steps (one per recorded turn, the last already cut at the answer tag);
     `crop_images` the images standing for the trace's crops, in order.
     """
-    turns = first_turns(item, settings)
+    turns: list[Turn] = []
     crops = iter(crop_images)
     for number, turn in enumerate(trace["turns"]):
         text = texts[number]

@@ -1,63 +1,59 @@
 """MCoT's part for the harness exporters (evaluators/harness/spec.py).
 
-Per item one probe group of kind `tool`, probe `trace`: the model's own zoom-in trace as
-`mmfaith run mcot --tool-protocol functions` asks it (the system prompt describing the tool, then the
-image and the question; the tool declared by function calling; at most `max_turns` model calls);
-the task arguments `-T max_turns=N` and `-T protocol=tags` change the turn limit and the protocol.
-Only inspect_ai renders it (`inspect_loop.zoom_trace`); lmms-eval's rounds are fresh single
-messages, so `mmfaith export lmms-eval` refuses MCoT in one line.
+Per item one probe group of kind `tool` holding every probe `mmfaith run mcot` asks: `trace` (the
+model's own zoom-in trace: the system prompt describing the tool, then the image and the question;
+at most `max_turns` model calls), then `replay_none`, `replay_text` and `replay_visual` (the trace
+replayed unchanged, with injected mistakes, with noise crops). Only inspect_ai renders it
+(`inspect_loop.zoom_trace` runs the loop and the replays in the sample); lmms-eval's rounds are
+fresh single messages, so `mmfaith export lmms-eval` refuses MCoT in one line.
 
-The replays (replay_none, replay_text, replay_visual) are not harness rounds: they rebuild the
-trace's conversation and continue its last assistant message, which needs the server's
-`continue_final_message` (vLLM). After `mmfaith import inspect`, `mmfaith run mcot --traces
-predictions.jsonl --tool-protocol functions` replays the imported traces (not run again) against an
-OpenAI-compatible server; `after_import` prints that command.
+The settings are `mmfaith run mcot`'s defaults with function calling (inspect declares tools that
+way); the task arguments `-T max_turns=N`, `-T protocol=tags`, `-T continuation=user-turn` and
+`-T seed=N` change them as the run's options do. The text injector is the offline rule injector.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from mmfaith.evaluators.harness.spec import ProbeGroup, Round
 from mmfaith.evaluators.mcot.agent import AgentSettings, first_turns
 from mmfaith.evaluators.mcot.protocol import prompts_hash
+from mmfaith.evaluators.mcot.replay import PROBES, TRACE_FAILED
 from mmfaith.loaders.mcot.dataset import McotItem
 
 PROTOCOL = "functions"
 """The export's default: the tool declared by function calling; `-T protocol=tags` runs the text-tag
 protocol instead (DeepEyes, Pixel-Reasoner: the system prompt describes `<tool_call>`)."""
+REPLAYED = "the trace replayed (docs/mcot.md#interventions)"
+"""What a replay round asks: the loop sends the rebuilt conversation, not a text of its own."""
 
 
 class McotHarness:
-    """MCoT's probe group and its first round (module docstring)."""
+    """MCoT's probe group and its rounds (module docstring)."""
 
     templates_sha256 = prompts_hash()
     inspect_tool_loop = "mmfaith.evaluators.mcot.inspect_loop:zoom_trace"
 
-    def __init__(self, coords: str = "resized", max_turns: int = 6) -> None:
-        self.agent = AgentSettings(protocol=PROTOCOL, coords=coords, max_turns=max_turns)
-        self.settings = {"protocol": PROTOCOL, "coords": coords, "max_turns": max_turns}
-        self.task_arguments = {"max_turns": max_turns, "protocol": PROTOCOL}
+    def __init__(self, agent: AgentSettings = AgentSettings(protocol=PROTOCOL)) -> None:
+        self.agent = agent
+        self.settings = {"protocol": agent.protocol, "coords": agent.coords, "max_turns": agent.max_turns,
+                         "continuation": agent.continuation, "seed": agent.seed, "injector": "rule"}
+        self.task_arguments = {"max_turns": agent.max_turns, "protocol": agent.protocol,
+                               "continuation": agent.continuation, "seed": agent.seed}
 
     def groups(self, item: McotItem) -> list[ProbeGroup]:
         system, user = first_turns(item, self.agent)
         state = {"system": system.content[0], "question": user.content[1], "coords": self.agent.coords,
                  "image_size": list(item.size), "options": item.record["options"]}
-        return [ProbeGroup("tool", ("trace",), (item.image,), state)]
+        return [ProbeGroup("tool", PROBES, (item.image,), state)]
 
     def round(self, probe: str, state: dict[str, Any], earlier: Sequence[str | None]) -> Round:
-        return Round(state["question"], {}, system=state["system"])
-
-    def after_import(self, predictions: Path, dataset: str) -> str:
-        """The replays of the imported traces (module docstring), with the protocol they were asked with."""
-        from mmfaith.jsonl import read_jsonl
-
-        traces = (line["meta"]["trace"] for _, line in read_jsonl(predictions) if line["response"] is not None)
-        asked = next(traces, {"protocol": PROTOCOL, "coords": self.agent.coords})
-        return (f"then replay the traces: mmfaith run mcot --dataset {dataset} --traces {predictions} "
-                f"--tool-protocol {asked['protocol']} --coords {asked['coords']} --model MODEL --base-url URL "
-                "--out RUN_DIR")
+        if probe == "trace":
+            return Round(state["question"], {}, system=state["system"])
+        if earlier[0] is None:
+            return Round(None, {}, not_asked=TRACE_FAILED)
+        return Round(REPLAYED, {})
 
 
 def harness() -> McotHarness:

@@ -1,29 +1,34 @@
-"""MCoT's zoom-in trace inside inspect_ai: the `tool` rows of `mmfaith export inspect` (imports inspect_ai).
+"""MCoT inside inspect_ai: the `tool` rows of `mmfaith export inspect` (imports inspect_ai).
 
 Contract (docs/harnesses.md#mcot)
 ---------------------------------
-`zoom_trace(state, row, arguments)` runs, in the sample, the loop `mmfaith run mcot` runs
-(agent.run_trace) with the task's arguments `max_turns` (`-T max_turns=N`, default the export's:
-the run's 6) and `protocol` (`-T protocol=tags`; default `functions`), and returns the `trace`
-round for the sample's store:
+`zoom_trace(state, row, arguments)` asks, in the sample, every probe `mmfaith run mcot` asks, with
+the task's arguments `max_turns` (`-T max_turns=N`, default the export's: the run's 6), `protocol`
+(`functions`, or `tags`), `continuation` (`continue`, or `user-turn`) and `seed`, and returns the
+rounds for the sample's store:
 
-- The conversation starts as the sample's messages: the system prompt describing the tool (the
-  protocol's), then the image and the question. At most `max_turns` model calls, each
+- `trace`: the conversation starts as the sample's messages (the system prompt describing the tool
+  in the protocol's words, then the image and the question). At most `max_turns` model calls, each
   `get_model().generate(messages, tools=...)` under the task's generation config (functions: the
-  zoom-in tool declared, `ZOOM_TOOL`; tags: no tools), each a model event of the log.
-- Each reply goes through the run's own steps (agent.reply_calls, reply_text, TraceBuilder,
-  answer_calls: target_image, the box mapped to the original image, the errors the model is
-  told); the turns that answer its calls become inspect messages (text parts, and the crops as
-  PNG data URIs of the bytes the run makes): the messages `mmfaith run mcot` sends. A reply
-  without calls ends the trace; the calls of the last allowed reply are recorded, not run. The
-  loop is written as single steps rather than `generate(tool_calls="loop")`, whose only stops are
-  message and token limits that end a sample as an error; the crop is made by mmfaith, not by
-  inspect's tool runner, so that its bytes and the call records are the run's.
-- The round: the last reply as `response` (a failed call raises in inspect and the sample ends
-  with its error), summed tokens, the last call's stop reason, and in `meta` what run_trace writes
-  beside the response: `trace` (TRACE_VERSION), `images_sha256`, `images` (the last request's
-  images, crops with their source and transform) and `calls`. A function call's `raw` is its
-  arguments as inspect parsed them, serialised again with `json.dumps` (inspect keeps no raw text).
+  zoom-in tool declared, `ZOOM_TOOL`; tags: no tools), each a model event of the log. Each reply
+  goes through the run's own steps (agent.reply_calls, reply_text, TraceBuilder, answer_calls:
+  target_image, the box mapped to the original image, the errors the model is told); the turns
+  answering its calls become inspect messages (text parts, and the crops as PNG data URIs of the
+  bytes the run makes). A reply without calls ends the trace; the calls of the last allowed reply
+  are recorded, not run. Written as single steps rather than `generate(tool_calls="loop")`,
+  whose only stops are message and token limits that end a sample as an error; the crop is made by
+  mmfaith, not by inspect's tool runner, so that its bytes and the call records are the run's. Its
+  meta is what run_trace writes beside the response: `trace` (TRACE_VERSION), `images_sha256`,
+  `images` (the last request's), `calls`. A function call's `raw` is its arguments as inspect
+  parsed them, serialised again with `json.dumps` (inspect keeps no raw text).
+- `replay_none`, `replay_text`, `replay_visual`: each one call, the request `replay.replay_request`
+  builds (the rule injector; noise seeded by `seed`), after the sample's first messages; the
+  `continue` continuation sends vLLM's `continue_final_message` / `add_generation_prompt` through
+  inspect's `extra_body` (OpenAI-compatible providers only: with a local model pass
+  `-T continuation=user-turn`). Meta as run.py writes it (continuation, injection, answer, images,
+  images_sha256). A trace without a crop gives the replays an empty response and `meta.skipped`.
+- A failed model call raises in inspect and the sample ends with its error (the import makes error
+  lines of it; the replays of a failed trace are not asked).
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from inspect_ai.model import (ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser,
-                              ContentImage, ContentText, get_model)
+                              ContentImage, ContentText, GenerateConfig, ModelOutput, get_model)
 from inspect_ai.solver import TaskState
 from inspect_ai.tool import ToolCall as InspectToolCall
 from inspect_ai.tool import ToolInfo, ToolParams
@@ -43,12 +48,14 @@ from PIL import Image
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.harness.inspect_solvers import data_uri
 from mmfaith.evaluators.image_payload import DerivedImage
-from mmfaith.evaluators.mcot.agent import (AgentSettings, TraceBuilder, answer_calls, crop_png, crop_transform,
-                                           reply_calls, reply_text, shown_in_trace)
-from mmfaith.evaluators.mcot.boxes import Region
-from mmfaith.evaluators.mcot.protocol import PROTOCOLS, TOOL, system_prompt
+from mmfaith.evaluators.mcot.agent import (CONTINUATIONS, AgentSettings, TraceBuilder, answer_calls, crop_png,
+                                           crop_transform, noise_transform, reply_calls, reply_text, shown_images)
+from mmfaith.evaluators.mcot.boxes import Region, noise_like
+from mmfaith.evaluators.mcot.interventions import RuleInjector
+from mmfaith.evaluators.mcot.protocol import PROTOCOLS, TOOL, TOOL_NAME, system_prompt
+from mmfaith.evaluators.mcot.replay import REPLAYS, SKIPPED, replay_answer, replay_request
 from mmfaith.evaluators.run_engine import Turn
-from mmfaith.images import sha256_bytes
+from mmfaith.images import png_bytes, sha256_bytes
 
 ZOOM_TOOL = ToolInfo(name=TOOL["function"]["name"], description=TOOL["function"]["description"],
                      parameters=ToolParams.model_validate(TOOL["function"]["parameters"]))
@@ -56,16 +63,25 @@ ZOOM_TOOL = ToolInfo(name=TOOL["function"]["name"], description=TOOL["function"]
 
 
 class SampleCrops:
-    """The crops of the sample's original image (agent.Crops), made in memory as the run makes them."""
+    """The crops (and noise crops) of the sample's original image (replay.ReplayCrops), made in memory as the
+    run makes them; their DerivedImages carry the run's transforms."""
 
-    def __init__(self, image: bytes) -> None:
+    def __init__(self, image: bytes, item_id: str) -> None:
         with Image.open(io.BytesIO(image)) as opened:
             self.rgb = np.asarray(opened.convert("RGB"))
+        self.item_id = item_id
 
     async def region(self, region: Region) -> tuple[DerivedImage, str]:
-        png = crop_png(self.rgb, region)
+        return self._image(crop_png(self.rgb, region), crop_transform(region), region)
+
+    async def noise(self, region: Region, seed: int, index: int) -> tuple[DerivedImage, str]:
+        png = png_bytes(noise_like(region, seed, f"{self.item_id}:{index}"))
+        return self._image(png, noise_transform(region, seed, index), region)
+
+    @staticmethod
+    def _image(png: bytes, transform: str, region: Region) -> tuple[DerivedImage, str]:
         sha = sha256_bytes(png)
-        return DerivedImage(key=sha, sources=(), transform=crop_transform(region), make=lambda: png,
+        return DerivedImage(key=sha, sources=(), transform=transform, make=lambda: png,
                             size=lambda: (region.width, region.height)), sha
 
 
@@ -78,12 +94,28 @@ def _calls_as_openai(calls: list[InspectToolCall] | None) -> list[dict[str, Any]
 
 
 def _message(turn: Turn) -> ChatMessage:
-    """A turn answering tool calls as an inspect message (images as data URIs of their bytes)."""
+    """A turn of the run's conversation (after the first turns) as an inspect message, images as data URIs of
+    their bytes; a replayed assistant turn's OpenAI `tool_calls` as inspect tool calls."""
+    if turn.role == "assistant":
+        calls = [InspectToolCall(id=call["id"], function=call["function"]["name"],
+                                 arguments=_arguments(call["function"]["arguments"]))
+                 for call in (turn.fields or {}).get("tool_calls", [])]
+        return ChatMessageAssistant(content=str(turn.content[0]) if turn.content else "", tool_calls=calls or None)
     if turn.role == "tool":
         return ChatMessageTool(content=str(turn.content[0]), tool_call_id=(turn.fields or {})["tool_call_id"],
-                               function=ZOOM_TOOL.name)
+                               function=TOOL_NAME)
     return ChatMessageUser(content=[ContentText(text=part) if isinstance(part, str) else
                                     ContentImage(image=data_uri(part.load())) for part in turn.content])
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    """A recorded call's arguments for inspect, which sends them as JSON of its own: a malformed call's text
+    cannot be sent as it was, so it goes as {}."""
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
 
 
 def _image_bytes(message: ChatMessage) -> bytes:
@@ -91,28 +123,55 @@ def _image_bytes(message: ChatMessage) -> bytes:
     return base64.b64decode(image.image.split(",", 1)[1])
 
 
+def _settings(layout: dict[str, Any], arguments: dict[str, Any]) -> AgentSettings:
+    """The run's settings from the row and the task arguments (module docstring); a bad value stops the sample."""
+    protocol, continuation = arguments.get("protocol", "functions"), arguments.get("continuation", "continue")
+    max_turns = int(arguments.get("max_turns", 6))
+    if protocol not in PROTOCOLS or continuation not in CONTINUATIONS or max_turns < 1:
+        raise MmfaithError(f"-T protocol={protocol} -T continuation={continuation} -T max_turns={max_turns}: the "
+                           f"protocols are {', '.join(PROTOCOLS)}, the continuations {', '.join(CONTINUATIONS)}, "
+                           "the turn limit 1 or more.")
+    return AgentSettings(protocol=protocol, coords=layout["coords"], max_turns=max_turns, continuation=continuation,
+                         seed=int(arguments.get("seed", 0)))
+
+
+def _tokens(output: ModelOutput) -> dict[str, int | None]:
+    usage = output.usage
+    return {"prompt_tokens": usage.input_tokens if usage else None,
+            "completion_tokens": usage.output_tokens if usage else None}
+
+
 async def zoom_trace(state: TaskState, row: dict[str, Any], arguments: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run the trace of one exported row (module docstring); returns its rounds (one, `trace`)."""
+    """Ask every probe of one exported row (module docstring); returns its rounds in probe order."""
     layout = json.loads(row["state"])
-    protocol = arguments.get("protocol", "functions")
-    if protocol not in PROTOCOLS:
-        raise MmfaithError(f"-T protocol={protocol}: the protocols are {', '.join(PROTOCOLS)}.")
-    settings = AgentSettings(protocol=protocol, coords=layout["coords"], max_turns=int(arguments["max_turns"]))
-    state.messages[0] = ChatMessageSystem(content=system_prompt(protocol, settings.coords))
+    settings = _settings(layout, arguments)
+    state.messages[0] = ChatMessageSystem(content=system_prompt(settings.protocol, settings.coords))
+    first = list(state.messages)
+    crops = SampleCrops(_image_bytes(first[-1]), row["id"])
+    trace_round, trace = await _trace(state, row, settings, crops)
+    rounds = [trace_round]
+    for probe in REPLAYS:
+        if not trace["crops"]:
+            rounds.append({"probe": probe, "prompt": None, "response": "", "error": None, "meta": {"skipped": SKIPPED}})
+        else:
+            rounds.append(await _replay(probe, first, trace, settings, crops, row, layout["options"]))
+    return rounds
+
+
+async def _trace(state: TaskState, row: dict[str, Any], settings: AgentSettings,
+                 crops: SampleCrops) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The trace round and the trace (module docstring)."""
     original = row["image_sha256"][0]
-    builder = TraceBuilder(original, tuple(layout["image_size"]), settings)
-    crops = SampleCrops(_image_bytes(state.messages[-1]))
+    builder = TraceBuilder(original, tuple(json.loads(row["state"])["image_size"]), settings)
     model = get_model()
-    tools = [ZOOM_TOOL] if protocol == "functions" else []
+    tools = [ZOOM_TOOL] if settings.protocol == "functions" else []
     tokens = {"prompt_tokens": 0, "completion_tokens": 0}
-    output = None
     for number in range(settings.max_turns):
         output = await model.generate(state.messages, tools=tools)
         state.output = output
-        if output.usage:
-            tokens["prompt_tokens"] += output.usage.input_tokens
-            tokens["completion_tokens"] += output.usage.output_tokens
-        if output.error:
+        for key, value in _tokens(output).items():
+            tokens[key] += value or 0
+        if output.error:  # a refusal the provider reports without raising: the trace stops, as on a failed call
             builder.failed()
             break
         reply = output.message
@@ -124,12 +183,29 @@ async def zoom_trace(state: TaskState, row: dict[str, Any], arguments: dict[str,
         if number == settings.max_turns - 1:
             builder.not_run(calls)
             break
-        state.messages.append(reply if protocol == "functions" else ChatMessageAssistant(content=text))
+        state.messages.append(reply if settings.protocol == "functions" else ChatMessageAssistant(content=text))
         state.messages += [_message(turn) for turn in await answer_calls(calls, builder, settings, crops)]
-    trace = builder.finish(layout["options"])
-    failed = output is None or bool(output.error)
-    return [{"probe": "trace", "prompt": row["prompt"], "response": None if failed else output.message.text,
-             "error": output.error if output is not None and output.error else None,
-             "finish_reason": output.stop_reason if output is not None else None, **tokens,
-             "meta": {"trace": trace, "images_sha256": builder.images_sha256, "calls": number + 1,
-                      "images": shown_in_trace(trace, original)}}]
+    trace = builder.finish(json.loads(row["state"])["options"])
+    return {"probe": "trace", "prompt": row["prompt"], "response": None if output.error else output.message.text,
+            "error": output.error or None, "finish_reason": output.stop_reason, **tokens,
+            "meta": {"trace": trace, "images_sha256": builder.images_sha256, "calls": number + 1,
+                     "images": shown_images(original, [(c["sha256"], crop_transform(Region(*c["box"])))
+                                                       for c in trace["crops"]])}}, trace
+
+
+async def _replay(probe: str, first: list[ChatMessage], trace: dict[str, Any], settings: AgentSettings,
+                  crops: SampleCrops, row: dict[str, Any], options: list[dict[str, str]]) -> dict[str, Any]:
+    """One replay round (module docstring)."""
+    request = await replay_request(probe, trace, settings, RuleInjector(), crops, row["id"])
+    extra = dict(request.extra or {})
+    tools = [ZOOM_TOOL] if extra.pop("tools", None) else []
+    output = await get_model().generate([*first, *(_message(turn) for turn in request.tail)], tools=tools,
+                                        config=GenerateConfig(extra_body=extra or None))
+    response = None if output.error else output.completion
+    meta = {**request.meta, "images": shown_images(row["image_sha256"][0],
+                                                   [(image.key, image.transform) for image in request.images])}
+    meta["images_sha256"] = [shown["sha256"] for shown in meta["images"]]
+    if response is not None:
+        meta["answer"] = replay_answer(response, request, options)
+    return {"probe": probe, "prompt": None, "response": response, "error": output.error or None,
+            "finish_reason": output.stop_reason, **_tokens(output), "meta": meta}

@@ -7,7 +7,7 @@ Per item, in order:
 - then, gathered, from that trace: `replay_none` (the trace unchanged), `replay_text` (its steps with
   mistakes injected: `interventions.inject`; meta.injection lists the edits) and `replay_visual` (every
   crop replaced by seeded uniform noise of its size), each one call continuing after the replayed
-  conversation (`agent.replay_turns`), cut at the first answer tag.
+  conversation (`replay.replay_request`), cut at the first answer tag.
 - A trace without a crop has no visual component: its replays are not asked; each gets a line with
   an empty response and `meta.skipped` = "no tool call" (answered, so a resumed run does not ask
   again; the scorer leaves such items out of the intervention metrics and counts them). A failed
@@ -26,17 +26,14 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import Shown
-from mmfaith.evaluators.mcot.agent import CROPS_DIR, AgentSettings, CropStore, replay_turns, run_trace, step_texts, \
-    trace_regions
-from mmfaith.evaluators.mcot.interventions import Injector, inject
-from mmfaith.evaluators.mcot.protocol import PROMPT_VERSION, answer_letter, final_answer, prompts_hash
+from mmfaith.evaluators.mcot.agent import CROPS_DIR, AgentSettings, CropStore, first_turns, run_trace
+from mmfaith.evaluators.mcot.interventions import Injector
+from mmfaith.evaluators.mcot.protocol import PROMPT_VERSION, prompts_hash
+from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS, SKIPPED, TRACE_FAILED, replay_answer, replay_request
 from mmfaith.evaluators.run_engine import ItemAsker
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.mcot.dataset import McotItem
 
-PROBES = ("trace", "replay_none", "replay_text", "replay_visual")
-REPLAYS = PROBES[1:]
-SKIPPED = "no tool call"
 
 
 def read_traces(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
@@ -125,7 +122,7 @@ class McotProbePlan:
             return
         if trace_line["response"] is None:
             for probe in pending:
-                await asker.fail(probe, {}, "not asked: the trace failed")
+                await asker.fail(probe, {}, TRACE_FAILED)
             return
         trace = trace_line["meta"]["trace"]
         if not trace["crops"]:
@@ -137,23 +134,10 @@ class McotProbePlan:
 
     async def _replay(self, item: McotItem, asker: ItemAsker, trace: dict[str, Any], probe: str,
                       crops: CropStore) -> None:
-        texts = step_texts(trace)
-        meta: dict[str, Any] = {}
-        regions = trace_regions(trace)
-        if probe == "replay_visual":
-            images = [image for image, _ in [await crops.noise(r, self.settings.seed, i) for i, r in enumerate(regions)]]
-        else:
-            images = [image for image, _ in [await crops.region(r) for r in regions]]
-        if probe == "replay_text":
-            injection = await asyncio.to_thread(inject, texts, self.injector, self.settings.seed, item.id)
-            texts = list(injection.texts)
-            meta["injection"] = {"injector": injection.injector, "changed": injection.changed,
-                                 "edits": list(injection.edits), "texts": texts}
-        turns, extra = await replay_turns(item, trace, self.settings, texts, images)
-        meta["continuation"] = self.settings.continuation
-        line = await asker.ask(probe, turns, meta, extra=extra, priority=0, record=False)
+        request = await replay_request(probe, trace, self.settings, self.injector, crops, item.id)
+        turns = [*first_turns(item, self.settings), *request.tail]
+        line = await asker.ask(probe, turns, request.meta, extra=request.extra, priority=0, record=False)
         if line["response"] is not None:
-            answer = final_answer(line["response"]) or final_answer(texts[-1] + line["response"])
-            line["meta"]["answer"] = answer_letter(answer, item.record["options"])
+            line["meta"]["answer"] = replay_answer(line["response"], request, item.record["options"])
         line["meta"]["images_sha256"] = [shown["sha256"] for shown in line["meta"].get("images", [])]
         await asker.write(line)

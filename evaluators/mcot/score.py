@@ -21,7 +21,7 @@ from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import COVERAGE, GeometricJudge, JudgeCase, LlmJudge, agreement
 from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, summarize
 from mmfaith.evaluators.mcot.protocol import answer_letter, final_answer
-from mmfaith.evaluators.mcot.run import PROBES, REPLAYS
+from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
 from mmfaith.evaluators.predictions import read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
