@@ -294,7 +294,7 @@ async def answer_calls(calls: list[ToolCall], builder: TraceBuilder, settings: A
 def replay_tail(trace: dict[str, Any], settings: AgentSettings, texts: list[str],
                 crop_images: list[Shown]) -> tuple[list[Turn], dict[str, Any] | None]:
     """The replayed conversation after its first turns (`first_turns`), and the request's extra fields
-    (module docstring: `replay_turns`).
+    (module docstring).
 
     `texts` are the assistant steps (one per recorded turn, the last already cut at the answer tag);
     `crop_images` the images standing for the trace's crops, in order.
