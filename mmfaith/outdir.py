@@ -12,10 +12,18 @@ verb, the flag, the path and the fix, when:
 
 It writes nothing into the folder: what a verb does with a folder that already holds files
 (resume a build, refuse a foreign score folder) is the verb's own rule.
+
+`staged_folder(out)` is for a verb that writes a folder whole or not at all (the releases): it
+yields a fresh staging folder beside `out` (`.<name>.partial`); when the block completes, the
+staging folder replaces `out` (which must be empty or absent); whatever happens, no staging
+folder is left behind.
 """
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mmfaith.errors import MmfaithError
@@ -40,3 +48,18 @@ def prepare_out_dir(path: Path, verb: str, flag: str = "--out") -> Path:
     except OSError as exc:
         raise MmfaithError(f"{where}: cannot create the folder ({exc.strerror}); choose another {flag}.") from exc
     return path
+
+
+@contextmanager
+def staged_folder(out: Path) -> Iterator[Path]:
+    """A staging folder that replaces the empty or absent `out` when the block completes (module docstring)."""
+    staging = out.parent / f".{out.name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+        if out.exists():
+            out.rmdir()  # empty: the caller checked it
+        os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -10,8 +10,6 @@ writer settings, no time and no local path.
 """
 from __future__ import annotations
 
-import os
-import shutil
 from collections import Counter
 from importlib.resources import files
 from pathlib import Path
@@ -24,7 +22,7 @@ from mmfaith import __version__
 from mmfaith.images import sha256_file
 from mmfaith.loaders.crm import open_crm_dataset, variant_name
 from mmfaith.loaders.crm.rows import RELEASE_FORMAT, features, record_to_row
-from mmfaith.outdir import prepare_out_dir
+from mmfaith.outdir import prepare_out_dir, staged_folder
 from mmfaith.release.manifest import MANIFEST, file_entry, manifest_bytes, row_digest
 from mmfaith.release.writer import ReleaseRequest, ReleaseSummary, SPLIT, check_request, read_build_json, select_records
 
@@ -39,16 +37,8 @@ def release_crm(request: ReleaseRequest) -> ReleaseSummary:
     kept, excluded = select_records([item.record for item in dataset.items], request.include, request.allow_noderivs,
                                     request.build, noun="item")
     prepare_out_dir(request.out, "release")
-    staging = request.out.parent / f".{request.out.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
+    with staged_folder(request.out) as staging:
         rows = _write(request, staging, info, kept, excluded)
-        if request.out.exists():
-            request.out.rmdir()
-        os.replace(staging, request.out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return ReleaseSummary(out=request.out, rows=rows, excluded=excluded)
 
 

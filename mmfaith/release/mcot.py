@@ -10,8 +10,6 @@ Byte-reproducible like every release (shared `write_shards`, no time, no local p
 """
 from __future__ import annotations
 
-import os
-import shutil
 from collections import Counter
 from importlib.resources import files
 from string import Template
@@ -26,7 +24,7 @@ from mmfaith.loaders.mcot.rows import features, record_to_row, row_to_record
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.schema import schema_errors
 from mmfaith.jsonl import read_jsonl
-from mmfaith.outdir import prepare_out_dir
+from mmfaith.outdir import prepare_out_dir, staged_folder
 from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
                                       row_digest, verify_release)
 from mmfaith.release.writer import (SPLIT, ReleaseRequest, ReleaseSummary, build_provenance, check_request,
@@ -48,10 +46,7 @@ def release_mcot(request: ReleaseRequest) -> ReleaseSummary:
                                     derivative=lambda record: False)
     previous = previous_manifest(request.previous) if request.previous else None
     prepare_out_dir(request.out, "release")
-    staging = request.out.parent / f".{request.out.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
+    with staged_folder(request.out) as staging:
         shards = write_shards(staging, {c: [r for r in kept if r["source"]["dataset"] == c] for c in CONFIGS},
                               features(), request.shard_rows,
                               lambda r: record_to_row(r, (request.build / r["image"]).read_bytes()))
@@ -67,11 +62,6 @@ def release_mcot(request: ReleaseRequest) -> ReleaseSummary:
                     "verification": verification, "changelog": changelog(previous, digests),
                     "files": {**shards, "README.md": file_entry(staging / "README.md")}, "rows": digests}
         (staging / MANIFEST).write_bytes(manifest_bytes(manifest))
-        if request.out.exists():
-            request.out.rmdir()
-        os.replace(staging, request.out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return ReleaseSummary(out=request.out, rows=rows, excluded=excluded)
 
 

@@ -13,8 +13,6 @@ and no local path anywhere.
 """
 from __future__ import annotations
 
-import os
-import shutil
 from collections import Counter
 from importlib.resources import files
 from pathlib import Path
@@ -32,7 +30,7 @@ from mmfaith.loaders.spd_faith.rows import license_id
 from mmfaith.loaders.vfaith.dataset import check
 from mmfaith.loaders.vfaith.rows import (pair_features, pair_to_row, perception_features, perception_to_row, row_to_pair,
                                          row_to_perception)
-from mmfaith.outdir import prepare_out_dir
+from mmfaith.outdir import prepare_out_dir, staged_folder
 from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
                                       row_digest, verify_release)
 from mmfaith.release.writer import (ROW_GROUP_ROWS, SPLIT, ReleaseRequest, ReleaseSummary, build_provenance,
@@ -82,10 +80,7 @@ def release_vfaith(request: ReleaseRequest) -> ReleaseSummary:
     kept, items, excluded = select(pairs, perception, request.include, request.allow_noderivs, request.build)
     previous = previous_manifest(request.previous) if request.previous else None
     prepare_out_dir(request.out, "release")
-    staging = request.out.parent / f".{request.out.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
+    with staged_folder(request.out) as staging:
         shards = {**_write_config(request, staging, "pairs", kept), **_write_config(request, staging, "perception", items)}
         rows = {"pairs": len(kept), "perception": len(items)}
         digests = {record["id"]: row_digest(record) for record in [*kept, *items]}
@@ -101,11 +96,6 @@ def release_vfaith(request: ReleaseRequest) -> ReleaseSummary:
             "files": {**shards, "README.md": file_entry(staging / "README.md")}, "rows": digests,
         }
         (staging / MANIFEST).write_bytes(manifest_bytes(manifest))
-        if request.out.exists():
-            request.out.rmdir()
-        os.replace(staging, request.out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return ReleaseSummary(out=request.out, rows=rows, excluded=excluded)
 
 

@@ -15,9 +15,7 @@ files (with the same pyarrow version, which the parquet footer names).
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +28,7 @@ from mmfaith.release.card import CardFacts, render_card
 from mmfaith.release.manifest import (FORMAT, MANIFEST, changelog, file_entry, manifest_bytes,
                                                previous_manifest, row_digest)
 from mmfaith.errors import MmfaithError
-from mmfaith.outdir import prepare_out_dir
+from mmfaith.outdir import prepare_out_dir, staged_folder
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.spd_faith.rows import features, record_to_row
@@ -81,16 +79,8 @@ def release_spd_faith(request: ReleaseRequest) -> ReleaseSummary:
                                     derivative=lambda record: record["subset"] != "control")
     previous = previous_manifest(request.previous) if request.previous else None
     prepare_out_dir(request.out, "release")  # after the inputs are checked; empty, checked above
-    staging = request.out.parent / f".{request.out.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
+    with staged_folder(request.out) as staging:
         rows = _write_release(request, staging, build_info, records, kept, excluded, previous)
-        if request.out.exists():
-            request.out.rmdir()  # empty, checked above
-        os.replace(staging, request.out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return ReleaseSummary(out=request.out, rows=rows, excluded=excluded)
 
 
