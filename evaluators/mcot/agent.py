@@ -74,6 +74,12 @@ def crop_png(rgb: np.ndarray, region: Region) -> bytes:
     return png_bytes(crop(rgb, region))
 
 
+def noise_png(region: Region, seed: int, item_id: str, index: int) -> bytes:
+    """The PNG bytes of crop `index`'s noise stand-in (the visual intervention): seeded by the run's seed, the
+    item and the crop's index, of the crop's size."""
+    return png_bytes(noise_like(region, seed, f"{item_id}:{index}"))
+
+
 def noise_transform(region: Region, seed: int, index: int) -> str:
     """How a noise crop (the visual intervention) is recorded among the images a request showed."""
     return f"noise seed={seed} index={index} size={region.width}x{region.height}"
@@ -103,13 +109,13 @@ class CropStore:
     async def region(self, region: Region) -> tuple[DerivedImage, str]:
         """(the crop as a derived image, its sha256)."""
         name = f"{self.item.record['image_sha256'][:16]}-{'_'.join(map(str, region.as_list()))}"
-        return await self._image(name, crop_transform(region), lambda rgb: crop(rgb, region), region)
+        return await self._image(name, crop_transform(region), lambda rgb: crop_png(rgb, region), region)
 
     async def noise(self, region: Region, seed: int, index: int) -> tuple[DerivedImage, str]:
         """Seeded uniform noise of the crop's size (the visual intervention)."""
         name = f"noise-{seed}-{self.item.record['image_sha256'][:16]}-{index}-{'_'.join(map(str, region.as_list()))}"
         return await self._image(name, noise_transform(region, seed, index),
-                                 lambda rgb: noise_like(region, seed, f"{self.item.id}:{index}"), region)
+                                 lambda rgb: noise_png(region, seed, self.item.id, index), region)
 
     async def _image(self, name: str, transform: str, make: Any, region: Region) -> tuple[DerivedImage, str]:
         if name not in self._made:  # one making per crop, awaited by every caller (replays run at once)
@@ -132,7 +138,7 @@ class CropStore:
             if self._rgb is None:
                 with Image.open(io.BytesIO(self.item.image_path.read_bytes())) as opened:
                     self._rgb = np.asarray(opened.convert("RGB"))
-            png = png_bytes(make(self._rgb))
+            png = make(self._rgb)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(path, png)

@@ -49,13 +49,14 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.harness.inspect_solvers import data_uri
 from mmfaith.evaluators.image_payload import DerivedImage
 from mmfaith.evaluators.mcot.agent import (CONTINUATIONS, AgentSettings, TraceBuilder, answer_calls, crop_png,
-                                           crop_transform, noise_transform, reply_calls, reply_text, shown_images)
-from mmfaith.evaluators.mcot.boxes import Region, noise_like
+                                           crop_transform, noise_png, noise_transform, reply_calls, reply_text,
+                                           shown_images)
+from mmfaith.evaluators.mcot.boxes import Region
 from mmfaith.evaluators.mcot.interventions import RuleInjector
 from mmfaith.evaluators.mcot.protocol import PROTOCOLS, TOOL, TOOL_NAME, system_prompt
 from mmfaith.evaluators.mcot.replay import REPLAYS, SKIPPED, replay_answer, replay_request
 from mmfaith.evaluators.run_engine import Turn
-from mmfaith.images import png_bytes, sha256_bytes
+from mmfaith.images import sha256_bytes
 
 ZOOM_TOOL = ToolInfo(name=TOOL["function"]["name"], description=TOOL["function"]["description"],
                      parameters=ToolParams.model_validate(TOOL["function"]["parameters"]))
@@ -75,8 +76,7 @@ class SampleCrops:
         return self._image(crop_png(self.rgb, region), crop_transform(region), region)
 
     async def noise(self, region: Region, seed: int, index: int) -> tuple[DerivedImage, str]:
-        png = png_bytes(noise_like(region, seed, f"{self.item_id}:{index}"))
-        return self._image(png, noise_transform(region, seed, index), region)
+        return self._image(noise_png(region, seed, self.item_id, index), noise_transform(region, seed, index), region)
 
     @staticmethod
     def _image(png: bytes, transform: str, region: Region) -> tuple[DerivedImage, str]:
@@ -148,7 +148,7 @@ async def zoom_trace(state: TaskState, row: dict[str, Any], arguments: dict[str,
     state.messages[0] = ChatMessageSystem(content=system_prompt(settings.protocol, settings.coords))
     first = list(state.messages)
     crops = SampleCrops(_image_bytes(first[-1]), row["id"])
-    trace_round, trace = await _trace(state, row, settings, crops)
+    trace_round, trace = await _trace(state, row, layout, settings, crops)
     rounds = [trace_round]
     for probe in REPLAYS:
         if not trace["crops"]:
@@ -158,11 +158,11 @@ async def zoom_trace(state: TaskState, row: dict[str, Any], arguments: dict[str,
     return rounds
 
 
-async def _trace(state: TaskState, row: dict[str, Any], settings: AgentSettings,
+async def _trace(state: TaskState, row: dict[str, Any], layout: dict[str, Any], settings: AgentSettings,
                  crops: SampleCrops) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The trace round and the trace (module docstring)."""
+    """The trace round and the trace (module docstring); `layout` is the row's parsed state."""
     original = row["image_sha256"][0]
-    builder = TraceBuilder(original, tuple(json.loads(row["state"])["image_size"]), settings)
+    builder = TraceBuilder(original, tuple(layout["image_size"]), settings)
     model = get_model()
     tools = [ZOOM_TOOL] if settings.protocol == "functions" else []
     tokens = {"prompt_tokens": 0, "completion_tokens": 0}
@@ -185,7 +185,7 @@ async def _trace(state: TaskState, row: dict[str, Any], settings: AgentSettings,
             break
         state.messages.append(reply if settings.protocol == "functions" else ChatMessageAssistant(content=text))
         state.messages += [_message(turn) for turn in await answer_calls(calls, builder, settings, crops)]
-    trace = builder.finish(json.loads(row["state"])["options"])
+    trace = builder.finish(layout["options"])
     return {"probe": "trace", "prompt": row["prompt"], "response": None if output.error else output.message.text,
             "error": output.error or None, "finish_reason": output.stop_reason, **tokens,
             "meta": {"trace": trace, "images_sha256": builder.images_sha256, "calls": number + 1,

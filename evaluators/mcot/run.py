@@ -35,7 +35,6 @@ from mmfaith.images import sha256_bytes
 from mmfaith.loaders.mcot.dataset import McotItem
 
 
-
 def read_traces(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
     """The answered `trace` lines of a predictions file (the last per id), and the file's sha256;
     an error naming the line for one that is not a prediction or holds no meta.trace."""
