@@ -178,12 +178,14 @@ async def _trace(state: TaskState, row: dict[str, Any], layout: dict[str, Any], 
         calls = reply_calls(reply.text, _calls_as_openai(reply.tool_calls), settings)
         text = reply_text(reply.text, calls, settings)
         builder.reply(text, output.stop_reason, calls)
+        # every reply joins the sample's messages (the log's transcript ends with the answer); only a reply
+        # whose calls are answered is sent again
+        state.messages.append(reply if settings.protocol == "functions" else ChatMessageAssistant(content=text))
         if not calls:
             break
         if number == settings.max_turns - 1:
             builder.not_run(calls)
             break
-        state.messages.append(reply if settings.protocol == "functions" else ChatMessageAssistant(content=text))
         state.messages += [_message(turn) for turn in await answer_calls(calls, builder, settings, crops)]
     trace = builder.finish(layout["options"])
     return {"probe": "trace", "prompt": row["prompt"], "response": None if output.error else output.message.text,
