@@ -31,7 +31,7 @@ from typing import Any
 from tqdm import tqdm
 
 from mmfaith import __version__
-from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules
+from mmfaith.builders.coco_questions import TEMPLATES
 from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
@@ -40,8 +40,8 @@ from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.scene_view import seeded_rng
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
 from mmfaith.builders.targets import TargetRules
-from mmfaith.builders.vfaith.offline import (ImageOutcome, OfflineSettings, QuestionOutcome, make_image_pairs,
-                                             original_path)
+from mmfaith.builders.vfaith.offline import (QUESTION_RULES, ImageOutcome, OfflineSettings, QuestionOutcome,
+                                             make_image_pairs, original_path)
 from mmfaith.builders.vfaith.perception import perception_item
 from mmfaith.builders.vfaith.preview import write_preview
 from mmfaith.builders.worker_pool import Pending
@@ -96,7 +96,7 @@ def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
         "seed": request.seed, "templates": list(request.templates), "per_image": request.per_image,
         "inpainter": {"name": request.inpainter.name}, "allow_noderivs": request.allow_noderivs,
         "dilation": request.dilation, "blend_radius": request.blend_radius, "min_delta_e": request.min_delta_e,
-        "min_fill_texture": request.min_fill_texture, "question_rules": asdict(QuestionRules()),
+        "min_fill_texture": request.min_fill_texture, "question_rules": asdict(QUESTION_RULES),
     }
 
 
