@@ -152,6 +152,12 @@ class QuestionBalance:
 
     def __init__(self) -> None:
         self.tallies: dict[tuple[str, str], Counter[Any]] = {}
+        self.pending: dict[tuple[str, str], Counter[Any]] = {}
+        """The choices made for the scene being asked, so its questions do not all take the same one."""
+
+    def begin_scene(self) -> None:
+        """Forget the pending choices of the previous scene (what was kept of it is recorded)."""
+        self.pending = {}
 
     def _tally(self, kind: str, template: str) -> Counter[Any]:
         return self.tallies.setdefault((kind, template), Counter())
@@ -173,10 +179,12 @@ class QuestionBalance:
 
     def least(self, kind: str, template: str, choices: Sequence[Any], rng: np.random.Generator) -> Any:
         """The choice used least so far (`kind` gold, letter, rank or prior_rank), ties drawn with `rng`."""
-        tally = self._tally(kind, template)
-        low = min(tally[c] for c in choices)
-        tied = [c for c in choices if tally[c] == low]
-        return tied[int(rng.integers(len(tied)))]
+        tally, pending = self._tally(kind, template), self.pending.setdefault((kind, template), Counter())
+        low = min(tally[c] + pending[c] for c in choices)
+        tied = [c for c in choices if tally[c] + pending[c] == low]
+        choice = tied[int(rng.integers(len(tied)))]
+        pending[choice] += 1
+        return choice
 
     def most_frequent_first(self, template: str, texts: Sequence[str], rng: np.random.Generator) -> list[str]:
         """`texts` ordered by how often each has been a gold so far, most first (ties in a seeded order)."""
@@ -411,6 +419,8 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
     if unknown:
         raise ValueError(f"unknown question template(s) {', '.join(unknown)}; known: {', '.join(TEMPLATES)}")
     view = _SceneView(scene, rules)
+    if balance is not None:
+        balance.begin_scene()
     questions: list[Question] = []
     if "color" in templates and not is_monochrome(rgb):
         for inst in view.singles():

@@ -301,7 +301,8 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
                 commit_files(out, outcome.staged)
                 journal.appender.append(outcome.record)
                 journal.records.append(outcome.record)
-                cap.add(*gold_items([outcome.record]))
+                for item in gold_items([outcome.record]):
+                    cap.add(item)
                 made += 1
                 bar.update(1)
             journal.done.add(outcome.key)
@@ -317,9 +318,8 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
 
 def _apply_cap(cap: GoldCap, outcome: ItemOutcome) -> None:
     """Turn a made item whose gold breaks the cap into a rejection (stage `gold_balance`) with the reason."""
-    if outcome.record is None or not outcome.record["options"]:
-        return
-    reason = cap.refusal(*gold_items([outcome.record]))
+    items = gold_items([outcome.record]) if outcome.record is not None else []
+    reason = cap.refusal(items[0]) if items else None
     if reason is not None:
         record = outcome.record
         outcome.rejection = {"key": outcome.key, "id": record["id"], "stage": "gold_balance", "reason": reason,
