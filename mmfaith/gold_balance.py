@@ -99,6 +99,15 @@ def summary_line(summary: Mapping[str, Mapping[str, Any]]) -> str:
     return "gold: " + ("; ".join(parts) if parts else "no multiple-choice items")
 
 
+def gold_table(summary: Mapping[str, Mapping[str, Any]]) -> str:
+    """The release card's table (Markdown rows after a header): per template, what a blind guess scores."""
+    header = ("| template | items | chance | most frequent gold (share) | always-A | prior |\n"
+              "|---|---|---|---|---|---|\n")
+    return header + "".join(
+        f"| {template} | {s['items']} | {s['chance']:.2f} | {s['majority']} ({s['majority_share']:.2f}) | "
+        f"{s['always_a']:.2f} | {s['prior']:.2f} |\n" for template, s in summary.items())
+
+
 class GoldCap:
     """The per-template cap on one gold text's share and on the prior's hits (module docstring), applied
     to candidates in build order."""
