@@ -170,7 +170,8 @@ class QuestionBalance:
     def record(self, question: Question) -> None:
         """Count a question the build keeps."""
         texts = [o.text for o in question.options]
-        self._tally("prior_rank", question.template)[self.prior_rank(question.template, texts, question.answer_text)] += 1
+        prior_rank = self.prior_rank(question.template, texts, question.answer_text)
+        self._tally("prior_rank", question.template)[prior_rank] += 1
         self._tally("gold", question.template)[question.answer_text] += 1
         self._tally("letter", question.template)[question.answer] += 1
         if question.template == "count":
@@ -208,26 +209,31 @@ def _placed_options(texts: Sequence[str], gold: str, rng: np.random.Generator, t
 
 
 class CategoryContext:
-    """Which categories of a COCO source go together: the images each is annotated in (crowd included)
-    and its supercategory; `plausible_absent` gives a scene's candidates for absent existence questions."""
+    """Which categories of a COCO source go together: in how many images each pair is annotated (crowd
+    included), and each category's supercategory; `plausible_absent` gives a scene's candidates for
+    absent existence questions. Built once per source (a pass over its annotations)."""
 
     def __init__(self, source: CocoSource) -> None:
-        self.images: dict[str, set[int]] = {}
+        by_image: dict[int, set[str]] = {}
         for ann in source.coco.dataset["annotations"]:
-            self.images.setdefault(source.categories[ann["category_id"]], set()).add(ann["image_id"])
+            by_image.setdefault(ann["image_id"], set()).add(source.categories[ann["category_id"]])
+        self.together: Counter[tuple[str, str]] = Counter()
+        for categories in by_image.values():
+            self.together.update((a, b) for a in categories for b in categories if a != b)
         self.supercategory = {c["name"]: c.get("supercategory") for c in source.coco.dataset["categories"]}
 
     def plausible_absent(self, scene: Scene) -> dict[str, dict[str, int]]:
         """{absent category: {present category: strength}}: categories with no annotation in the scene that
-        co-occur with a present one in another image (strength: how many images) or share its supercategory
-        (strength at least 1)."""
+        co-occur with a present one in other images (strength: how many; the scene cannot hold the pair,
+        it lacks the absent one) or share its supercategory (strength at least 1)."""
         present = sorted({inst.category for inst in scene.instances})
         found: dict[str, dict[str, int]] = {}
         for absent in sorted(set(self.supercategory) - set(present)):
             links = {}
             for category in present:
-                shared = len((self.images.get(absent, set()) & self.images.get(category, set())) - {scene.image_id})
-                same = self.supercategory[absent] is not None and self.supercategory[absent] == self.supercategory.get(category)
+                shared = self.together[(absent, category)]
+                group = self.supercategory[absent]
+                same = group is not None and group == self.supercategory.get(category)
                 if shared or same:
                     links[category] = max(shared, 1)
             if links:
@@ -336,7 +342,9 @@ def _count_question(view: _SceneView, category: str, insts: tuple[Instance, ...]
 
 def _existence_text(category: str) -> str:
     name = display_name(category)
-    return f"Are there {name} in the image?" if category in PLURAL_ONLY else f"Is there {with_article(name)} in the image?"
+    if category in PLURAL_ONLY:
+        return f"Are there {name} in the image?"
+    return f"Is there {with_article(name)} in the image?"
 
 
 def _existence_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int,

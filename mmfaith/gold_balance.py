@@ -17,8 +17,9 @@ the `prior` reference model, so "what a guess scores" means the same thing every
   one item: a candidate whose gold would make `count > (chance + margin) * n + 1` is refused with a
   reason. So a template of n >= 20 items never holds a gold beyond chance + margin + 1/20. The same
   bound holds for the items the prior answers right among the accepted ones and the candidate
-  (leave one out, as above, so the final build obeys it): a skewed source (counts, where "1" is the most frequent gold and sits
-  among the options of most count questions) cannot hand the prior more than the cap either.
+  (leave one out, as above, so the final build obeys it): a skewed source (counts, where "1" is
+  the most frequent gold and sits among the options of most count questions) cannot hand the
+  prior more than the cap either.
 """
 from __future__ import annotations
 
@@ -94,8 +95,8 @@ def gold_summary(items: Sequence[GoldItem]) -> dict[str, dict[str, Any]]:
 
 def summary_line(summary: Mapping[str, Mapping[str, Any]]) -> str:
     """One line for a build's summary: each template's size, majority gold and what always-A and the prior score."""
-    parts = [f"{template} {s['items']} (majority {s['majority']!r} {s['majority_share']:.2f}, chance {s['chance']:.2f}, "
-             f"always-A {s['always_a']:.2f}, prior {s['prior']:.2f})" for template, s in summary.items()]
+    parts = [f"{template} {s['items']} (majority {s['majority']!r} {s['majority_share']:.2f}, "
+             f"chance {s['chance']:.2f}, always-A {s['always_a']:.2f}, prior {s['prior']:.2f})" for template, s in summary.items()]
     return "gold: " + ("; ".join(parts) if parts else "no multiple-choice items")
 
 

@@ -82,7 +82,8 @@ def run_build(args: argparse.Namespace) -> int:
         columns=ColumnMap.parse(args.columns), question_template=args.question_template,
         license_name=args.license_name, templates=_listed(args.templates, TEMPLATES, "--templates"),
         per_image=args.per_image, max_items=args.max_items, allow_noderivs=args.allow_noderivs, mask=mask,
-        gold_margin=args.gold_margin, progress=not args.no_progress, workers=args.workers, executor=executor_choice(args)))
+        gold_margin=args.gold_margin, progress=not args.no_progress, workers=args.workers,
+        executor=executor_choice(args)))
     rejected = sum(summary.rejected.values())
     remade = f"; variants remade for {len(summary.regenerated)} corrected items" if summary.regenerated else ""
     print(f"built {summary.accepted} CRM items in {summary.out} ({rejected} candidates rejected; see "

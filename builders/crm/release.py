@@ -104,5 +104,6 @@ def _card(request: ReleaseRequest, kept: list[dict[str, Any]], rows: dict[str, i
         noderivs_policy=("are included because the release was made with `--allow-noderivs`; check that you may "
                          "use them." if request.allow_noderivs else "are never released."),
         repo_id=request.name, first_config=next(iter(rows)),
-        gold_margin=f"{recipe.get('gold_margin', DEFAULT_MARGIN):.2f}", gold_table=gold_table(gold_summary(gold_items(kept))),
+        gold_margin=f"{recipe.get('gold_margin', DEFAULT_MARGIN):.2f}",
+        gold_table=gold_table(gold_summary(gold_items(kept))),
         license_table="\n".join(f"- {name}: {count} items" for name, count in sorted(licenses.items())))

@@ -103,7 +103,8 @@ def _card(request: ReleaseRequest, rows: dict[str, int], kept: list[dict[str, An
                          f"{n} {status}" for status, n in verification["released_statuses"].items())
                      + " (pending: not yet checked by an annotator; rejected items are never released)."),
         default_config=next(iter(rows)),
-        gold_table=gold_table(gold_summary([GoldItem.of_record(r["category"], r["options"], r["answer"]) for r in kept])))
+        gold_table=gold_table(gold_summary([GoldItem.of_record(r["category"], r["options"], r["answer"])
+                                            for r in kept])))
 
 
 def verify_mcot_release(folder: Any) -> VerifyReport:
