@@ -7,8 +7,9 @@ about one image are told apart by their text, and the original and edited probes
 - `oracle`: each image's gold: `answer_original` for `original`, `answer_edited` for `edited`, the
   set `answers` for `perception`. raw, edit and perception accuracy read 1 and delta 0; no edited
   answer is wrong, so both repeat ratios are undefined (null).
-- `memorizer`: ignores the image and gives what the unedited question had: `answer_original` for
-  both probes, and for perception the statements true of the original image (`answers_original`).
+- `memorizer`: ignores the image and gives the original question's answer: `answer_original` for
+  both probes (also on a reversed pair, whose original image is the edit and whose edited image is
+  the photo: the memorizer is defined on the probe, not on which image is the photo), and for perception the statements true of the original image (`answers_original`).
   raw 1, edit 0, delta -1, repeat ratio 1 (and repeat_ratio_own 1), perception 0 (the edit changes
   which statements are true, so the original's set is never the edited one).
 """

@@ -22,7 +22,9 @@ from typing import Any
 import yaml
 
 from mmfaith import __version__
+from mmfaith.builders.vfaith.presentation import gold_items
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.schema import schema_errors
 from mmfaith.jsonl import read_jsonl
@@ -158,6 +160,10 @@ def _card(request: ReleaseRequest, rows: dict[str, int], kept: list[dict[str, An
         min_delta_e=recipe.get("min_delta_e"),
         letters_original=_counts([r["answer_original"] for r in kept]),
         letters_edited=_counts([r["answer_edited"] for r in kept]),
+        reversed=f"{sum(r['build'].get('source_photo') == 'image_edited' for r in kept)} of "
+                 f"{sum(r['build'].get('template') in ('count', 'existence') for r in kept)}",
+        gold_margin=f"{recipe.get('gold_margin', DEFAULT_MARGIN):.2f}",
+        gold_table=gold_table(gold_summary(gold_items(kept))),
         verification_line=f"statuses in the build {verification['build_statuses']}, released {statuses}, "
                           f"{verification['annotators']} annotators, agreement {verification['agreement']}; left out: "
                           f"{excluded or 'nothing'}.",
