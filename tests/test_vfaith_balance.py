@@ -93,7 +93,7 @@ def test_count_originals_sit_at_every_rank_and_keep_the_other_count() -> None:
 
 def _existence_build(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("vfaith-balance") / "build"
-    build_vfaith(BuildRequest(out=out, per_template=4, templates=("existence",), inpainter=InpainterSpec("telea"),
+    build_vfaith(BuildRequest(out=out, per_template=4, templates=("existence",), inpainter=InpainterSpec("patchmatch"),
                               progress=False))
     return out
 
