@@ -74,8 +74,8 @@ def _run_report(args: argparse.Namespace) -> int:
     compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
     n = len(comparison["models"])
-    print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {args.out / 'report.md'} "
-          "(comparison.json and any plots beside it)")
+    written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
+    print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
     for label, path in zip(comparison["models"], args.score_dirs):
         print(f"  {label}: {headline(family, load_score_dir(path)[0])} ({path})")
     return 0
