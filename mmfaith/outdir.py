@@ -62,8 +62,8 @@ def _check_out_dir(path: Path, verb: str, flag: str) -> None:
 @contextmanager
 def staged_folder(out: Path, verb: str) -> Iterator[Path]:
     """A staging folder that replaces the empty or absent `out` when the block completes (module docstring)."""
-    prepare_out_dir(out.parent, verb, "--out's parent")
     _check_out_dir(out, verb, "--out")
+    prepare_out_dir(out.parent, verb, "--out's parent")
     staging = out.parent / f".{out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
