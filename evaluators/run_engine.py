@@ -164,13 +164,14 @@ class RunSummary:
     image_cpu_s: float  # CPU seconds this session spent on images
     dry_run: bool
     top_error: str | None = None  # the most common error of the failed calls, with its count and a hint
-    skipped: int = 0  # answered items the run did not ask (meta.skipped, e.g. an MCoT replay of a trace without a tool call)
+    skipped: int = 0  # answered items not asked (meta.skipped: e.g. an MCoT replay of a trace without a tool call)
 
     def line(self) -> str:
         """The one-line summary the CLI prints after a run (a dry run prints its own last line)."""
         rate = self.requests / self.elapsed_s if self.elapsed_s > 0 else 0.0
         skipped = f", {self.skipped} skipped (not asked; why: meta.skipped)" if self.skipped else ""
-        text = (f"{self.model}: {self.answered - self.skipped}/{self.expected} answered{skipped}, {self.failed} failed; "
+        text = (f"{self.model}: {self.answered - self.skipped}/{self.expected} answered{skipped}, "
+                f"{self.failed} failed; "
                 f"{self.requests} requests in {self.elapsed_s:.1f} s ({rate:.1f}/s); "
                 f"predictions: {self.out / PREDICTIONS}")
         if self.failed:

@@ -39,7 +39,8 @@ def prepare_out_dir(path: Path, verb: str, flag: str = "--out") -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise MmfaithError(f"{verb} {flag} {path}: cannot create the folder ({exc.strerror}); choose another {flag}.") from exc
+        raise MmfaithError(f"{verb} {flag} {path}: cannot create the folder ({exc.strerror}); "
+                           f"choose another {flag}.") from exc
     return path
 
 
