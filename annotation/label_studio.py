@@ -25,12 +25,11 @@ from label_studio_sdk.core.api_error import ApiError
 
 from mmfaith.annotation.family import Family
 from mmfaith.annotation.merge import merge_record
+from mmfaith.annotation.status import RECORDS, read_records
 from mmfaith.annotation.votes import Misfit, Vote
 from mmfaith.errors import MmfaithError
 from mmfaith.schema import check_record
-from mmfaith.jsonl import canonical_json, read_jsonl, write_atomic
-
-RECORDS = "records.jsonl"
+from mmfaith.jsonl import canonical_json, write_atomic
 
 
 def connect(url: str, api_key_env: str) -> LabelStudio:
@@ -51,14 +50,6 @@ def _api(what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
                            f"check the URL, the token and your role in the project.") from exc
     except (httpx.TransportError, OSError) as exc:
         raise MmfaithError(f"could not reach Label Studio to {what} ({exc}); is the server running at that URL?") from exc
-
-
-def read_records(build_dir: Path) -> list[dict[str, Any]]:
-    """The build's records in file order (MmfaithError when BUILD_DIR/records.jsonl is missing)."""
-    path = build_dir / RECORDS
-    if not path.is_file():
-        raise MmfaithError(f"{path}: not found; give the folder `mmfaith build` wrote as BUILD_DIR.")
-    return [record for _, record in read_jsonl(path)]
 
 
 def find_project(client: LabelStudio, title: str) -> Any | None:

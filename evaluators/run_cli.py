@@ -12,7 +12,8 @@ import argparse
 import contextlib
 import ipaddress
 import shlex
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
 from mmfaith.errors import MmfaithError
+from mmfaith.nouns import plural
 
 RUN_EXAMPLE = """examples:
   mmfaith serve-reference {family} --model {model} --dataset out/{short} --port 8011 &
@@ -170,11 +172,19 @@ def _serve_reference(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise MmfaithError(f"--port {args.port}: cannot listen on {args.host}:{args.port} ({exc.strerror}); "
                            "pick a free port.") from exc
-    print(f"serving {family.name} {args.model} over {len(dataset.items)} items at {server.base_url} (Ctrl-C stops)",
+    print(f"serving {family.name} {args.model} over {items_phrase(dataset.items)} at {server.base_url} (Ctrl-C stops)",
           flush=True)
     server.serve_forever()
     print("stopped", flush=True)
     return 0
+
+
+def items_phrase(items: Sequence[Any]) -> str:
+    """How many items of each kind, in order of first appearance, by each item class's NOUN: "16 pairs and 16
+    perception items"."""
+    counts = Counter(type(item).NOUN for item in items)
+    parts = [f"{n} {noun if n == 1 else plural(noun)}" for noun, n in counts.items()]
+    return " and ".join(parts) if parts else "0 items"
 
 
 def _is_loopback(host: str) -> bool:

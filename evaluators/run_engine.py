@@ -154,7 +154,7 @@ class RunSummary:
     model: str
     items: int
     expected: int  # (id, probe) items over the run's items
-    answered: int  # items with an answer, over all sessions
+    answered: int  # items with an answer, over all sessions (`skipped` among them)
     failed: int  # items whose last call failed and that have no answer
     requests: int  # calls this session made (for a dry run: would make)
     elapsed_s: float
@@ -164,11 +164,14 @@ class RunSummary:
     image_cpu_s: float  # CPU seconds this session spent on images
     dry_run: bool
     top_error: str | None = None  # the most common error of the failed calls, with its count and a hint
+    skipped: int = 0  # answered items not asked (meta.skipped: e.g. an MCoT replay of a trace without a tool call)
 
     def line(self) -> str:
         """The one-line summary the CLI prints after a run (a dry run prints its own last line)."""
         rate = self.requests / self.elapsed_s if self.elapsed_s > 0 else 0.0
-        text = (f"{self.model}: {self.answered}/{self.expected} answered, {self.failed} failed; "
+        skipped = f", {self.skipped} skipped (not asked; why: meta.skipped)" if self.skipped else ""
+        text = (f"{self.model}: {self.answered - self.skipped}/{self.expected} answered{skipped}, "
+                f"{self.failed} failed; "
                 f"{self.requests} requests in {self.elapsed_s:.1f} s ({rate:.1f}/s); "
                 f"predictions: {self.out / PREDICTIONS}")
         if self.failed:
@@ -516,6 +519,8 @@ def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dic
 def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem]) -> dict[str, int]:
     keys = [(item.id, probe) for item in items for probe in plan.expected_probes(item)]
     return {"expected": len(keys), "answered": sum(key in log.answered for key in keys),
+            "skipped": sum(bool((log.answered[key].get("meta") or {}).get("skipped")) for key in keys
+                           if key in log.answered),
             "failed": sum(key in log.failed for key in keys)}
 
 
@@ -532,7 +537,8 @@ def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log:
              elapsed_s: float, payloads: ImagePayloads | None, dry_run: bool) -> RunSummary:
     counts = _counts(plan, log, items)
     return RunSummary(out=settings.out, model=settings.model, items=len(items), expected=counts["expected"],
-                      answered=counts["answered"], failed=counts["failed"], requests=requests, elapsed_s=elapsed_s,
+                      answered=counts["answered"], skipped=counts["skipped"], failed=counts["failed"],
+                      requests=requests, elapsed_s=elapsed_s,
                       prompt_tokens=log.prompt_tokens, completion_tokens=log.completion_tokens,
                       images_encoded=payloads.stats.encodings if payloads else 0,
                       image_cpu_s=payloads.stats.cpu_s if payloads else 0.0, dry_run=dry_run,

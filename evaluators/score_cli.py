@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.score_dir import load_score_dir
 
 SCORE_EXAMPLE = """example (offline):
-  mmfaith score {family} --dataset out/{short} --predictions runs/oracle/predictions.jsonl --from-run --out scores/oracle
-then read scores/oracle/report.md; compare models with `mmfaith report scores/oracle scores/other --out compare`."""
+  mmfaith score {family} --dataset out/{short} --predictions runs/{model}/predictions.jsonl --from-run --out scores/{model}
+then read scores/{model}/report.md; compare models with `mmfaith report scores/{model} scores/other --out compare`."""
+DATASET_HELP = "a build dir, release folder, or Hub repo ORG/NAME[@REVISION]"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,10 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             subparsers, "score", "score a model's predictions on a benchmark",
             "Score predictions (or a submission) against a benchmark's gold.", families.all_families(),
             help_of=lambda family: f"{family.title}: {', '.join(m.key for m in family.metrics[:8])}",
-            epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0])):
+            epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
+                                                          model=family.reference_models[0][0])):
+        alone = family.parts().scores_alone
         parser.add_argument("--dataset", metavar="SOURCE",
-                            help="a build dir, release folder, or Hub repo ORG/NAME[@REVISION]; needed unless the "
-                                 "family scores a file alone (SPD-Faith: an official response file)")
+                            help=f"{DATASET_HELP}; optional with {alone}" if alone else f"{DATASET_HELP} (required)")
         parser.add_argument("--predictions", type=Path, required=True, metavar="FILE",
                             help="predictions.jsonl or a submission")
         parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="score dir to write")
@@ -66,7 +70,25 @@ def _run_report(args: argparse.Namespace) -> int:
     if len(named) != 1:
         raise MmfaithError(f"the score dirs are of several families ({', '.join(sorted(named))}); "
                            "compare score dirs of one dataset.")
-    compare = families.get(named.pop()).part("compare", "comparison report")
+    family = families.get(named.pop())
+    compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
-    print(f"compared {len(comparison['models'])} models; see {args.out / 'report.md'}")
+    n = len(comparison["models"])
+    written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
+    print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
+    for label, path in zip(comparison["models"], args.score_dirs):
+        print(f"  {label}: {headline(family, load_score_dir(path)[0])} ({path})")
     return 0
+
+
+def headline(family: families.Family, metrics: dict[str, Any]) -> str:
+    """The family's first four metrics that a score's metrics.json holds as numbers: from its `overall`
+    block, or else from each block of `by_mode` ("specific: SDR 1.000, ...")."""
+    keys = [metric.key for metric in family.metrics]
+    blocks = ({"": metrics["overall"]} if "overall" in metrics
+              else {f"{mode}: ": block.get("metrics", block) for mode, block in metrics.get("by_mode", {}).items()})
+    parts = []
+    for prefix, block in blocks.items():
+        shown = [f"{key} {block[key]:.3f}" for key in keys if isinstance(block.get(key), (int, float))][:4]
+        parts.append(prefix + (", ".join(shown) or "no metric defined"))
+    return "; ".join(parts) or "no metric defined"

@@ -8,6 +8,7 @@ raises `ModelCallError`, whose message (the client's exception type and text) ha
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import re
@@ -19,6 +20,15 @@ from mmfaith.redact import redact
 
 PROVIDERS = ("openai", "gemini")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+GEMINI_HINT = "Gemini needs the google-genai package: pip install 'mmfaith[gemini]'."
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` (dotted) can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a missing parent package
+        return False
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,11 @@ class ModelEndpoint:
     api_key_env: str | None = None
     timeout_s: float = 120.0
     max_retries: int = 3
+
+    def __post_init__(self) -> None:
+        """A gemini endpoint needs google-genai (the `gemini` extra): one MmfaithError line when it is missing."""
+        if self.provider == "gemini" and not _installed("google.genai"):
+            raise MmfaithError(GEMINI_HINT)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env or DEFAULT_KEY_ENV[self.provider])
@@ -94,7 +109,7 @@ def gemini_client(endpoint: ModelEndpoint) -> Any:
         from google import genai
         from google.genai import types
     except ImportError as exc:
-        raise MmfaithError("Gemini needs the google-genai package: pip install 'mmfaith[gemini]'.") from exc
+        raise MmfaithError(GEMINI_HINT) from exc
     key = endpoint.api_key()
     if not key:
         raise MmfaithError(f"Gemini needs an API key in ${endpoint.api_key_env or DEFAULT_KEY_ENV['gemini']}.")

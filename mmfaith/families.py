@@ -74,6 +74,8 @@ class FamilyParts:
     - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
     - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
+    - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
+      --dataset is required.
     """
 
     open_dataset: Callable[[Path | str], EvalDataset]
@@ -89,6 +91,7 @@ class FamilyParts:
     release: Callable[[Any], Any] | None = None
     verify: Callable[[Path], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
+    scores_alone: str | None = None
 
 
 def _named(target: str) -> Any:
@@ -345,6 +348,9 @@ def family_of_dataset(source: Path | str) -> str:
 def family_of_score_dir(score_dir: Path) -> str:
     """The family a score dir's metrics.json names in its provenance; an error naming the fix otherwise."""
     path = Path(score_dir) / "metrics.json"
+    if not path.is_file():
+        raise MmfaithError(f"{score_dir}: not a score dir (no metrics.json); make one with "
+                           "`mmfaith score FAMILY --out DIR`.")
     try:
         family = json.loads(path.read_text(encoding="utf-8"))["provenance"]["family"]
     except (OSError, ValueError, KeyError, TypeError):

@@ -237,7 +237,7 @@ def test_llm_judge_labels_are_recomputed_cached_and_compared(crm_small: Path, tm
     assert (tmp_path / "s1" / "metrics.json").read_bytes() == (tmp_path / "s2" / "metrics.json").read_bytes()
 
 
-def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: Path) -> None:
+def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """grounded minus hallucinator, by hand: on the 10 specific units (5 items x 2 styles) grounded
     flips and the hallucinator does not (AFR +1, grounded only 10, McNemar p = 2 / 2**10), SDR +1, HR
     0 - 1 = -1 (hallucinator only 10); on random units the two reason alike: all differences 0."""
@@ -249,8 +249,13 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
         assert main(["score", "crm", "--dataset", str(crm_small), "--predictions",
                      str(tmp_path / f"run-{model}" / "predictions.jsonl"), "--from-run", "--out",
                      str(tmp_path / f"score-{model}"), "--bootstrap", "20"]) == 0
+    capsys.readouterr()
     assert main(["report", str(tmp_path / "score-grounded"), str(tmp_path / "score-hallucinator"), "--out",
                  str(tmp_path / "report"), "--bootstrap", "20"]) == 0
+    shown = capsys.readouterr().out.splitlines()  # where it wrote, then one line per model
+    assert shown[0].startswith("compared 2 models (CRM); wrote ") and "comparison.md" in shown[0]
+    assert shown[1].startswith("  grounded: random: SDR 0.000") and "specific: SDR 1.000" in shown[1]
+    assert shown[2].startswith("  hallucinator: random: ") and len(shown) == 3
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
     specific = comparison["pairs"][0]["by_mode"]["specific"]
     assert specific["n_units"] == 10

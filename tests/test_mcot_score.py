@@ -164,12 +164,17 @@ def test_score_outputs_are_deterministic_and_plotted(coco_build: Path, tmp_path:
     assert all(line["judge"]["coverage"] >= 0.5 for line in items)
 
 
-def test_report_compares_models_paired_by_item(coco_build: Path, tmp_path: Path) -> None:
+def test_report_compares_models_paired_by_item(coco_build: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     n = len(open_mcot_dataset(coco_build).items)
     run_and_score(coco_build, "zoom-oracle", tmp_path / "oracle")
     blind = run_and_score(coco_build, "blind", tmp_path / "blind")
+    capsys.readouterr()
     assert main(["report", str(tmp_path / "oracle" / "score"), str(tmp_path / "blind" / "score"), "--out",
                  str(tmp_path / "cmp"), "--bootstrap", "100"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0].startswith("compared 2 models (MCoT interventions); wrote ") and "report.md" in shown[0]
+    assert shown[1].startswith("  zoom-oracle") and ": accuracy_trace 1.000, " in shown[1]
+    assert shown[2].startswith("  blind") and ": accuracy_trace " in shown[2] and len(shown) == 3
     pair = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["pairs"][0]
     # the oracle is right everywhere, blind on k items: a - b = (n - k) / n, every other item discordant one way
     k = round(blind["overall"]["accuracy_trace"] * n)

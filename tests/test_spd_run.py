@@ -155,7 +155,7 @@ def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: S
     assert done.keys() == reference.keys()
     assert {k: v["response"] for k, v in done.items()} == {k: v["response"] for k, v in reference.items()}
     run = json.loads((interrupted / "run.json").read_text())
-    assert len(run["sessions"]) == 2 and run["counts"] == {"expected": 48, "answered": 48, "failed": 0}
+    assert len(run["sessions"]) == 2 and run["counts"] == {"expected": 48, "answered": 48, "skipped": 0, "failed": 0}
 
 
 def test_a_run_dir_of_other_settings_is_refused(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:

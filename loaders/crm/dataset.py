@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import ImageRef
@@ -26,6 +26,8 @@ def variant_name(variant: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class CrmItem:
     """One question: `record` is the gold (schemas/crm_item.schema.json); images as `ImageRef`s."""
+
+    NOUN: ClassVar[str] = "question"  # what `mmfaith serve-reference` counts
 
     record: dict[str, Any]
     original: ImageRef

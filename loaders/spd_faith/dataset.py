@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
@@ -23,6 +23,8 @@ from mmfaith.schema import check_loaded_record
 @dataclass(frozen=True)
 class SpdPair:
     """One pair: `record` is the gold (schemas/spd_faith_pair.schema.json); paths are absolute."""
+
+    NOUN: ClassVar[str] = "pair"  # what `mmfaith serve-reference` counts
 
     record: dict[str, Any]
     image_a_path: Path

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, ClassVar, Union
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
@@ -43,6 +43,8 @@ class _Item:
 class VfaithPair(_Item):
     """One pair: `record` is the gold (schemas/vfaith_pair.schema.json); paths are absolute."""
 
+    NOUN: ClassVar[str] = "pair"  # what `mmfaith serve-reference` counts
+
     original_path: Path
     edited_path: Path
 
@@ -50,6 +52,8 @@ class VfaithPair(_Item):
 @dataclass(frozen=True)
 class VfaithPerception(_Item):
     """One perception item (schemas/vfaith_perception.schema.json) and its (edited) image file."""
+
+    NOUN: ClassVar[str] = "perception item"  # what `mmfaith serve-reference` counts
 
     image_path: Path
 

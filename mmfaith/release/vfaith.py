@@ -32,7 +32,7 @@ from mmfaith.loaders.spd_faith.rows import license_id
 from mmfaith.loaders.vfaith.dataset import check
 from mmfaith.loaders.vfaith.rows import (pair_features, pair_to_row, perception_features, perception_to_row, row_to_pair,
                                          row_to_perception)
-from mmfaith.outdir import prepare_out_dir, staged_folder
+from mmfaith.outdir import staged_folder
 from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
                                       row_digest, verify_release)
 from mmfaith.release.writer import (ROW_GROUP_ROWS, SPLIT, ReleaseRequest, ReleaseSummary, build_provenance,
@@ -81,8 +81,7 @@ def release_vfaith(request: ReleaseRequest) -> ReleaseSummary:
         if (request.build / "perception.jsonl").is_file() else []
     kept, items, excluded = select(pairs, perception, request.include, request.allow_noderivs, request.build)
     previous = previous_manifest(request.previous) if request.previous else None
-    prepare_out_dir(request.out, "release")
-    with staged_folder(request.out) as staging:
+    with staged_folder(request.out, "release") as staging:  # after the inputs are checked
         shards = {**_write_config(request, staging, "pairs", kept), **_write_config(request, staging, "perception", items)}
         rows = {"pairs": len(kept), "perception": len(items)}
         digests = {record["id"]: row_digest(record) for record in [*kept, *items]}
