@@ -13,6 +13,8 @@ from pathlib import Path
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.answers import RULES
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD
 
 SCORE_EXAMPLE = """example (offline):
   mmfaith score {family} --dataset out/{short} --predictions runs/oracle/predictions.jsonl --from-run --out scores/oracle
@@ -43,6 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--drop-stale", action="store_true",
                             help="drop (and count) prediction lines that showed other images than the dataset's "
                                  "(default: refuse them: the dataset was rebuilt after the run)")
+        parser.add_argument("--extract", choices=RULES, default="default",
+                            help="how answers are read (docs/answers.md): default (every common form, the last "
+                                 "answer wins) or paper (the paper's own rule where it has one, e.g. the last "
+                                 "\\boxed{}; elsewhere default)")
+        parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
+                            help="warn when fewer than this share of the expected answers were read")
         family.parts().add_score_options(parser)
         parser.set_defaults(handler=family.parts().score)
     _add_report(subparsers)
