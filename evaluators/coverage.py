@@ -8,7 +8,8 @@ Each expected answer (an (id, probe) the scorer reads) has one status:
 - `answered`: read.
 `Tally` counts them apart, with the paper-format compliance of the replies received (where the
 family's paper fixes a format; None elsewhere). `answered_share` = answered / expected;
-`parse_rate` = answered / replies received (answered + unparsed + empty). Warnings: answered share
+`parse_rate` = answered / replies received (answered + unparsed + empty); `paper_format_share` =
+replies in the paper's format / replies whose format was checked. Warnings: answered share
 below `threshold` (default 0.90), or more than 10 % of the replies received unread. Paired metrics
 use only pairs where both sides are `answered` and report how many pairs were left out.
 """
@@ -43,13 +44,13 @@ class Tally:
     threshold: float = COVERAGE_THRESHOLD
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
     paper_format: int = 0
-    paper_format_known: bool = False
+    paper_format_seen: int = 0
 
     def add(self, status: str, paper_format: bool | None = None) -> str:
         """Count one expected answer; `paper_format` None where the family has no paper format. Returns `status`."""
         self.counts[status] += 1
         if paper_format is not None:
-            self.paper_format_known = True
+            self.paper_format_seen += 1
             self.paper_format += int(paper_format)
         return status
 
@@ -60,8 +61,7 @@ class Tally:
         block: dict[str, Any] = {"expected": expected, **self.counts,
                                  "answered_share": _share(self.counts["answered"], expected),
                                  "parse_rate": _share(self.counts["answered"], received),
-                                 "paper_format_share": _share(self.paper_format, received)
-                                 if self.paper_format_known else None,
+                                 "paper_format_share": _share(self.paper_format, self.paper_format_seen),
                                  "coverage_threshold": self.threshold}
         block["warnings"] = warnings(block)
         return block

@@ -59,7 +59,7 @@ def test_union_area_by_hand() -> None:
 
 def test_answers_and_letters() -> None:
     options = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}]
-    assert final_answer("so \\boxed{B} and <answer>A</answer>") == "B"
+    assert final_answer("so \\boxed{B} and <answer>A</answer>") == "A"  # the last answer wins (docs/answers.md)
     assert final_answer("<answer> (A) red </answer>") == "(A) red"
     assert [answer_letter(a, options) for a in ("B", "(A) red", "blue", "B.", "green", None)] == \
            ["B", "A", "B", "B", None, None]

@@ -10,9 +10,10 @@ Contract (docs/mcot.md#interventions)
   `replay_visual` seeded noise of each crop's size); the conversation after the first turns and the
   request's extra fields (`agent.replay_tail`, ending as `settings.continuation` says); the line's
   meta (`continuation`).
-- `replay_answer(response, request, options)`: the option label of the replay's answer: the first
-  answer tag of the response, else of the last step followed by the response (a continued message
-  that closes a tag the step opened).
+- `replay_answer(response, request, options)`: the option label of the replay's answer
+  (protocol.answer_letter: the shared reader): of the response, or, when only the last step
+  followed by the response has an answer tag (a continued message that closes a tag the step
+  opened), of that.
 - A trace without a crop is not replayed (`SKIPPED`); a failed trace's replays are not asked
   (`TRACE_FAILED`).
 """
@@ -77,5 +78,6 @@ async def replay_request(probe: str, trace: dict[str, Any], settings: AgentSetti
 
 def replay_answer(response: str, request: ReplayRequest, options: list[dict[str, str]]) -> str | None:
     """The option label the replay answered (module docstring)."""
-    answer = final_answer(response) or final_answer(request.last_step + response)
-    return answer_letter(answer, options)
+    if final_answer(response) is None and final_answer(request.last_step + response) is not None:
+        return answer_letter(request.last_step + response, options)
+    return answer_letter(response, options)
