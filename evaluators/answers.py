@@ -131,7 +131,7 @@ def _part_label(part: str, options: Sequence[dict[str, Any]]) -> str | None:
     `_TWO` for a label with another option's text ("B. red" where red is A)."""
     labels = _labels(options)
     value = plain(part)
-    bare = re.fullmatch(r"\(?([A-Za-z])\)?[.):]?", value)
+    bare = re.fullmatch(r"[(\[]?([A-Za-z])[)\]]?[.):]?", value)
     if bare:
         return labels.get(bare.group(1).upper())
     with_text = re.fullmatch(r"\(?([A-Za-z])(?:[.):]\s*|\s+)(.+)", value, re.DOTALL)
@@ -303,7 +303,8 @@ def _final_sentence(text: str) -> str:
 
 
 _COORDINATES = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?\s*(?:,\s*-?\d+(?:\.\d+)?\s*)+[)\]]|"
-                          r"\b\d+(?:\.\d+)?\s*(?:px|pixels?|%|percent|x\s*\d+)\b|^\s*\d+[.)]\s|\n\s*\d+[.)]\s")
+                          r"\b\d+(?:\.\d+)?\s*(?:px|pixels?|%|percent|x\s*\d+)\b|^\s*\d+[.)]\s|\n\s*\d+[.)]\s|"
+                          r"\b(?:two|2|both)\s+(?:pictures|images|photos|halves)\b", re.IGNORECASE)
 _NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 _COUNT_STATED = re.compile(rf"\b{_NUMBER}\s+(?:\w+\s+)?(?:differences?|changes?|discrepanc(?:y|ies))\b|"
                            rf"\b(?:differences?|changes?)\s*(?:is|are|:|=|found:?|in total:?)\s*{_NUMBER}\b|"
