@@ -197,6 +197,7 @@ def _case(item: McotItem, lines: dict[str, dict[str, Any]]) -> JudgeCase | None:
 def write_report(metrics: dict[str, Any], out: Path) -> None:
     """report.md (headline table, ATEs with McNemar, per category, counts) and the plots."""
     from mmfaith.evaluators.plots import ValueAxis, bar_chart, metric_chart, save_png
+    from mmfaith.evaluators import coverage
     from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
 
     family = families.get("mcot")
@@ -223,7 +224,13 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
     lines += ["## Counts", "", f"{counts['items']} items; {counts['traces_answered']} traces answered; "
               f"{counts['visual']} with at least one crop (the intervention and judge metrics' items); "
               f"{counts['no_tool_call']} without a tool call (left out); {counts['text_unchanged']} whose text the "
-              f"injector left unchanged (left out of ATE_text); {counts['n_errors']} failed calls.", ""]
+              f"injector left unchanged (left out of ATE_text); {counts['n_errors']} failed calls; items left out of "
+              f"ATE_text / ATE_visual for an unanswered replay: {overall['ate']['text']['left_out']} / "
+              f"{overall['ate']['visual']['left_out']}.", "",
+              "## Grounding", "", f"grounding_iou {fmt(overall['grounding_iou'])} (best IoU of a crop with a target box, "
+              f"mean over {counts['grounded']} traces); target_hit_rate {fmt(overall['target_hit_rate'])} (a crop of at "
+              f"most {metrics['provenance']['max_crop_share']:g} of the image covering half a target box).", "",
+              *coverage.markdown(metrics["answers"])]
     if "judge_agreement" in metrics:
         agree = metrics["judge_agreement"]
         lines += ["## Judge agreement", "", f"{' vs '.join(agree['judges'])}: reliability "
