@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import read_choice, read_choice_set, read_count, read_yes_no
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.crm.metrics import final_answer as crm_answer
@@ -231,11 +232,11 @@ SAME_EVERYWHERE = ["A", "\\boxed{A}", "Answer: **A**", "The answer is (A) becaus
 
 @pytest.mark.parametrize("reply", SAME_EVERYWHERE)
 def test_vfaith_crm_and_mcot_read_a_reply_alike(reply: str) -> None:
-    assert vfaith_answer(_Pair(), reply, "default") == crm_answer(reply, OPTIONS) == mcot_answer(reply, OPTIONS) == "A"
+    assert vfaith_answer(_Pair(), reply, ChoiceReader()) == crm_answer(reply, OPTIONS) == mcot_answer(reply, OPTIONS) == "A"
 
 
 def test_two_options_are_unanswered_in_every_family() -> None:
-    assert vfaith_answer(_Pair(), "A and C", "default") is None
+    assert vfaith_answer(_Pair(), "A and C", ChoiceReader()) is None
     assert crm_answer("A and C", OPTIONS) is None and mcot_answer("A and C", OPTIONS) is None
 
 

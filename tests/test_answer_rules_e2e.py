@@ -87,3 +87,49 @@ def test_crm_empty_answers_give_no_afr(tmp_path: Path, capsys: pytest.CaptureFix
         assert block["metrics"]["AFR"] is None and block["n_afr_left_out"] == block["n_units"]
     assert metrics["answers"]["empty"] == metrics["answers"]["expected"] and metrics["answers"]["answered"] == 0
     assert "mmfaith: warning:" in printed.err
+
+
+def test_the_llm_reader_fills_what_the_rules_leave_and_reports_agreement(tmp_path: Path) -> None:
+    """`score vfaith --reader-model` against a local OpenAI-protocol server acting as the reader: the replies
+    the rules read keep the rules' reading; a reply they leave ("It is the colour of the sky") is read by the
+    model; its agreement with the rules is reported, and a second score asks nothing (cached)."""
+    from mmfaith.evaluators.vfaith.run import VfaithProbePlan
+    from mmfaith.loaders.vfaith.dataset import open_vfaith_dataset
+
+    build = tmp_path / "build"
+    assert main(["build", "vfaith", "--out", str(build), "--per-template", "1", "--no-progress"]) == 0
+    dataset = open_vfaith_dataset(build)
+    plan = VfaithProbePlan()
+    lines = []
+    for item in dataset.items:
+        for probe in plan.expected_probes(item):
+            record = item.record
+            if probe == "perception":
+                response = "\\boxed{" + ", ".join(record["answers"]) + "}"
+            elif probe == "original":
+                response = f"The answer is ({record['answer_original']}) because it is visible."
+            else:
+                response = "It is the colour of the sky, I believe."
+            lines.append(json.dumps({"id": item.id, "probe": probe, "response": response, "model": "m"}))
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("\n".join(lines) + "\n")
+
+    def reader(body: dict[str, Any]) -> str:
+        text = body["messages"][-1]["content"]
+        text = text if isinstance(text, str) else " ".join(part.get("text", "") for part in text)
+        reply = text.split("<<<", 1)[1]
+        return "(B)" if "sky" in reply else reply.split("(", 1)[1][0] if "(" in reply else "NONE"
+
+    with ChatServer(default=reader, model_ids=("reader",)) as server:
+        args = ["score", "vfaith", "--dataset", str(build), "--predictions", str(predictions), "--bootstrap", "0",
+                "--reader-model", "reader", "--reader-base-url", server.openai_base_url]
+        assert main([*args, "--out", str(tmp_path / "s1")]) == 0
+        asked = len(server.completion_requests())
+        assert main([*args, "--out", str(tmp_path / "s2")]) == 0
+        assert len(server.completion_requests()) == asked  # cached
+    metrics = json.loads((tmp_path / "s1" / "metrics.json").read_text())
+    n_pairs = metrics["counts"]["n_pairs"]
+    # by hand: the original replies are read by the rules and the LLM alike (agreement 1 over n_pairs); the
+    # edited replies are read by the LLM only (filled n_pairs); none is left unread
+    assert metrics["reader"]["n_both"] == n_pairs and metrics["reader"]["agreement"] == 1.0
+    assert metrics["reader"]["filled"] == n_pairs and metrics["answers"]["unparsed"] == 0

@@ -72,10 +72,12 @@ def score(args: argparse.Namespace) -> int:
     from mmfaith.clients import ModelEndpoint
     from mmfaith.errors import MmfaithError
     from mmfaith.evaluators import coverage
+    from mmfaith.evaluators.score_cli import reader_endpoint
     from mmfaith.evaluators.crm.score import CrmScoreRequest, score_crm
 
     if not args.dataset:
         raise MmfaithError("score crm needs --dataset BUILD_DIR|RELEASE.")
+    reader_endpoint(args, "crm")
     metrics = score_crm(CrmScoreRequest(
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, sbert_model=args.sbert_model,
         step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, from_run=args.from_run,

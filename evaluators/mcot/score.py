@@ -21,6 +21,7 @@ from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
                                            grounding)
 from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, summarize
+from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_tag
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
 from mmfaith.evaluators.mcot.protocol import answer_letter
@@ -50,9 +51,13 @@ class McotScoreRequest:
     drop_stale: bool = False
     max_crop_share: float = MAX_CROP_SHARE
     coverage_threshold: float = COVERAGE_THRESHOLD
+    extract: str = "default"
+    reader: ModelEndpoint | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> McotScoreRequest:
+        from mmfaith.evaluators.score_cli import reader_endpoint
+
         if not args.dataset:
             raise MmfaithError("score mcot needs --dataset (the build dir, release folder or Hub id that was run).")
         return cls(dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=args.judge,
@@ -60,7 +65,8 @@ class McotScoreRequest:
                    judge_agreement=args.judge_agreement, judge_workers=args.judge_workers, coverage=COVERAGE if args.coverage is None else args.coverage,
                    from_run=args.from_run, n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite,
                    drop_stale=args.drop_stale, max_crop_share=args.max_crop_share,
-                   coverage_threshold=args.coverage_threshold)
+                   coverage_threshold=args.coverage_threshold, extract=args.extract,
+                   reader=reader_endpoint(args, "mcot"))
 
     def make_judge(self, name: str) -> GeometricJudge | LlmJudge:
         if name == "geometric":
@@ -68,6 +74,11 @@ class McotScoreRequest:
                 raise MmfaithError(f"--coverage must be in (0, 1], not {self.coverage}.")
             return GeometricJudge(self.coverage, self.max_crop_share)
         return LlmJudge(ModelEndpoint("openai", name, self.judge_base_url, self.judge_api_key_env))
+
+
+def trace_answer(reply: str | None, options: list[dict[str, str]], reader: ChoiceReader) -> str | None:
+    """A trace's option label (a free-form item: its answer tag's text)."""
+    return reader.choice(reply, options) if options else answer_letter(reply, options)
 
 
 def trace_reply(trace_line: dict[str, Any]) -> str | None:
@@ -80,13 +91,14 @@ def trace_reply(trace_line: dict[str, Any]) -> str | None:
 
 
 def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str, Any] | None,
-            grounding: dict[str, Any] | None = None) -> ItemOutcome:
-    """One item's outcome from its answered lines (probe -> line), the judge's verdict and the crops'
-    grounding (judge.grounding)."""
+            grounding: dict[str, Any] | None = None, reader: ChoiceReader | None = None) -> ItemOutcome:
+    """One item's outcome from its answered lines (probe -> line), the judge's verdict, the crops'
+    grounding (judge.grounding) and the trace answer's reader (default: the rules)."""
     record = item.record
     trace_line = lines.get("trace")
     trace = (trace_line or {}).get("meta", {}).get("trace") if trace_line else None
-    letter = None if trace_line is None else answer_letter(trace_reply(trace_line), record["options"])
+    letter = None if trace_line is None else trace_answer(trace_reply(trace_line), record["options"],
+                                                              reader or ChoiceReader())
     correct = {"trace": int(letter is not None and letter == record["answer"])}
     answers = {"trace": letter}
     visual = bool(trace and trace["crops"])
@@ -133,7 +145,8 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     verdicts = _judge_all(judge, cases, request.judge_workers)
     if not 0 < request.max_crop_share <= 1:
         raise MmfaithError(f"--max-crop-share must be in (0, 1], not {request.max_crop_share}.")
-    items = [outcome(item, lines, verdict, None if case is None else grounding(case, request.max_crop_share))
+    reader = ChoiceReader(request.reader, request.extract)
+    items = [outcome(item, lines, verdict, None if case is None else grounding(case, request.max_crop_share), reader)
              for item, lines, verdict, case in zip(dataset.items, lines_of, verdicts, cases)]
     seconds = []
     if second is not None:
@@ -149,7 +162,10 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
         **summarize(items, request.n_bootstrap, request.seed),
     }
     metrics["counts"] = {**metrics["overall"]["counts"], "n_errors": read.n_errors, "n_stale": read.n_stale}
-    metrics["answers"] = answer_tally(dataset.items, read, request.coverage_threshold).to_json()
+    metrics["answers"] = answer_tally(dataset.items, read, request.coverage_threshold,
+                                      {outcome.id: outcome.answers["trace"] for outcome in items}).to_json()
+    if reader.endpoint is not None:
+        metrics["reader"] = reader.agreement()
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
@@ -158,16 +174,17 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     return metrics
 
 
-def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float) -> Tally:
-    """Every expected answer's status (evaluators/coverage.py): each item's trace, and the three replays of
-    a trace with a crop (the others are not asked). Paper format: an <answer> tag or \\boxed{} in the
+def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float,
+                 trace_answers: dict[str, str | None]) -> Tally:
+    """Every expected answer's status (evaluators/coverage.py): each item's trace (as read: `trace_answers`),
+    and the three replays of a trace with a crop (the others are not asked). Paper format: an <answer> tag or \\boxed{} in the
     answering reply (the prompt's format, after DeepEyes)."""
     tally = Tally(threshold)
     for item in items:
         trace_line = read.answered.get((item.id, "trace"))
         reply = None if trace_line is None else trace_reply(trace_line)
         tally.add(status_of(None if trace_line is None else {"response": reply}, (item.id, "trace") in read.failed,
-                            None if reply is None else answer_letter(reply, item.record["options"])),
+                            trace_answers.get(item.id)),
                   None if not reply else last_tag(reply) is not None)
         trace = None if trace_line is None else (trace_line.get("meta") or {}).get("trace")
         if not trace or not trace["crops"]:

@@ -92,8 +92,10 @@ def score(args: argparse.Namespace) -> int:
     """`mmfaith score spd-faith`: the parsed options into a ScoreRequest; prints the headline line."""
     from mmfaith.clients import ModelEndpoint
     from mmfaith.evaluators import coverage
+    from mmfaith.evaluators.score_cli import reader_endpoint
     from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 
+    reader_endpoint(args, "spd-faith")
     judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
                                                             args.judge_api_key_env)
     metrics = score_spd_faith(ScoreRequest(

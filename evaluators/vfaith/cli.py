@@ -60,6 +60,7 @@ def score(args: argparse.Namespace) -> int:
     """`mmfaith score vfaith`: the parsed options into a ScoreRequest; prints the headline line."""
     from mmfaith.errors import MmfaithError
     from mmfaith.evaluators import coverage
+    from mmfaith.evaluators.score_cli import reader_endpoint
     from mmfaith.evaluators.vfaith.score import ScoreRequest, score_vfaith
 
     if not args.dataset:
@@ -71,7 +72,8 @@ def score(args: argparse.Namespace) -> int:
     metrics = score_vfaith(ScoreRequest(
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
-        judge=judge, extract=args.extract, coverage_threshold=args.coverage_threshold))
+        judge=judge, extract=args.extract, coverage_threshold=args.coverage_threshold,
+        reader=reader_endpoint(args, "vfaith")))
     overall, counts = metrics["overall"], metrics["counts"]
     shown = ", ".join(f"{k} {'n/a' if overall[k] is None else f'{overall[k]:.3f}'}" for k in overall)
     print(f"scored {counts['n_pairs']} pairs and {counts['n_perception']} perception items of "

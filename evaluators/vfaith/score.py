@@ -23,7 +23,8 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.answers import last_boxed, read_choice, read_choice_set
+from mmfaith.evaluators.answer_llm import ChoiceReader
+from mmfaith.evaluators.answers import last_boxed, read_choice_set
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
@@ -52,17 +53,19 @@ class ScoreRequest:
     drop_stale: bool = False
     judge: ModelEndpoint | None = None
     """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
+    reader: ModelEndpoint | None = None
+    """An LLM that reads the multiple-choice replies the rules leave (evaluators/answer_llm.py)."""
     extract: str = "default"
     """The answer reader's rule (evaluators/answers.py): default, or paper (the last \\boxed{} only)."""
     coverage_threshold: float = COVERAGE_THRESHOLD
 
 
-def _answer(pair: VfaithPair, response: str | None, rule: str) -> str | None:
+def _answer(pair: VfaithPair, response: str | None, reader: ChoiceReader) -> str | None:
     """The gold-comparable form of a pair answer: an option label, or normalised free-form text."""
     record = pair.record
     if record["question_type"] == "multiple-choice":
-        return read_choice(response, record["options"], rule)
-    return parse_free(response, rule)
+        return reader.choice(response, record["options"])
+    return parse_free(response, reader.rule)
 
 
 def _gold(pair: VfaithPair, key: str) -> str:
@@ -71,7 +74,7 @@ def _gold(pair: VfaithPair, key: str) -> str:
 
 
 def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeFormJudge, tally: Tally,
-                rule: str = "default") -> list[dict[str, Any]]:
+                reader: ChoiceReader) -> list[dict[str, Any]]:
     """items.jsonl: one line per pair, then per perception item (metrics.py); free-form answers through `judge`;
     every answer's status counted in `tally` (evaluators/coverage.py)."""
     items = []
@@ -79,7 +82,7 @@ def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeF
         parsed, statuses = {}, {}
         for probe in PAIR_PROBES:
             line = predictions.answered.get((pair.id, probe))
-            parsed[probe] = None if line is None else _answer(pair, line["response"], rule)
+            parsed[probe] = None if line is None else _answer(pair, line["response"], reader)
             statuses[probe] = tally.add(status_of(line, (pair.id, probe) in predictions.failed, parsed[probe]),
                                         None if line is None else last_boxed(line["response"]) is not None)
         gold = {"answer_original": _gold(pair, "answer_original"), "answer_edited": _gold(pair, "answer_edited")}
@@ -90,7 +93,7 @@ def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeF
                                  pair.source_key))
     for perception in dataset.perception:
         line = predictions.answered.get((perception.id, "perception"))
-        chosen = None if line is None else read_choice_set(line["response"], perception.record["options"], rule)
+        chosen = None if line is None else read_choice_set(line["response"], perception.record["options"], reader.rule)
         status = tally.add(status_of(line, (perception.id, "perception") in predictions.failed, chosen),
                            None if line is None else last_boxed(line["response"]) is not None)
         items.append(perception_scores(perception.record, chosen, status, perception.source_key))
@@ -114,7 +117,8 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
                     {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
     judge = FreeFormJudge(request.judge)
     tally = Tally(request.coverage_threshold)
-    items = score_items(dataset, predictions, judge, tally, request.extract)
+    reader = ChoiceReader(request.reader, request.extract)
+    items = score_items(dataset, predictions, judge, tally, reader)
     n_probes = 2 * len(dataset.pairs) + len(dataset.perception)
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
@@ -132,6 +136,8 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
         **summarize(items, request.n_bootstrap, request.seed),
         "answers": tally.to_json(),
     }
+    if reader.endpoint is not None:
+        metrics["reader"] = reader.agreement()
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=len(predictions.answered),
                              answered_share=round(len(predictions.answered) / n_probes, 6))
     if predictions.n_stale:
