@@ -10,6 +10,7 @@ from mmfaith.evaluators.answers import read_choice, read_choice_set, read_count,
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.crm.metrics import final_answer as crm_answer
 from mmfaith.evaluators.mcot.protocol import answer_letter as mcot_answer
+from mmfaith.evaluators.spd_faith.claims import claims_from_text
 from mmfaith.evaluators.vfaith.score import _answer as vfaith_answer
 
 OPTIONS = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue car"}, {"label": "C", "text": "green"},
@@ -191,8 +192,79 @@ MCOT_TAGS = [
 ]
 
 
+# SPD-Faith free-text claims (the rule judge's extractor, evaluators/spd_faith/claims.py), as a person reads
+# each sentence: (type, COCO category, colour after the change)
+SPD_CLAIMS = [
+    ('The car is not red anymore but green.', [('color', 'car', 'green')]),
+    ('The umbrella is no longer blue but yellow.', [('color', 'umbrella', 'yellow')]),
+    ('The dog is not there anymore.', [('remove', 'dog', None)]),
+    ('The dog is no longer visible in the second picture.', [('remove', 'dog', None)]),
+    ('Nothing was removed.', []),
+    ('The car did not change colour.', []),
+    ('There are no differences.', []),
+    ('The cup turned blue.', [('color', 'cup', 'blue')]),
+    ('The cup changed from red to blue.', [('color', 'cup', 'blue')]),
+    ('The cup is now blue.', [('color', 'cup', 'blue')]),
+    ('The cup became blue.', [('color', 'cup', 'blue')]),
+    ('The cup, which was red, turned blue.', [('color', 'cup', 'blue')]),
+    ('The bus was removed.', [('remove', 'bus', None)]),
+    ('The bus is missing in the second image.', [('remove', 'bus', None)]),
+    ('The bus disappeared.', [('remove', 'bus', None)]),
+    ('The bus is gone.', [('remove', 'bus', None)]),
+    ('The chair moved to the left.', [('position', 'chair', None)]),
+    ('The chair was moved.', [('position', 'chair', None)]),
+    ('The person moved to the right.', [('position', 'person', None)]),
+    ('The bench has been relocated.', [('position', 'bench', None)]),
+    ('The bottle changed position.', [('position', 'bottle', None)]),
+    ('The kite was removed and the car turned white.', [('remove', 'kite', None), ('color', 'car', 'white')]),
+    ('The red car turned green.', [('color', 'car', 'green')]),
+    ('A dog was removed from the scene.', [('remove', 'dog', None)]),
+    ('The second picture has no cat.', [('remove', 'cat', None)]),
+    ('The color of the bus changed to yellow.', [('color', 'bus', 'yellow')]),
+    ("The bus's color is now yellow instead of red.", [('color', 'bus', 'yellow')]),
+    ('The umbrella changed color from blue to pink.', [('color', 'umbrella', 'pink')]),
+    ('The pizza is missing.', [('remove', 'pizza', None)]),
+    ('In the second image, the clock has been removed.', [('remove', 'clock', None)]),
+    ('The vase is not blue anymore but purple.', [('color', 'vase', 'purple')]),
+    ('The truck no longer red but black.', [('color', 'truck', 'black')]),
+    ("I don't see any change in the dog.", []),
+    ('The cat was not removed.', []),
+    ('Neither the bus nor the car changed.', []),
+    ('The sheep changed to black.', [('color', 'sheep', 'black')]),
+    ('The boat moved up.', [('position', 'boat', None)]),
+    ('The horse was removed; the car turned red.', [('remove', 'horse', None), ('color', 'car', 'red')]),
+    ('The elephant is no longer there.', [('remove', 'elephant', None)]),
+    ('The sofa (couch) turned green.', [('color', 'couch', 'green')]),
+    ('The laptop was deleted.', [('remove', 'laptop', None)]),
+    ('The TV has been erased.', [('remove', 'tv', None)]),
+    ('The handbag changed its color into brown.', [('color', 'handbag', 'brown')]),
+    ('The bird flew away.', [('remove', 'bird', None)]),
+    ('The stop sign is now orange.', [('color', 'stop sign', 'orange')]),
+    ('The traffic light was removed.', [('remove', 'traffic light', None)]),
+    ('The tie is gray instead of red.', [('color', 'tie', 'gray')]),
+    ('The bicycle shifted to the left.', [('position', 'bicycle', None)]),
+    ('Both pictures show a dog.', []),
+    ('The kite became pink.', [('color', 'kite', 'pink')]),
+    ("The train's colour turned blue.", [('color', 'train', 'blue')]),
+    ('The frisbee was taken out.', [('remove', 'frisbee', None)]),
+    ('The giraffe moved slightly.', [('position', 'giraffe', None)]),
+    ('The cow is absent in the second image.', [('remove', 'cow', None)]),
+    ('The suitcase is now purple.', [('color', 'suitcase', 'purple')]),
+    ('The bowl is not there in the second picture.', [('remove', 'bowl', None)]),
+    ('The skateboard changed from white to black.', [('color', 'skateboard', 'black')]),
+    ('The motorcycle was removed from the street.', [('remove', 'motorcycle', None)]),
+    ('The person on the left is gone.', [('remove', 'person', None)]),
+    ('The airplane turned red.', [('color', 'airplane', 'red')]),
+]
+
+
+@pytest.mark.parametrize(("text", "claims"), SPD_CLAIMS)
+def test_spd_claims_from_text(text: str, claims: list[tuple]) -> None:
+    assert [(claim.type, claim.category, claim.color) for claim in claims_from_text(text)] == claims
+
+
 def test_each_table_has_at_least_60_replies() -> None:
-    for table in (MULTIPLE_CHOICE, PERCEPTION, YES_NO, COUNTS, MCOT_TAGS):
+    for table in (MULTIPLE_CHOICE, PERCEPTION, YES_NO, COUNTS, MCOT_TAGS, SPD_CLAIMS):
         assert len(table) >= 60
 
 
