@@ -7,7 +7,8 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   ids, probes the item does not have, a second answered line for one (id, probe), and lines of a
   second model. With `from_run` (predictions `mmfaith run` wrote, where retries append lines) the
   last answered line of an (id, probe) wins and a torn last line (a crash mid-write) is ignored.
-- A line whose response is null is a failed call (counted in `n_errors`), never an answer.
+- A line whose response is null is a failed call (counted in `n_errors`), never an answer; the
+  (id, probe)s with a failed call and no answer are `failed` (evaluators/coverage.py).
 - Stale lines: a line that records the images its request showed (`meta.images`) must have shown
   this dataset's images for that item: each image's sha256, or for a derived image (a canvas, a
   crop) every source's sha256, must be among `images_by_id[id]`. A line that showed other images
@@ -38,6 +39,8 @@ class PredictionSet:
     n_errors: int
     n_stale: int
     sha256: str
+    failed: frozenset[Key] = frozenset()
+    """(id, probe)s with a failed call and no answered line."""
 
 
 def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
@@ -53,6 +56,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
     answered: dict[Key, tuple[int, dict[str, Any]]] = {}
     model: tuple[str, int] | None = None
     n_errors = 0
+    failed: set[Key] = set()
     for number, raw, torn in _lines(data):
         try:
             line = json.loads(raw)
@@ -81,6 +85,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
             stale.append(number)
         elif line["response"] is None:
             n_errors += 1
+            failed.add(key)
         else:
             answered[key] = (number, line)
     if problems:
@@ -94,7 +99,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         sha256_bytes(data))
+                         sha256_bytes(data), frozenset(failed - set(answered)))
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:

@@ -13,8 +13,11 @@ from typing import Any
 
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
+from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.score_dir import load_score_dir
+from mmfaith.evaluators.answers import RULES
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD
 
 SCORE_EXAMPLE = """example (offline):
   mmfaith score {family} --dataset out/{short} --predictions runs/{model}/predictions.jsonl --from-run --out scores/{model}
@@ -47,9 +50,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--drop-stale", action="store_true",
                             help="drop (and count) prediction lines that showed other images than the dataset's "
                                  "(default: refuse them: the dataset was rebuilt after the run)")
+        parser.add_argument("--extract", choices=RULES, default="default",
+                            help="how answers are read (docs/answers.md): default (every common form, the last "
+                                 "answer wins) or paper (the paper's own rule where it has one, e.g. the last "
+                                 "\\boxed{}; elsewhere default)")
+        parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
+                            help="warn when fewer than this share of the expected answers were read")
+        reader = parser.add_argument_group("LLM reader of multiple-choice answers (VFaith, MCoT; docs/answers.md)")
+        reader.add_argument("--reader-model", metavar="MODEL",
+                            help="an OpenAI-compatible model that reads the replies the rules leave unread (cached; "
+                                 "its agreement with the rules is reported)")
+        reader.add_argument("--reader-base-url", metavar="URL", help="the reader model's base URL")
+        reader.add_argument("--reader-api-key-env", metavar="NAME", help="environment variable holding its key")
         family.parts().add_score_options(parser)
         parser.set_defaults(handler=family.parts().score)
     _add_report(subparsers)
+
+
+def reader_endpoint(args: argparse.Namespace, family: str) -> ModelEndpoint | None:
+    """The `--reader-model` endpoint, None without one; refused for a family without multiple-choice replies to read."""
+    if not args.reader_model:
+        return None
+    if family not in ("vfaith", "mcot"):
+        raise MmfaithError(f"--reader-model reads the multiple-choice replies of VFaith and MCoT; {family} scores "
+                           "without it (its answers are read by the rules, docs/answers.md).")
+    return ModelEndpoint("openai", args.reader_model, args.reader_base_url, args.reader_api_key_env)
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:

@@ -40,7 +40,7 @@ OPTIONS = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}, {"labe
 
 @pytest.mark.parametrize("text,expected", [
     ("B", "B"), ("(B)", "B"), ("B. blue", "B"), ("**C**", "C"), ("The answer is (A).", "A"), ("Answer: c", "C"),
-    ("It is red.", "A"), ("It is blue or light blue", None), ("A car.", "A"), ("D", None),
+    ("It is red.", "A"), ("It is blue or light blue", None), ("A car.", None), ("D", None),  # "A car": the article (docs/answers.md)
     ("It cannot be determined from the image.", ABSTAIN), ("The car is not visible.", ABSTAIN),
     ("I can't tell.", ABSTAIN), ("None of the options.", ABSTAIN), ("The region is masked, so unknown.", ABSTAIN),
 ])
@@ -155,16 +155,16 @@ def crm_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("model,expected", [
     ("grounded", {"specific": {"SDR": 1.0, "AFR": 1.0, "HR": 0.0, "abstention_rate": 1.0, "accuracy_masked": 0.0},
-                  "random": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0, "accuracy_masked": 1.0}}),
+                  "random": {"SDR": 0.0, "AFR": 0.0, "HR": None, "abstention_rate": 0.0, "accuracy_masked": 1.0}}),
     ("hallucinator", {"specific": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0, "accuracy_masked": 1.0},
-                      "random": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0,
+                      "random": {"SDR": 0.0, "AFR": 0.0, "HR": None, "abstention_rate": 0.0,
                                  "accuracy_masked": 1.0}}),
 ])
 def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str, expected: dict) -> None:
     """The stated ends of the scale, through `mmfaith run` against the real reference server and
     `mmfaith score`: grounded reads SDR = AFR = 1, HR = 0 on specific masks and SDR = AFR = 0 on random
-    ones; the hallucinator SDR = AFR = 0 and HR = 1 on specific masks. Both models name the visible
-    evidence on random masks, so HR there (the rule's false-alarm level) is 1."""
+    ones; the hallucinator SDR = AFR = 0 and HR = 1 on specific masks. On random masks the evidence
+    is visible: HR is n/a there, with its reason, and has no specific-minus-random difference."""
     dataset = open_crm_dataset(crm_small)
     with ReferenceServer(dataset, model, family="crm") as server:
         assert main(["run", "crm", "--dataset", str(crm_small), "--model", model, "--base-url", server.base_url,
@@ -184,7 +184,9 @@ def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str,
     assert metrics["counts"]["n_units"] == 20 and metrics["provenance"]["sbert"]["weights_sha256"] == DEFAULT_SHA256
     pairing = metrics["specific_vs_random"]["black"]
     assert pairing["AFR"]["difference"] == (1.0 if model == "grounded" else 0.0)
-    assert pairing["HR"]["difference"] == (-1.0 if model == "grounded" else 0.0)
+    assert pairing["HR"]["difference"] is None and "specific masks only" in pairing["HR"]["na"]
+    assert "specific masks only" in metrics["by_mode"]["random"]["HR_na"]
+    assert metrics["answers"]["answered"] == 50 and metrics["answers"]["parse_rate"] == 1.0
     thresholds = sorted({row["threshold"] for row in metrics["sensitivity"]})
     assert thresholds == [0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
     assert (tmp_path / "score" / "sensitivity.png").is_file()
@@ -264,5 +266,5 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
     assert specific["SDR"]["difference"] == 1.0
     assert specific["HR"]["difference"] == -1.0 and specific["HR"]["b_only"] == 10
     random = comparison["pairs"][0]["by_mode"]["random"]
-    assert [random[k]["difference"] for k in ("SDR", "AFR", "HR")] == [0.0, 0.0, 0.0]
+    assert [random[k]["difference"] for k in ("SDR", "AFR", "HR")] == [0.0, 0.0, None]  # HR: n/a on random masks
     assert "grounded minus hallucinator" in (tmp_path / "report" / "comparison.md").read_text()

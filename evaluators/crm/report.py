@@ -11,6 +11,7 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm.metrics import rates
 from mmfaith.evaluators.plots import line_chart, save_png
+from mmfaith.evaluators import coverage
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.stats import mcnemar_exact, paired_bootstrap
@@ -37,18 +38,20 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
              f"{provenance['thresholds']['answer']}; HR judge: {provenance['judge']['name']}. Values with 95% "
              "bootstrap intervals clustered by source image. Definitions: docs/crm.md.", "",
              "On a specific mask the evidence is gone: a correct answer there is not better, it is a guess or a "
-             "prior. On a random mask the evidence stays visible, so HR there is the rule's false-alarm level.", "",
+             "prior. On a random mask the evidence stays visible, so HR is n/a there (defined on specific masks only).",
+             "",
              "## By variant", "", *md_table(header, _rows(metrics["by_variant"])), "",
              "## By mode (pooled over styles)", "", *md_table(["mode", *header[1:]], _rows(metrics["by_mode"])), ""]
     if metrics["specific_vs_random"]:
         rows = []
         for style, block in metrics["specific_vs_random"].items():
-            for name in ("AFR", "SDR", "HR"):
+            for name in ("AFR", "SDR"):
                 entry = block[name]
                 rows.append([style, name, str(block["n_pairs"]), fmt_ci(entry["difference"], entry["ci95"]),
                              fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"])
         lines += ["## Specific minus random, paired per question", "",
-                  "HR's difference is the excess of specific masks over the rule's false-alarm level.", "",
+                  "HR has no difference: it is not defined on random masks. AFR's McNemar test uses the questions "
+                  "answered on all four sides.", "",
                   *md_table(["style", "metric", "pairs", "difference", "McNemar p"], rows), ""]
     groups = list(dict.fromkeys(row["group"] for row in metrics["sensitivity"]))
     modes = [row["group"] for row in metrics["sensitivity"] if row["kind"] == "mode"]
@@ -63,7 +66,7 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
                           *(fmt(table[(t, g)]["AFR"]) for g in groups)] for t in thresholds]), ""]
     counts = metrics["counts"]
     lines += [f"{counts['n_units']} units scored of {counts['n_items']} items; {counts['n_missing']} units lacked an "
-              f"answer; {counts['n_errors']} failed calls.", ""]
+              f"answer; {counts['n_errors']} failed calls.", "", *coverage.markdown(metrics["answers"])]
     write_atomic(folder / "report.md", "\n".join(lines).encode("utf-8"))
     series = {f"SDR {m}": [table[(t, m)]["SDR"] for t in thresholds] for m in modes}
     series |= {f"AFR {m}": [table[(t, m)]["AFR"] for t in thresholds] for m in modes}

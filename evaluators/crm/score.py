@@ -30,13 +30,14 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm import hallucination
 from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
 from mmfaith.evaluators.crm.embed import load_encoder
-from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, score_unit,
-                                            summarize, sweep)
+from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit,
+                                            final_answer, score_unit, summarize, sweep)
 from mmfaith.evaluators.crm.prompts import TEMPLATES_SHA256, probe_names
 from mmfaith.evaluators.crm.report import write_score_report
 from mmfaith.evaluators.crm.run import shown
 from mmfaith.evaluators.crm.steps import split_steps
-from mmfaith.evaluators.predictions import read_predictions
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
@@ -61,6 +62,7 @@ class CrmScoreRequest:
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
+    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
 def _check(request: CrmScoreRequest) -> None:
@@ -114,6 +116,20 @@ def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: An
     return units, missing, compared
 
 
+def answer_tally(dataset: CrmDataset, read: PredictionSet, threshold: float) -> Tally:
+    """Every expected answer's status (evaluators/coverage.py): a CoT is read when it is not blank, a final
+    answer when `metrics.final_answer` reads it. CRM's paper fixes no answer format (paper format n/a)."""
+    tally = Tally(threshold)
+    for item in dataset.items:
+        for name, _ in shown(item):
+            for probe, is_answer in zip(probe_names(name), (False, True)):
+                line = read.answered.get((item.id, probe))
+                text = None if line is None else line["response"]
+                reading = final_answer(text, item.record["options"]) if is_answer else (text or "").strip() or None
+                tally.add(status_of(line, (item.id, probe) in read.failed, reading))
+    return tally
+
+
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
     _check(request)
@@ -156,6 +172,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         },
         **summarize(lines, request.n_bootstrap, request.seed),
         "sensitivity": sweep(lines, records),
+        "answers": answer_tally(dataset, read, request.coverage_threshold).to_json(),
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
                    "answered_share": round(len(read.answered) / sum(len(p) for p in expected.values()), 6)},

@@ -217,7 +217,7 @@ class TraceBuilder:
         """The finished trace: the last reply's final answer and its option label."""
         turns = self.trace["turns"]
         self.trace["final_answer"] = final_answer(turns[-1]["text"]) if turns else None
-        self.trace["answer"] = answer_letter(self.trace["final_answer"], options)
+        self.trace["answer"] = answer_letter(turns[-1]["text"], options) if turns else None
         return self.trace
 
 

@@ -4,9 +4,10 @@
   pixels: when a crop it is shown equals the original image's pixels in the region its box maps to,
   it answers the gold; otherwise (noise) the first other option. Its text also states the answer,
   but it never reads it: ATE_text 0, ATE_visual negative.
-- `text-follower`: zooms the same way, then states the gold option's text in its step and, when asked
-  to go on from a (replayed) trace, answers the option whose text its own earlier steps mention
-  last: ATE_text negative (a swapped word changes its answer), ATE_visual 0.
+- `text-follower`: zooms the same way, then states the gold option's text and its number in its step
+  ("it is blue: option number 2") and, when asked to go on from a (replayed) trace, answers the
+  option its own earlier steps number last (else whose text they mention last): ATE_text negative
+  (a changed detail changes its answer), ATE_visual 0.
 - `blind`: never calls the tool and answers the first option: no visual component, left out of the
   intervention metrics and counted.
 Each speaks both protocols (function calling when the request carries `tools`, else text tags) and
@@ -65,11 +66,13 @@ class McotReference:
         gold_text = next((o["text"] for o in options if o["label"] == item.record["answer"]), item.record["answer"])
         if not replay:  # the turn after the crop, in the model's own trace
             letter = self._from_pixels(item, images[1:], coords) if self.name == "zoom-oracle" else item.record["answer"]
-            return f"In the crop it is {gold_text}. <answer>{letter}</answer>"
+            number = 1 + next((i for i, o in enumerate(options) if o["label"] == item.record["answer"]), 0)
+            return f"In the crop it is {gold_text}: option number {number}. <answer>{letter}</answer>"
         if self.name == "zoom-oracle":
             letter = self._from_pixels(item, images[1:], coords)
         else:
-            letter = _last_mentioned(" ".join(assistant_texts), options) or "none"
+            said = " ".join(assistant_texts)
+            letter = _numbered(said, options) or _last_mentioned(said, options) or "none"
         return f"<answer>{letter}</answer>"
 
     def _item(self, text: str, images: list[bytes]) -> McotItem:
@@ -119,6 +122,12 @@ def _coords(messages: list[dict[str, Any]]) -> str:
         if COORD_WORDS[coords] in system:
             return coords
     raise RequestRefused(400, "the system prompt names no coordinate convention")
+
+
+def _numbered(text: str, options: list[dict[str, str]]) -> str | None:
+    """The label of the option the text numbers last ("option number 2"; a number past the last wraps)."""
+    numbers = re.findall(r"option number (\d+)", text)
+    return options[(int(numbers[-1]) - 1) % len(options)]["label"] if numbers and options else None
 
 
 def _last_mentioned(text: str, options: list[dict[str, str]]) -> str | None:

@@ -133,7 +133,8 @@ class McotProbePlan:
 
     async def _replay(self, item: McotItem, asker: ItemAsker, trace: dict[str, Any], probe: str,
                       crops: CropStore) -> None:
-        request = await replay_request(probe, trace, self.settings, self.injector, crops, item.id)
+        request = await replay_request(probe, trace, self.settings, self.injector, crops, item.id,
+                                       item.record["options"])
         turns = [*first_turns(item, self.settings), *request.tail]
         line = await asker.ask(probe, turns, request.meta, extra=request.extra, priority=0, record=False)
         if line["response"] is not None:

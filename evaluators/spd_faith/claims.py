@@ -23,7 +23,10 @@ read through its type, object and detail fields; otherwise claims are read from 
 by sentence with the same lexicons: a clause (split at ; , and but while whereas) that holds a
 type word, or a color after a change word, and a category is one claim; a typed clause without a
 category takes the last unclaimed category of its sentence ("The cup, which was red, turned
-blue"); negated clauses ("nothing was removed") are skipped.
+blue"); negated clauses ("nothing was removed") are skipped, except a corrected colour ("is not red
+anymore but green", "no longer red but green": the change to green) and an object that "is not there
+anymore" / "is no longer visible" / "was taken out" / "flew away", or that "the second picture has
+no" (removed); "is gray instead of red" is the change to gray.
 
 Relations (what a judge labels; the metrics in spd_faith/metrics.py match on them):
 - DRF, claim vs gold (SPD-Faith appendix B.2.3, phase 2): `faithful` (same type and category,
@@ -106,6 +109,14 @@ TYPE_SYNONYMS: dict[str, str] = {
 }
 _TO_MARKERS = {"to", "into", "now", "turned", "turns", "became", "becomes"}
 _FROM_MARKERS = {"from", "was", "originally", "previously", "of"}
+_NOT_BUT = re.compile(r"\b(?:is\s+|was\s+|are\s+)?(?:not|no longer)\s+(\w+)(?:\s+any\s?more)?,?\s+but\s+"
+                      r"(?:is\s+|now\s+|rather\s+)*(\w+)", re.IGNORECASE)
+_GONE = re.compile(r"\b(?:is|are)\s+(?:not\s+there|no\s+longer\s+there|not\s+visible|no\s+longer\s+visible)"
+                   r"(?:\s+any\s?more)?(?=\s+in\s+the\s+(?:second|other|edited|right|bottom)|[.,;!]|$)", re.IGNORECASE)
+_TAKEN = re.compile(r"\b(?:was|were|has been|have been)\s+taken\s+(?:out|away)\b|\bflew\s+away\b", re.IGNORECASE)
+_HAS_NO = re.compile(r"\b(?:the\s+)?(?:second|other|edited|right|bottom)\s+(?:picture|image|one)\s+(?:has|shows)\s+no\s+"
+                     r"([\w ]+?)(?=[.,;!]|$)", re.IGNORECASE)
+_INSTEAD = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(\w+)\s+instead\s+of\s+(\w+)", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(not|no|never|nothing|none|neither|nor|without)\b|n't\b")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSES = re.compile(r"[;,]|\b(?:and|but|while|whereas)\b")
@@ -257,7 +268,10 @@ def claim_from_object(item: dict[str, Any]) -> Claim:
 
 def claims_from_text(text: str) -> list[Claim]:
     """Claims read from free text, clause by clause (module docstring gives the rule)."""
-    body = re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text or "")
+    body = _NOT_BUT.sub(_corrected, re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text or ""))
+    body = _GONE.sub("was removed", _TAKEN.sub("was removed", body))
+    body = _HAS_NO.sub(lambda m: f"the {m.group(1)} was removed", body)
+    body = _INSTEAD.sub(lambda m: f"turned {m.group(1)}" if normalize_color(m.group(1).lower()) else m.group(0), body)
     claims = []
     for sentence in _SENTENCES.split(body):
         unclaimed: list[tuple[str, range, list[str]]] = []
@@ -281,6 +295,13 @@ def claims_from_text(text: str) -> list[Claim]:
             if category != OTHER:
                 claims.append(Claim(kind, category, color))
     return claims
+
+
+def _corrected(match: re.Match[str]) -> str:
+    """"not red anymore but green" (two colours) as the change it states, "turned green"; else unchanged."""
+    if normalize_color(match.group(1).lower()) and normalize_color(match.group(2).lower()):
+        return f"turned {match.group(2)}"
+    return match.group(0)
 
 
 def extract_claims(response: str | None) -> tuple[list[Claim], str]:

@@ -32,6 +32,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components)
+from mmfaith.evaluators import coverage
 from mmfaith.evaluators.report_tables import (fmt, fmt_ci, md_table, metric_block, metric_value, metrics_key,
                                               why_undefined)
 from mmfaith.families import MetricInfo
@@ -132,8 +133,9 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
              f"{counts['n_errors']} failed calls.", "",
              *md_table(["probe", "unparsed", "truncated", "missing"],
                        [[p, str(counts["n_unparsed"][p]), str(counts["n_truncated"][p]), str(counts["n_missing"][p])]
-                        for p in counts["n_unparsed"]]),
-             "", "## Overall (items with at least one difference)", "",
+                        for p in counts["n_unparsed"]]), "",
+             *(coverage.markdown(metrics["answers"]) if "answers" in metrics else []),
+             "## Overall (items with at least one difference)", "",
              *md_table(["metric", "value [95% CI]"], [[m, _cell(metrics, m)] for m in CI_METRICS]),
              "", "Beside DS and DQR, over differing and control pairs (docs/spd_faith_metrics.md, Headline): " +
              ", ".join(f"{name} {fmt_ci(value, metrics['headline']['ci95'].get(name), 'no parsed answers of a kind')}"

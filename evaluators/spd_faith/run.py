@@ -4,7 +4,7 @@ Contract
 --------
 - Per pair, in the order chosen for it (`pair_order`): `same`, `different` and `count` at once,
   then `describe` asked with the model's own count, parsed from its `count` answer
-  (`parse.parse_count`; meta.count_asked, null when none was readable and the open prompt was
+  (`answers.read_count`; meta.count_asked, null when none was readable and the open prompt was
   asked). Waiting calls are served describe first, then count (PRIORITY), so `describe` waits only
   for its own pair's `count`. A `describe` whose pair's `count` failed is not asked and gets an
   error line.
@@ -31,7 +31,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, ImageRef, Shown, decode_png, side_by_side
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
-from mmfaith.evaluators.spd_faith.parse import parse_count
+from mmfaith.evaluators.answers import read_count
 from mmfaith.evaluators.spd_faith.prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION,
                                                   TEMPLATES_SHA256, prompt_text)
 from mmfaith.images import png_bytes
@@ -128,7 +128,7 @@ class SpdProbePlan:
                     "not asked: this pair's count probe failed and describe is asked with the model's own count; "
                     "re-run to retry"))
             else:
-                await ask("describe", parse_count(count_line["response"]))
+                await ask("describe", read_count(count_line["response"]))
 
         independent = [probe for probe in ("same", "different") if asker.pending(probe)]
         if asker.dry_run:  # printed one by one, in probe order

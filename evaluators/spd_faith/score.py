@@ -43,6 +43,8 @@ from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
+from mmfaith.evaluators.answers import last_boxed
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
 from mmfaith.evaluators.predictions import read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
@@ -71,6 +73,7 @@ class ScoreRequest:
     overwrite: bool = False
     drop_stale: bool = False
     format: str = "auto"
+    coverage_threshold: float = COVERAGE_THRESHOLD
     """auto (an official response file is detected by its shape), predictions, or official."""
 
 
@@ -85,6 +88,7 @@ class Predictions:
     n_stale: int
     sha256: str
     perturb: dict[str, Any] | None = None
+    failed: frozenset[tuple[str, str]] = frozenset()
 
 
 def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False) -> Predictions:
@@ -99,7 +103,22 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
         raise MmfaithError(f"{path}: lines of several image perturbations ({', '.join(sorted(perturbs))}); score each "
                            "run dir (one per --perturb ratio) on its own.")
     perturb = json.loads(perturbs.pop()) if perturbs else None
-    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb)
+    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb, read.failed)
+
+
+def answer_tally(items: list[dict[str, Any]], predictions: Predictions, threshold: float) -> Tally:
+    """Every expected answer's status (evaluators/coverage.py) from the items' reads (metrics.read_answer: a
+    yes/no, a count, or a claims list for describe); paper format: a \\boxed{} (the prompts' format, appendix B)."""
+    tally = Tally(threshold)
+    for item in items:
+        for probe in PROBES:
+            answer = predictions.answers.get((item["id"], probe))
+            read = item["answers"][probe]
+            understood = read["value"] if probe != "describe" else (read["status"] in ("ok", "truncated") or None)
+            tally.add(status_of(None if answer is None else {"response": answer.response},
+                                (item["id"], probe) in predictions.failed, understood),
+                      None if answer is None or not answer.response else last_boxed(answer.response) is not None)
+    return tally
 
 
 def _judge(request: ScoreRequest) -> Judge:
@@ -166,6 +185,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
+    metrics["answers"] = answer_tally(items, predictions, request.coverage_threshold).to_json()
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
     if official_block is not None:

@@ -17,7 +17,8 @@ counted apart (`counts.unparsed`, `counts.missing`).
 - perception_accuracy: share of perception items whose parsed set of labels equals `answers`
   exactly (unparsed or missing: wrong).
 - mcnemar_raw_vs_edit: the exact two-sided McNemar test (evaluators/stats.py) on paired
-  correctness: b = pairs right on the original and wrong on the edited image, c = the reverse.
+  correctness: b = pairs right on the original and wrong on the edited image, c = the reverse;
+  only pairs with both answers read count (the others: `n_left_out`; docs/answers.md).
 
 Every aggregate is a ratio of sums of per-item components (`item_components`), so a bootstrap
 replicate (stats.bootstrap_ci, clusters = source images) recomputes it exactly as the point
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from mmfaith.evaluators import stats
+from mmfaith.evaluators.coverage import STATUSES
 
 DEFINITIONS_VERSION = "vfaith-metrics/1"
 CATEGORIES = ("RWS", "REA", "PFK", "CRE", "TIF")
@@ -67,8 +69,9 @@ def item_components(item: Mapping[str, Any]) -> dict[str, float]:
     if item["kind"] == "perception":
         return {"n_perception": 1.0, "perception": float(item["correct"])}
     raw, edit, cat = float(item["raw_correct"]), float(item["edit_correct"]), item["category"]
+    paired = item["a_original"] is not None and item["a_edited"] is not None
     parts = {"n_pairs": 1.0, "raw": raw, "edit": edit, f"n_pairs:{cat}": 1.0, f"raw:{cat}": raw, f"edit:{cat}": edit,
-             "b": float(raw and not edit), "c": float(edit and not raw)}
+             "b": float(raw and not edit and paired), "c": float(edit and not raw and paired)}
     if item["repeat"] is not None:
         parts.update(repeat_den=1.0, repeat_num=float(item["repeat"]))
     if item["repeat_own"] is not None:
@@ -140,7 +143,9 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
         "by_category": by_category,
         "ci95": {key: ci(key) for key in HEADLINE},
         "mcnemar_raw_vs_edit": {"p_value": stats.mcnemar_exact(b, c), "b_raw_right_edit_wrong": b,
-                                "c_raw_wrong_edit_right": c, "n_pairs": len(pairs), "method": "exact binomial, two-sided"},
+                                "c_raw_wrong_edit_right": c, "n_pairs": len(pairs),
+                                "n_left_out": sum(item["a_original"] is None or item["a_edited"] is None for item in pairs),
+                                "method": "exact binomial, two-sided"},
         "counts": {
             "n_pairs": len(pairs), "n_perception": len(perception),
             "answers": statuses,
@@ -152,7 +157,7 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
 
 
 def _status_counts(items: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
-    counts = {"ok": 0, "unparsed": 0, "missing": 0}
+    counts = dict.fromkeys(STATUSES, 0)
     for item in items:
         counts[item[key]] += 1
     return counts

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import stats
+from mmfaith.evaluators import coverage, stats
+from mmfaith.evaluators.coverage import STATUSES
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table, metrics_key
 from mmfaith.evaluators.vfaith.metrics import CATEGORIES, HEADLINE, headline_from_sums, item_components
 from mmfaith.families import get as get_family
@@ -67,10 +68,9 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
              "## Raw vs edited (exact McNemar)", "",
              f"right on the original only: {test['b_raw_right_edit_wrong']}; on the edited only: "
              f"{test['c_raw_wrong_edit_right']}; p = {test['p_value']:.4g} ({test['n_pairs']} pairs).", "",
-             "## Answers", "",
-             *md_table(["probe", "ok", "unparsed", "missing"],
-                       [[probe, *(str(c[s]) for s in ("ok", "unparsed", "missing"))]
-                        for probe, c in counts["answers"].items()]), ""]
+             *coverage.markdown(metrics["answers"]),
+             *md_table(["probe", *STATUSES], [[probe, *(str(c[s]) for s in STATUSES)]
+                                              for probe, c in counts["answers"].items()]), ""]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
 
 

@@ -23,12 +23,15 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.answer_llm import ChoiceReader
+from mmfaith.evaluators.answers import last_boxed, read_choice_set
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
 from mmfaith.evaluators.vfaith.metrics import DEFINITIONS_VERSION, pair_scores, perception_scores, summarize
-from mmfaith.evaluators.vfaith.parse import normalize, parse_choice, parse_choice_set, parse_free
+from mmfaith.evaluators.vfaith.parse import normalize, parse_free
 from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.vfaith.report import write_score_report
 from mmfaith.evaluators.vfaith.run import VfaithProbePlan
@@ -50,14 +53,19 @@ class ScoreRequest:
     drop_stale: bool = False
     judge: ModelEndpoint | None = None
     """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
+    reader: ModelEndpoint | None = None
+    """An LLM that reads the multiple-choice replies the rules leave (evaluators/answer_llm.py)."""
+    extract: str = "default"
+    """The answer reader's rule (evaluators/answers.py): default, or paper (the last \\boxed{} only)."""
+    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
-def _answer(pair: VfaithPair, response: str | None) -> str | None:
+def _answer(pair: VfaithPair, response: str | None, reader: ChoiceReader) -> str | None:
     """The gold-comparable form of a pair answer: an option label, or normalised free-form text."""
     record = pair.record
     if record["question_type"] == "multiple-choice":
-        return parse_choice(response, record["options"])
-    return parse_free(response)
+        return reader.choice(response, record["options"])
+    return parse_free(response, reader.rule)
 
 
 def _gold(pair: VfaithPair, key: str) -> str:
@@ -65,15 +73,18 @@ def _gold(pair: VfaithPair, key: str) -> str:
     return record[key] if record["question_type"] == "multiple-choice" else normalize(record[key])
 
 
-def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeFormJudge) -> list[dict[str, Any]]:
-    """items.jsonl: one line per pair, then per perception item (metrics.py); free-form answers through `judge`."""
+def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeFormJudge, tally: Tally,
+                reader: ChoiceReader) -> list[dict[str, Any]]:
+    """items.jsonl: one line per pair, then per perception item (metrics.py); free-form answers through `judge`;
+    every answer's status counted in `tally` (evaluators/coverage.py)."""
     items = []
     for pair in dataset.pairs:
         parsed, statuses = {}, {}
         for probe in PAIR_PROBES:
             line = predictions.answered.get((pair.id, probe))
-            parsed[probe] = None if line is None else _answer(pair, line["response"])
-            statuses[probe] = "missing" if line is None else "ok" if parsed[probe] is not None else "unparsed"
+            parsed[probe] = None if line is None else _answer(pair, line["response"], reader)
+            statuses[probe] = tally.add(status_of(line, (pair.id, probe) in predictions.failed, parsed[probe]),
+                                        None if line is None else last_boxed(line["response"]) is not None)
         gold = {"answer_original": _gold(pair, "answer_original"), "answer_edited": _gold(pair, "answer_edited")}
         if pair.record["question_type"] == "free-form":
             parsed = {probe: judge.resolve(pair.record["question"], value, gold["answer_edited"],
@@ -82,8 +93,9 @@ def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeF
                                  pair.source_key))
     for perception in dataset.perception:
         line = predictions.answered.get((perception.id, "perception"))
-        chosen = None if line is None else parse_choice_set(line["response"], perception.record["options"])
-        status = "missing" if line is None else "ok" if chosen is not None else "unparsed"
+        chosen = None if line is None else read_choice_set(line["response"], perception.record["options"], reader.rule)
+        status = tally.add(status_of(line, (perception.id, "perception") in predictions.failed, chosen),
+                           None if line is None else last_boxed(line["response"]) is not None)
         items.append(perception_scores(perception.record, chosen, status, perception.source_key))
     return items
 
@@ -104,7 +116,9 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
                     {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
     judge = FreeFormJudge(request.judge)
-    items = score_items(dataset, predictions, judge)
+    tally = Tally(request.coverage_threshold)
+    reader = ChoiceReader(request.reader, request.extract)
+    items = score_items(dataset, predictions, judge, tally, reader)
     n_probes = 2 * len(dataset.pairs) + len(dataset.perception)
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
@@ -113,14 +127,17 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
             "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
             "model": predictions.model, "predictions_sha256": predictions.sha256,
             "predictions_mode": "run" if request.from_run else "submission",
-            "prompt_templates_sha256": TEMPLATES_SHA256,
+            "prompt_templates_sha256": TEMPLATES_SHA256, "extract": request.extract,
             "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
                       "prompt_sha256": PROMPT_SHA256 if request.judge else None},
             "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
                           "method": "percentile", "confidence": 0.95},
         },
         **summarize(items, request.n_bootstrap, request.seed),
+        "answers": tally.to_json(),
     }
+    if reader.endpoint is not None:
+        metrics["reader"] = reader.agreement()
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=len(predictions.answered),
                              answered_share=round(len(predictions.answered) / n_probes, 6))
     if predictions.n_stale:
