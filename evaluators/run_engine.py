@@ -13,7 +13,15 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   that was not made (e.g. its prerequisite failed). For an (id, probe) the last answered line wins.
 - Resume: the same settings on the same RUN_DIR ask only the (id, probe) without an answer
   (failed calls included). RUN_DIR/run.json holds the provenance; a RUN_DIR whose run.json names
-  another family, model or any of the plan's `resume_settings` is refused.
+  another family, model, generation settings (`RunSettings.generation`: temperature, max_tokens,
+  ...), dataset fingerprint or any of the plan's `resume_settings` is refused. A run holds RUN_DIR's
+  lock (`mmfaith.dirlock`) while it writes: a second run into it is refused, naming the pid.
+- Binding: every line records `meta.generation` (the run's generation settings, with the call's own
+  temperature) and `meta.shown_sha256` (`shown_digest` of what its item shows: images, question,
+  options), so `score` refuses a line made on another build of the same ids (predictions.py).
+- Secrets: every line and run.json pass `mmfaith.redact` (the key in use, the base URLs' secrets,
+  bearer and basic credentials), so a server echoing the request's headers or URL cannot put a
+  credential on disk.
 - Scheduling: requests, not items, are bounded by `concurrency` (the client's slots serve
   waiting calls lowest `priority` first: a plan gives the calls that close an item the lowest);
   at most `concurrency` items are open at once, which bounds the images held in memory. Images are
@@ -47,19 +55,21 @@ from typing import Any, Protocol, TypeVar
 from tqdm import tqdm
 
 from mmfaith import __version__
+from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
+from mmfaith.evaluators.predictions import shown_digest
 from mmfaith.evaluators.run_settings import RunSettings
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_text_atomic
 from mmfaith.outdir import prepare_out_dir
-from mmfaith.redact import redact_url
+from mmfaith.redact import redact_record, redact_url, register_secret, url_secrets
 from mmfaith.schema import check_record
 
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
-BASE_RESUME_FIELDS = ("family", "model")
+BASE_RESUME_FIELDS = ("family", "model", "generation")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
 
 ERROR_HINTS = (
@@ -262,6 +272,16 @@ class ItemAsker:
 def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
     """Ask every item's probes (see the module docstring) and return the run's summary."""
     _check_settings(settings)
+    for base_url in settings.base_urls:
+        register_secret(*url_secrets(base_url))
+    if settings.dry_run:
+        return _run_locked(family, settings, dataset, plan)
+    prepare_out_dir(settings.out, "run")
+    with hold_lock(settings.out, "run --out"):
+        return _run_locked(family, settings, dataset, plan)
+
+
+def _run_locked(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
     items = list(dataset.items[:settings.limit] if settings.limit else dataset.items)
     provenance = _provenance(family, settings, dataset, plan, len(items))
     previous = _previous_run(settings.out, provenance, plan)
@@ -277,7 +297,7 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
         return _summary(settings, plan, items, log, session.requests, 0.0, None, dry_run=True)
 
     api_key = _api_key(settings.api_key_env)
-    prepare_out_dir(settings.out, "run")
+    register_secret(api_key)
     for base_url in settings.base_urls:
         for warning in check_endpoint(base_url, settings.model, api_key, min(settings.timeout_s, 30.0)):
             print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
@@ -317,6 +337,7 @@ class _Session:
                               disable=not settings.progress or settings.dry_run, dynamic_ncols=True)
         self._client: ChatClient | None = None
         self.replica_stats: list[dict[str, Any]] = []
+        self._shown: dict[str, str] = {}
 
     async def run(self, items: list[EvalItem], api_key: str) -> None:
         settings = self.settings
@@ -345,6 +366,7 @@ class _Session:
         self._progress.close()
 
     async def _item(self, item: EvalItem) -> None:
+        self._shown[item.id] = shown_digest(self.plan.shows(item))
         try:
             await self.plan.run_item(item, ItemAsker(self, item))
         finally:
@@ -365,7 +387,9 @@ class _Session:
                  if not isinstance(piece, str)]
         result = await self._client.complete(body, priority=priority)
         self.requests += 1
-        line = self.line(item, probe, {**meta, "images": shown}, result, None)
+        line = self.line(item, probe, {**meta, "images": shown,
+                                       "generation": {**self.settings.generation(), "temperature": temperature}},
+                         result, None)
         if record:
             await self.write(line)
         return line
@@ -392,7 +416,12 @@ class _Session:
                 "model": self.settings.model, "meta": meta}
 
     async def write(self, line: dict[str, Any]) -> None:
+        """Append a line, stamped with its settings and what its item shows (module docstring), redacted."""
         assert self._appender is not None
+        meta = {"generation": self.settings.generation(), **(line.get("meta") or {})}
+        if line["id"] in self._shown:
+            meta["shown_sha256"] = self._shown[line["id"]]
+        line = redact_record({**line, "meta": meta})
         await asyncio.get_running_loop().run_in_executor(self._writer, self._appender.append, line)
         self.log.add(line)
         self._progress.update(1)
@@ -479,7 +508,7 @@ def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
                 items: int) -> dict[str, Any]:
     return {
         "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
-        "temperature": settings.temperature, "max_tokens": settings.max_tokens,
+        "generation": settings.generation(),
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
         "dataset": {"path": str(settings.dataset), "id": dataset.dataset_id, "revision": dataset.revision,
@@ -525,7 +554,7 @@ def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log:
     document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items),
                 "tokens": {"prompt": log.prompt_tokens, "completion": log.completion_tokens},
                 "started": sessions[0]["started"], "finished": sessions[-1]["finished"]}
-    write_atomic(out / RUN_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_text_atomic(out / RUN_JSON, json.dumps(redact_record(document), indent=2, sort_keys=True) + "\n")
 
 
 def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log: PredictionLog, requests: int,

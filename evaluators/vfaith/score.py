@@ -23,7 +23,7 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
@@ -31,7 +31,7 @@ from mmfaith.evaluators.vfaith.metrics import DEFINITIONS_VERSION, pair_scores, 
 from mmfaith.evaluators.vfaith.parse import normalize, parse_choice, parse_choice_set, parse_free
 from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.vfaith.report import write_score_report
-from mmfaith.evaluators.vfaith.run import VfaithProbePlan
+from mmfaith.evaluators.vfaith.run import VfaithProbePlan, item_shows
 from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfaith_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -96,7 +96,8 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     plan = VfaithProbePlan()
     predictions = read_predictions(
         request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,
-        {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale)
+        {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale,
+        {item.id: shown_digest(item_shows(item)) for item in dataset.items})
     if not predictions.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run, then score again.")
