@@ -31,6 +31,13 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   and retried later (evaluators/chat_client.py); its calls go to the others, each call still
   writes exactly one line, and run.json records each session's per-replica attempts, answers,
   errors and times taken out (`sessions[].replicas`).
+- Failure isolation: any exception while one item runs (a plan's bug, an agent loop's bad crop)
+  becomes that item's recorded error (an error line for each of its probes without an answer,
+  `item failed: TYPE: message`) and the run goes on. A server that cannot be reached for
+  DEAD_SERVER_CALLS calls in a row (every attempt's connection refused, no answer between) ends the
+  run early (`ServerGone`, with the resume hint) instead of failing every remaining call.
+- Interruption: Ctrl-C and SIGTERM end the run with one line saying how far it got (answered of
+  expected, where) and how to resume; every finished call is already on disk.
 - `dry_run` prints each request that would be sent (images abridged to their size) and a token
   estimate, and sends and writes nothing.
 - The API key is read from the environment (`api_key_env`, else OPENAI_API_KEY, else "EMPTY" for
@@ -39,13 +46,16 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -81,7 +91,14 @@ ERROR_HINTS = (
     ("timeout", "raise --timeout or lower --concurrency"),
 )
 """Substring of a call's error -> what to check; the first match is shown with the most common error."""
+DEAD_SERVER_CALLS = 3
+"""Calls in a row that could not connect to any server (every attempt refused) before the run stops."""
+UNREACHABLE_ERRORS = ("connection error",)
 ItemKey = tuple[str, str]  # (item id, probe)
+
+
+class ServerGone(MmfaithError):
+    """The servers could not be reached for DEAD_SERVER_CALLS calls in a row: the run stops early."""
 T = TypeVar("T")
 
 
@@ -307,7 +324,14 @@ def _run_locked(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
     session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
-        asyncio.run(session.run(todo, api_key))
+        with _sigterm_as_interrupt():
+            asyncio.run(session.run(todo, api_key))
+    except (KeyboardInterrupt, ServerGone) as exc:
+        counts = _counts(plan, log, items)
+        what = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped early"
+        print(f"mmfaith: run {what}: {counts['answered']}/{counts['expected']} answered, {counts['failed']} failed, "
+              f"kept in {settings.out / PREDICTIONS}.", file=sys.stderr, flush=True)
+        raise
     finally:
         session.close()
         elapsed = time.perf_counter() - clock
@@ -338,6 +362,7 @@ class _Session:
         self._client: ChatClient | None = None
         self.replica_stats: list[dict[str, Any]] = []
         self._shown: dict[str, str] = {}
+        self._unreachable_calls = 0
 
     async def run(self, items: list[EvalItem], api_key: str) -> None:
         settings = self.settings
@@ -367,8 +392,16 @@ class _Session:
 
     async def _item(self, item: EvalItem) -> None:
         self._shown[item.id] = shown_digest(self.plan.shows(item))
+        asker = ItemAsker(self, item)
         try:
-            await self.plan.run_item(item, ItemAsker(self, item))
+            await self.plan.run_item(item, asker)
+        except ServerGone:
+            raise
+        except Exception as exc:  # one item's failure is that item's recorded error, never the run's end
+            error = f"item failed: {type(exc).__name__}: {exc}"
+            for probe in self.plan.expected_probes(item):
+                if asker.pending(probe):
+                    await asker.fail(probe, {}, error)
         finally:
             self.payloads.release(self.plan.images(item))
 
@@ -387,12 +420,22 @@ class _Session:
                  if not isinstance(piece, str)]
         result = await self._client.complete(body, priority=priority)
         self.requests += 1
+        self._note_reachable(result)
         line = self.line(item, probe, {**meta, "images": shown,
                                        "generation": {**self.settings.generation(), "temperature": temperature}},
                          result, None)
         if record:
             await self.write(line)
         return line
+
+    def _note_reachable(self, result: ChatResult) -> None:
+        """Count calls in a row that reached no server; raise ServerGone at DEAD_SERVER_CALLS."""
+        unreachable = result.error is not None and result.error.startswith(UNREACHABLE_ERRORS)
+        self._unreachable_calls = self._unreachable_calls + 1 if unreachable else 0
+        if self._unreachable_calls >= DEAD_SERVER_CALLS:
+            raise ServerGone(f"{self._unreachable_calls} calls in a row reached no server at "
+                             f"{', '.join(redact_url(url) for url in self.settings.base_urls)} (last: {result.error}); "
+                             "is the server running? Re-run the same command to resume.")
 
     async def _part(self, piece: Shown | str) -> bytes:
         if isinstance(piece, str):
@@ -443,6 +486,23 @@ class _Session:
                               **(note or {}), "request": body}))
         self.requests += 1
         self.prompt_tokens_estimate += estimate
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While open (in the main thread), SIGTERM ends the run as Ctrl-C does; the previous handler is restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 async def _each_bounded(items: Iterable[T], worker: Callable[[T], Coroutine[Any, Any, None]], limit: int) -> None:
