@@ -420,12 +420,12 @@ class _Session:
                  if not isinstance(piece, str)]
         result = await self._client.complete(body, priority=priority)
         self.requests += 1
-        self._note_reachable(result)
         line = self.line(item, probe, {**meta, "images": shown,
                                        "generation": {**self.settings.generation(), "temperature": temperature}},
                          result, None)
         if record:
             await self.write(line)
+        self._note_reachable(result)
         return line
 
     def _note_reachable(self, result: ChatResult) -> None:
@@ -435,7 +435,7 @@ class _Session:
         if self._unreachable_calls >= DEAD_SERVER_CALLS:
             raise ServerGone(f"{self._unreachable_calls} calls in a row reached no server at "
                              f"{', '.join(redact_url(url) for url in self.settings.base_urls)} (last: {result.error}); "
-                             "is the server running? Re-run the same command to resume.")
+                             "is the server running? re-run the same command to resume.")
 
     async def _part(self, piece: Shown | str) -> bytes:
         if isinstance(piece, str):

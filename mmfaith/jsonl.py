@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.redact import redact
+from mmfaith.redact import redact, redact_record
 
 
 def canonical_json(value: Any) -> str:
@@ -80,7 +80,7 @@ class JsonlAppender:
         self._handle = open(path, "ab")
 
     def append(self, record: dict[str, Any]) -> None:
-        self._handle.write((redact(canonical_json(record)) + "\n").encode("utf-8"))
+        self._handle.write((canonical_json(redact_record(record)) + "\n").encode("utf-8"))
         self._handle.flush()
         os.fsync(self._handle.fileno())
 

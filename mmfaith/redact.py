@@ -44,10 +44,10 @@ KEY_ENV = "OPENAI_API_KEY"
 KEY_PARAMETERS = ("key", "api_key", "apikey", "access_token", "token")
 _registered: set[str] = set()
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#]+@")
-_KEY_PARAMETER = re.compile(rf"(?P<keep>[?&](?:{'|'.join(KEY_PARAMETERS)})=)[^&\s'\"#]+", re.IGNORECASE)
+_KEY_PARAMETER = re.compile(rf"(?P<keep>[?&](?:{'|'.join(KEY_PARAMETERS)})=)[^&\s'\"#\\]+", re.IGNORECASE)
 _BASIC = re.compile(r"(?P<keep>\bBasic\s+)(?P<credential>[A-Za-z0-9+/]{4,}={0,2})")
 _PATTERNS = (
-    (re.compile(r"(?P<keep>\bBearer\s+)[^\s'\",}]+", re.IGNORECASE), rf"\g<keep>{MASK}"),
+    (re.compile(r"(?P<keep>\bBearer\s+)[^\s'\",}\\]+", re.IGNORECASE), rf"\g<keep>{MASK}"),
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), MASK),
     (re.compile(r"\bhf_[A-Za-z0-9]{6,}"), MASK),
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), MASK),

@@ -5,6 +5,8 @@ Contract
 `FaultServer(fault)` serves ``POST /v1/chat/completions`` (and ``GET /v1/models``) from a background
 thread; use it as a context manager. Every completion request meets the same `fault`:
 
+- ``dies``: the first completion is answered (connection closed), then the server stops listening:
+  every later connection is refused;
 - ``echo``: a chat completion whose content quotes the request's headers and URL (a debug server
   or a logging proxy does so): the hostile case for secrets;
 - ``500`` / ``429``: that HTTP status (429 with ``retry-after-ms: 10``);
@@ -33,7 +35,7 @@ from mmfaith.background_http import BackgroundHTTP
 STALL_S = 30.0
 TRICKLE_EVERY_S = 2.0
 HUGE_CHARS = 3_000_000
-FAULTS = ("echo", "500", "429", "stall", "trickle", "invalid-json", "no-choices", "null-content", "huge-content",
+FAULTS = ("dies", "echo", "500", "429", "stall", "trickle", "invalid-json", "no-choices", "null-content", "huge-content",
           "tool-whole-image", "tool-zero-area", "tool-inverted", "tool-malformed")
 TOOL_NAME = "image_zoom_in_tool"
 TOOL_ARGUMENTS = {"tool-whole-image": json.dumps({"bbox_2d": [0, 0, 1e9, 1e9]}),
@@ -76,6 +78,11 @@ class FaultServer(BackgroundHTTP):
         self._stop.set()
         super().stop()
 
+    def _close_listener(self) -> None:
+        """Stop serving and close the listening socket: later connections are refused."""
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -110,6 +117,11 @@ class FaultServer(BackgroundHTTP):
                     server._stop.wait(STALL_S)
                 if fault == "trickle":
                     return self._trickle()
+                if fault == "dies":
+                    self.close_connection = True
+                    self._send(200, json.dumps(completion("A")).encode(), {"Connection": "close"})
+                    threading.Thread(target=server._close_listener, daemon=True).start()
+                    return
                 if fault == "invalid-json":
                     return self._send(200, b"{this is not json")
                 body: dict[str, Any]
