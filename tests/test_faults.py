@@ -163,3 +163,152 @@ def test_bad_mcot_tool_calls_are_recorded_never_the_end_of_the_run(builds: dict[
         assert calls and all(call.get("box_inverted") for call in calls)
     if fault == "tool-whole-image":  # whatever becomes of the crop, each item ends answered or with its error
         assert all(line["response"] is not None or line["meta"]["error"] for line in lines)
+
+
+# -- binding: stale predictions, other settings, a second writer -----------------------------------
+
+
+def test_score_refuses_mcot_predictions_of_another_build_of_the_same_ids(builds: dict[str, Path],
+                                                                         tmp_path: Path) -> None:
+    """Seed 1 shows the same ids and images with the options in another order: a seed-0 run is not its run."""
+    other = tmp_path / "seed1"
+    assert main(["build", "mcot", "--out", str(other), "--seed", "1", "--no-progress"]) == 0
+    changed = {json.loads(a)["id"] for a, b in zip((builds["mcot"] / "records.jsonl").read_text().splitlines(),
+                                                   (other / "records.jsonl").read_text().splitlines()) if a != b}
+    assert changed  # the two builds differ in some items, same ids
+    run = tmp_path / "run"
+    with FaultServer("echo") as server:
+        mmfaith(*run_args("mcot", builds["mcot"], server.base_url, run, limit=23))
+    predictions = run / "predictions.jsonl"
+    args = ["score", "mcot", "--dataset", str(other), "--predictions", str(predictions), "--from-run",
+            "--bootstrap", "10"]
+    refused = mmfaith(*args, "--out", str(tmp_path / "refused"))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "other images, questions or options" in refused.stderr and not (tmp_path / "refused").exists()
+    kept = mmfaith(*args, "--out", str(tmp_path / "kept"), "--drop-stale")
+    assert kept.returncode == 0, kept.stderr
+    stale = sum(line["id"] in changed for line in lines_of(predictions))
+    assert json.loads((tmp_path / "kept" / "metrics.json").read_text())["counts"]["n_stale"] == stale
+    same = mmfaith("score", "mcot", "--dataset", str(builds["mcot"]), "--predictions", str(predictions), "--from-run",
+                   "--bootstrap", "10", "--out", str(tmp_path / "same"))
+    assert same.returncode == 0, same.stderr
+
+
+def test_a_resume_with_other_generation_settings_is_refused(builds: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with FaultServer("500") as server:
+        first = mmfaith(*run_args("spd-faith", builds["spd-faith"], server.base_url, out, "--max-attempts", "1"))
+        assert first.returncode == 1, first.stderr
+        before = tree_digest(out)
+        for flag, value in (("--temperature", "0.7"), ("--max-tokens", "64")):
+            again = mmfaith(*run_args("spd-faith", builds["spd-faith"], server.base_url, out, flag, value))
+            assert again.returncode == 2 and "field 'generation'" in again.stderr, again.stderr
+    assert tree_digest(out) == before
+    assert json.loads((out / "run.json").read_text())["generation"] == {"max_tokens": 1024, "temperature": 0.0}
+
+
+def test_a_second_run_into_a_run_dir_is_refused_naming_the_pid(builds: dict[str, Path], tmp_path: Path) -> None:
+    """A stalled run holds the lock; a second is refused; SIGTERM ends the first with how far it got; a lock
+    left by a killed process is taken over."""
+    out = tmp_path / "run"
+    with FaultServer("stall") as server:
+        first = subprocess.Popen([sys.executable, "-m", "mmfaith",
+                                  *run_args("spd-faith", builds["spd-faith"], server.base_url, out)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while server.requests == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        second = mmfaith(*run_args("spd-faith", builds["spd-faith"], server.base_url, out))
+        assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr
+        first.send_signal(signal.SIGTERM)
+        _, stderr = first.communicate(timeout=60)
+    assert first.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "run interrupted: 0/" in stderr and "re-run the same command to resume" in stderr
+    assert not (out / ".mmfaith.lock").exists()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (out / ".mmfaith.lock").write_text(f"{gone.pid}\n")  # a lock whose process died (kill -9)
+    with FaultServer("echo") as server:
+        third = mmfaith(*run_args("spd-faith", builds["spd-faith"], server.base_url, out))
+    assert third.returncode == 0, third.stderr
+    assert not (out / ".mmfaith.lock").exists()
+
+
+def test_a_build_with_other_settings_over_a_complete_build_is_refused_and_changes_nothing(
+        builds: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    for family, argv in (("mcot", ["--seed", "1"]), ("mcot", ["--limit", "3"]), ("crm", ["--max-items", "1"]),
+                         ("vfaith", ["--per-template", "0"]), ("spd-faith", ["--seed", "1"])):
+        out = tmp_path / family
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(builds[family], out)
+        before = tree_digest(out)
+        done = mmfaith("build", family, "--out", str(out), "--no-progress", *BUILD_ARGS[family], *argv)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (family, argv, done.stderr)
+        assert "mmfaith: error:" in done.stderr and tree_digest(out) == before, (family, argv)
+
+
+# -- releases: tampered shards, paths outside -------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def mcot_release(builds: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("mcot-release") / "release"
+    assert main(["release", str(builds["mcot"]), "--out", str(out), "--name", "org/mcot", "--version", "1.0.0",
+                 "--include", "all"]) == 0
+    return out
+
+
+def _tampered_copy(release: Path, into: Path) -> tuple[Path, Path]:
+    import shutil
+
+    shutil.copytree(release, into)
+    return into, sorted(into.rglob("*.parquet"))[0]
+
+
+def test_a_release_whose_gold_was_edited_or_that_holds_an_unlisted_shard_is_refused_on_use(
+        mcot_release: Path, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mmfaith.loaders.mcot.dataset import open_mcot_dataset
+    from mmfaith.loaders.mcot.load import load_mcot
+
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(json.dumps({"id": "x", "probe": "trace", "response": "A", "model": "m"}) + "\n")
+    edited, shard = _tampered_copy(mcot_release, tmp_path / "edited")
+    table = pq.read_table(shard)
+    answers = table.column("answer").to_pylist()
+    pq.write_table(table.set_column(table.schema.get_field_index("answer"), "answer",
+                                    pa.array(["Z", *answers[1:]])), shard)  # a gold that is no option
+    extra, extra_shard = _tampered_copy(mcot_release, tmp_path / "extra")
+    (extra_shard.parent / "more-00000.parquet").write_bytes(extra_shard.read_bytes())
+    for folder, why in ((edited, "sha256 differs"), (extra, "shard not listed")):
+        done = mmfaith("score", "mcot", "--dataset", str(folder), "--predictions", str(predictions), "--out",
+                       str(tmp_path / f"score-{folder.name}"))
+        assert done.returncode == 2 and why in done.stderr and "Traceback" not in done.stderr, done.stderr
+        served = mmfaith("serve-reference", "mcot", "--model", "zoom-oracle", "--dataset", str(folder), "--port", "0",
+                         timeout=60)
+        assert served.returncode == 2 and why in served.stderr, served.stderr
+        with pytest.raises(Exception, match=why):
+            load_mcot(folder)
+    assert open_mcot_dataset(edited, verify=False).items[0].record["answer"] == "Z"  # verify=False: used as is
+    assert mmfaith("score", "mcot", "--dataset", str(mcot_release), "--predictions", str(predictions), "--out",
+                   str(tmp_path / "intact")).stderr.count("manifest") == 0
+
+
+@pytest.mark.parametrize("name", ["../../etc/hostname", "/etc/passwd", "data/link.parquet"])
+def test_verify_refuses_a_manifest_path_outside_the_release(mcot_release: Path, tmp_path: Path, name: str) -> None:
+    folder, shard = _tampered_copy(mcot_release, tmp_path / "release")
+    if name == "data/link.parquet":
+        (folder / name).symlink_to("/etc/hostname")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"][name] = {"sha256": "0" * 64, "bytes": 1}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    done = mmfaith("verify", str(folder))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    printed = done.stdout + done.stderr
+    assert "outside the release" in printed or "out of the release" in printed, printed
+    hostname = hashlib.sha256(Path("/etc/hostname").read_bytes()).hexdigest()[:16]
+    assert hostname not in printed  # never opened nor hashed
