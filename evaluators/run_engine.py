@@ -75,7 +75,7 @@ from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_text_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.redact import redact_record, redact_url, register_secret, url_secrets
-from mmfaith.schema import check_record
+from mmfaith.schema import check_record, schema_errors
 
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
@@ -549,6 +549,11 @@ def _check_settings(settings: RunSettings) -> None:
     for bad, message in problems:
         if bad:
             raise MmfaithError(message + ".")
+    named = schema_errors("prediction", {"id": "-", "probe": "-", "response": None, "model": settings.model,
+                                         "meta": {"error": "-"}})
+    if named:
+        raise MmfaithError(f"--model {settings.model!r}: a model name is letters, digits and . _ : / @ + = - "
+                           "(schemas/prediction.schema.json), so that it cannot add Markdown or HTML to a report.")
 
 
 def _api_key(env_name: str | None) -> str:

@@ -313,3 +313,22 @@ def test_verify_refuses_a_manifest_path_outside_the_release(mcot_release: Path, 
     assert "outside the release" in printed or "out of the release" in printed, printed
     hostname = hashlib.sha256(Path("/etc/hostname").read_bytes()).hexdigest()[:16]
     assert hostname not in printed  # never opened nor hashed
+
+
+# -- text that escapes -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["<script>alert(1)</script>", "x\n# New heading", "[click](javascript:alert(1))",
+                                   "a | b", "*bold*"])
+def test_a_model_name_cannot_add_markdown_to_a_report(builds: dict[str, Path], tmp_path: Path, model: str) -> None:
+    """A submission's `model` is restricted by the prediction schema; `run --model` is checked the same way."""
+    predictions = tmp_path / "p.jsonl"
+    record = json.loads((builds["spd-faith"] / "records.jsonl").read_text().splitlines()[0])
+    predictions.write_text(json.dumps({"id": record["id"], "probe": "same", "response": "yes", "model": model}) + "\n")
+    scored = mmfaith("score", "spd-faith", "--dataset", str(builds["spd-faith"]), "--predictions", str(predictions),
+                     "--out", str(tmp_path / "score"))
+    assert scored.returncode == 2 and "line 1: model" in scored.stderr and "Traceback" not in scored.stderr
+    assert not (tmp_path / "score").exists()
+    ran = mmfaith("run", "spd-faith", "--dataset", str(builds["spd-faith"]), "--model", model, "--base-url",
+                  "http://127.0.0.1:9/v1", "--out", str(tmp_path / "run"))
+    assert ran.returncode == 2 and "a model name is letters" in ran.stderr and not (tmp_path / "run").exists()
