@@ -18,6 +18,8 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   `shown_by_id[id]`: a build with the same ids and images but options in another order (MCoT or
   VFaith built with another seed) is refused, or with `drop_stale` only the matching lines are
   scored and the others counted.
+- A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
+  is refused after reading that much, not read whole).
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ from mmfaith.jsonl import canonical_json
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
+MAX_LINE_BYTES = 64 << 20
+"""The longest prediction line read (64 MiB; `mmfaith run` stores answers of at most 100000 characters)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                      shown_by_id: Mapping[str, str] | None = None) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
     try:
-        data = path.read_bytes()
+        data = _read_capped(path)
     except OSError as exc:
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
     probes_of = {item_id: tuple(probes) for item_id, probes in expected_probes.items()}
@@ -109,6 +113,24 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                            "schemas/prediction.schema.json.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
                          sha256_bytes(data))
+
+
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes; MmfaithError as soon as one line runs past MAX_LINE_BYTES."""
+    chunks: list[bytes] = []
+    line_bytes, number = 0, 1
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            chunks.append(chunk)
+            newlines = chunk.count(b"\n")
+            ended = line_bytes + chunk.find(b"\n") if newlines else 0  # the line this chunk ends
+            line_bytes = len(chunk) - chunk.rfind(b"\n") - 1 if newlines else line_bytes + len(chunk)
+            if max(ended, line_bytes) > MAX_LINE_BYTES:
+                number += newlines if line_bytes > MAX_LINE_BYTES else 0
+                raise MmfaithError(f"{path}: line {number} is longer than {MAX_LINE_BYTES} bytes; not a predictions "
+                                   "file (one JSON object per line).")
+            number += newlines
+    return b"".join(chunks)
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:

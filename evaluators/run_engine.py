@@ -36,6 +36,9 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   `item failed: TYPE: message`) and the run goes on. A server that cannot be reached for
   DEAD_SERVER_CALLS calls in a row (every attempt's connection refused, no answer between) ends the
   run early (`ServerGone`, with the resume hint) instead of failing every remaining call.
+- Size: an answer (and its reasoning) longer than MAX_ANSWER_CHARS is stored cut to that length,
+  the cut recorded (`meta.cut`: {"response": original length, "reasoning": ...}), so a server
+  sending megabytes cannot blow up predictions.jsonl (nor what a dependent probe re-sends).
 - Interruption: Ctrl-C and SIGTERM end the run with one line saying how far it got (answered of
   expected, where) and how to resume; every finished call is already on disk.
 - `dry_run` prints each request that would be sent (images abridged to their size) and a token
@@ -91,6 +94,8 @@ ERROR_HINTS = (
     ("timeout", "raise --timeout or lower --concurrency"),
 )
 """Substring of a call's error -> what to check; the first match is shown with the most common error."""
+MAX_ANSWER_CHARS = 100_000
+"""The longest answer (or reasoning) stored; a longer one is cut and the cut recorded (`meta.cut`)."""
 DEAD_SERVER_CALLS = 3
 """Calls in a row that could not connect to any server (every attempt refused) before the run stops."""
 UNREACHABLE_ERRORS = ("connection error",)
@@ -450,12 +455,16 @@ class _Session:
             meta.update(latency_s=None, prompt_tokens=None, completion_tokens=None, finish_reason=None,
                         reasoning=None, error=error)
         else:
+            cut = {name: len(text) for name, text in (("response", result.text), ("reasoning", result.reasoning))
+                   if text is not None and len(text) > MAX_ANSWER_CHARS}
             meta.update(latency_s=round(result.latency_s, 4), prompt_tokens=result.prompt_tokens,
                         completion_tokens=result.completion_tokens, attempts=result.attempts,
-                        finish_reason=result.finish_reason, reasoning=result.reasoning, error=result.error)
+                        finish_reason=result.finish_reason, reasoning=_capped(result.reasoning), error=result.error)
             if result.tool_calls:
                 meta["tool_calls"] = list(result.tool_calls)
-        return {"id": item.id, "probe": probe, "response": None if result is None else result.text,
+            if cut:
+                meta["cut"] = cut
+        return {"id": item.id, "probe": probe, "response": None if result is None else _capped(result.text),
                 "model": self.settings.model, "meta": meta}
 
     async def write(self, line: dict[str, Any]) -> None:
@@ -486,6 +495,11 @@ class _Session:
                               **(note or {}), "request": body}))
         self.requests += 1
         self.prompt_tokens_estimate += estimate
+
+
+def _capped(text: str | None) -> str | None:
+    """`text` cut to MAX_ANSWER_CHARS (module docstring)."""
+    return text if text is None or len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS]
 
 
 @contextlib.contextmanager
