@@ -332,3 +332,63 @@ def test_a_model_name_cannot_add_markdown_to_a_report(builds: dict[str, Path], t
     ran = mmfaith("run", "spd-faith", "--dataset", str(builds["spd-faith"]), "--model", model, "--base-url",
                   "http://127.0.0.1:9/v1", "--out", str(tmp_path / "run"))
     assert ran.returncode == 2 and "a model name is letters" in ran.stderr and not (tmp_path / "run").exists()
+
+
+# -- bounded input, one-line errors, no overwrite -----------------------------------------------------
+
+
+def test_score_of_an_endless_line_is_refused_without_eating_memory(builds: dict[str, Path], tmp_path: Path) -> None:
+    done = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "mmfaith", "score", "mcot", "--dataset",
+                           str(builds["mcot"]), "--predictions", "/dev/zero", "--out", str(tmp_path / "s")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "line 1 is longer than" in done.stderr, done.stderr
+    assert int(done.stderr.strip().splitlines()[-1]) < 1_000_000  # peak resident KiB: well under 1 GiB
+
+
+def test_a_zip_bomb_log_is_refused_unread(builds: dict[str, Path], tmp_path: Path) -> None:
+    import zipfile
+
+    bomb = tmp_path / "2026-01-01T00-00-00_mmfaith-spd-faith_x.eval"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("header.json", "w", force_zip64=True) as member:
+            for _ in range(300):
+                member.write(b"\0" * (1 << 20))  # 300 MiB of zeros: ~300 KiB compressed
+    done = mmfaith("import", "inspect", str(bomb), "--dataset", str(builds["spd-faith"]), "--out",
+                   str(tmp_path / "p.jsonl"))
+    assert done.returncode == 2 and "would inflate to 314572800 bytes" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("results", "message"), [("[1, 2]", "expected a JSON object, found list"),
+                                                  ("{\"config\": [", "not valid JSON"),
+                                                  ("{\"config\": [1]}", "'config' is a list")])
+def test_a_malformed_lmms_eval_results_file_is_one_error_line(builds: dict[str, Path], tmp_path: Path, results: str,
+                                                              message: str) -> None:
+    logs = tmp_path / "logs" / "model"
+    logs.mkdir(parents=True)
+    (logs / "2026_samples_mmfaith_spd_faith.jsonl").write_text("")
+    (logs / "2026_results.json").write_text(results)
+    done = mmfaith("import", "lmms-eval", str(tmp_path / "logs"), "--dataset", str(builds["spd-faith"]), "--out",
+                   str(tmp_path / "p.jsonl"))
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_report_and_import_refuse_to_overwrite(builds: dict[str, Path], tmp_path: Path) -> None:
+    run, score = tmp_path / "run", tmp_path / "score"
+    with FaultServer("echo") as server:
+        mmfaith(*run_args("spd-faith", builds["spd-faith"], server.base_url, run))
+    assert mmfaith("score", "spd-faith", "--dataset", str(builds["spd-faith"]), "--predictions",
+                   str(run / "predictions.jsonl"), "--from-run", "--out", str(score), "--bootstrap", "10").returncode == 0
+    before = (score / "report.md").read_bytes()
+    into_score = mmfaith("report", str(score), "--out", str(score))
+    assert into_score.returncode == 2 and "whose report.md it would replace" in into_score.stderr
+    assert (score / "report.md").read_bytes() == before
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert "not empty" in mmfaith("report", str(score), "--out", str(other)).stderr
+    existing = tmp_path / "existing.jsonl"
+    existing.write_text("mine\n")
+    refused = mmfaith("import", "lmms-eval", str(tmp_path), "--dataset", str(builds["spd-faith"]), "--out",
+                      str(existing))
+    assert refused.returncode == 2 and "exists" in refused.stderr and existing.read_text() == "mine\n"

@@ -50,12 +50,13 @@ def _read_eval_log() -> Any:
 
 def read_inspect_logs(path: Path) -> HarnessLog:
     """Every sample of the mmfaith tasks' logs under `path` (module docstring)."""
-    read_eval_log = _read_eval_log()
     candidates = [path] if path.is_file() else sorted(
         found for pattern in LOG_GLOBS for found in path.rglob(pattern))
-    samples, files, models, versions, runs = [], [], set(), set(), []
     for file in candidates:
         _check_zip(file)
+    read_eval_log = _read_eval_log()
+    samples, files, models, versions, runs = [], [], set(), set(), []
+    for file in candidates:
         try:
             log = read_eval_log(str(file))
         except Exception as exc:  # inspect raises its own types for a file that is not a log
