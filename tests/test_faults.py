@@ -392,3 +392,23 @@ def test_report_and_import_refuse_to_overwrite(builds: dict[str, Path], tmp_path
     refused = mmfaith("import", "lmms-eval", str(tmp_path), "--dataset", str(builds["spd-faith"]), "--out",
                       str(existing))
     assert refused.returncode == 2 and "exists" in refused.stderr and existing.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(("image", "box", "message"), [
+    ("/etc/hostname", [1, 2, 3, 4], "outside the images folder"),
+    ("../outside.jpg", [1, 2, 3, 4], "outside the images folder"),
+    ("000000000030.jpg", [1, "two", 3, 4], "of numbers"),
+    ("000000000030.jpg", {"startX": "a", "startY": 0, "w": 1, "h": 1}, "of numbers"),
+])
+def test_a_bad_visargs_row_is_one_error_line(sample: tuple[Path, Path], tmp_path: Path, image: str, box: object,
+                                             message: str) -> None:
+    import shutil
+
+    data = tmp_path / "visargs"
+    (data / "images").mkdir(parents=True)
+    shutil.copy(sample[1] / "000000000030.jpg", data / "images" / "000000000030.jpg")
+    (data / "annotation.json").write_text(json.dumps([{"url": image, "visual_premises": ["A vase."], "b_box": [box],
+                                                       "conclusion": "A room."}]))
+    done = mmfaith("build", "crm", "--out", str(tmp_path / "build"), "--visargs", str(data), "--no-progress")
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "annotation.json: item 0" in done.stderr
