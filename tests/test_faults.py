@@ -412,3 +412,18 @@ def test_a_bad_visargs_row_is_one_error_line(sample: tuple[Path, Path], tmp_path
     done = mmfaith("build", "crm", "--out", str(tmp_path / "build"), "--visargs", str(data), "--no-progress")
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert "annotation.json: item 0" in done.stderr
+
+
+@pytest.mark.parametrize("name", ["my vase", "Grandma's Teapot Collection"])
+def test_a_users_own_category_name_is_scored_as_itself(name: str) -> None:
+    """A category a user's COCO file names its own way: the oracle's claim (JSON and text) matches its gold,
+    where mapping the claim to COCO words ("vase") made a perfect answer unrelated (CF1 0, DRF 0)."""
+    from mmfaith.evaluators.spd_faith.claims import Claim, JudgeCase, RuleJudge
+
+    gold = [Claim("remove", name, None), Claim("color", "cup", "blue")]
+    listing = json.dumps([{"object": name, "type": "remove", "detail": "only in the first picture"},
+                          {"object": "cup", "type": "color", "detail": "red to blue"}])
+    for describe in (f"```json\n{listing}\n```", f"The {name} was removed, and the cup turned blue."):
+        judged = RuleJudge().judge(JudgeCase({"describe": describe, "same": None, "different": None}, gold, []))
+        assert judged.claims["describe"] == gold, describe
+        assert judged.drf == [["faithful", "unrelated"], ["unrelated", "faithful"]]
