@@ -7,6 +7,7 @@ thread; use it as a context manager. Every completion request meets the same `fa
 
 - ``dies``: the first completion is answered (connection closed), then the server stops listening:
   every later connection is refused;
+- ``slow``: the answer "A" after SLOW_S seconds (a run to kill mid-way);
 - ``echo``: a chat completion whose content quotes the request's headers and URL (a debug server
   or a logging proxy does so): the hostile case for secrets;
 - ``500`` / ``429``: that HTTP status (429 with ``retry-after-ms: 10``);
@@ -33,9 +34,10 @@ from typing import Any
 from mmfaith.background_http import BackgroundHTTP
 
 STALL_S = 30.0
+SLOW_S = 0.3
 TRICKLE_EVERY_S = 2.0
 HUGE_CHARS = 3_000_000
-FAULTS = ("dies", "echo", "500", "429", "stall", "trickle", "invalid-json", "no-choices", "null-content", "huge-content",
+FAULTS = ("dies", "slow", "echo", "500", "429", "stall", "trickle", "invalid-json", "no-choices", "null-content", "huge-content",
           "tool-whole-image", "tool-zero-area", "tool-inverted", "tool-malformed")
 TOOL_NAME = "image_zoom_in_tool"
 TOOL_ARGUMENTS = {"tool-whole-image": json.dumps({"bbox_2d": [0, 0, 1e9, 1e9]}),
@@ -115,6 +117,8 @@ class FaultServer(BackgroundHTTP):
                     return self._send(int(fault), json.dumps(error).encode(), {"retry-after-ms": "10"})
                 if fault == "stall":
                     server._stop.wait(STALL_S)
+                if fault == "slow":
+                    server._stop.wait(SLOW_S)
                 if fault == "trickle":
                     return self._trickle()
                 if fault == "dies":

@@ -142,6 +142,11 @@ def test_a_faulty_server_gives_recorded_errors_never_a_traceback(builds: dict[st
         assert all(line["response"] is None for line in lines)
         assert all(FAULT_ERRORS[fault] in line["meta"]["error"] or "failed" in line["meta"]["error"]
                    for line in lines), {line["meta"]["error"] for line in lines}
+    if fault == "huge-content":  # stored cut to 100000 characters, the cut recorded
+        answered = [line for line in lines if line["response"] is not None]
+        assert answered and all(len(line["response"]) == 100_000 and line["meta"]["cut"] == {"response": 3_000_000}
+                                for line in answered if line["meta"].get("cut"))
+        assert (out / "predictions.jsonl").stat().st_size < 50_000_000
     for line in lines:  # every line carries its settings and what its item showed
         assert line["meta"]["generation"]["max_tokens"] == 1024 and len(line["meta"]["shown_sha256"]) == 64
 
@@ -427,3 +432,47 @@ def test_a_users_own_category_name_is_scored_as_itself(name: str) -> None:
         judged = RuleJudge().judge(JudgeCase({"describe": describe, "same": None, "different": None}, gold, []))
         assert judged.claims["describe"] == gold, describe
         assert judged.drf == [["faithful", "unrelated"], ["unrelated", "faithful"]]
+
+
+# -- kill -9 ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_run_killed_with_sigkill_resumes_asking_nothing_twice(builds: dict[str, Path], tmp_path: Path,
+                                                                family: str) -> None:
+    """kill -9 mid-run leaves a stale lock and a possibly torn line; the same command takes the lock over and
+    finishes, every (id, probe) answered exactly once."""
+    out = tmp_path / "run"
+    argv = run_args(family, builds[family], "", out, "--concurrency", "1", limit=2)
+    with FaultServer("slow") as server:
+        argv[argv.index("--base-url") + 1] = server.base_url
+        process = subprocess.Popen([sys.executable, "-m", "mmfaith", *argv], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and (not (out / "predictions.jsonl").exists()
+                                               or len((out / "predictions.jsonl").read_bytes().splitlines()) < 2):
+            time.sleep(0.05)
+        process.kill()
+        process.wait()
+        assert (out / ".mmfaith.lock").read_text().strip() == str(process.pid)  # left behind by the kill
+        done = mmfaith(*argv)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    answered = [(line["id"], line["probe"]) for line in lines_of(out / "predictions.jsonl")
+                if line["response"] is not None]
+    assert len(answered) == len(set(answered)) and not (out / ".mmfaith.lock").exists()
+    run = json.loads((out / "run.json").read_text())
+    assert run["counts"]["answered"] == run["counts"]["expected"] == len(answered)
+
+
+def test_an_mcot_build_killed_with_sigkill_rebuilds_to_the_same_bytes(builds: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    process = subprocess.Popen([sys.executable, "-m", "mmfaith", "build", "mcot", "--out", str(out), "--no-progress"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ((out / "images").is_dir() and any((out / "images").iterdir())):
+        time.sleep(0.02)  # killed once it has written an image, before records.jsonl
+    process.kill()
+    process.wait()
+    done = mmfaith("build", "mcot", "--out", str(out), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert tree_digest(out) == tree_digest(builds["mcot"]) and not (out / ".mmfaith.lock").exists()
