@@ -19,7 +19,8 @@ manager. `await client.complete(body)` POSTs a request body made by `chat_body` 
   call longer than `timeout_s` per attempt), connection
   errors and bodies that are not a chat completion, with exponential backoff and full jitter
   (`backoff_s` doubling per attempt, capped at MAX_BACKOFF_S), or the server's Retry-After
-  (`retry-after-ms` or `Retry-After` seconds, capped at MAX_RETRY_AFTER_S); other 4xx fail at once;
+  (`retry-after-ms` or `Retry-After` seconds, capped at MAX_RETRY_AFTER_S, plus up to
+  RETRY_AFTER_JITTER of it); other 4xx fail at once;
 - sends the body's bytes as they are: images are serialized once (`image_part`) and spliced into
   every body that shows them, not re-serialized by the client per request;
 - never raises for a server or transport failure: the returned `ChatResult` carries the answer,
@@ -53,6 +54,8 @@ RETRYABLE_STATUS = frozenset({408, 429})
 """Client errors worth another attempt: a timeout and a rate limit; any other 4xx fails at once."""
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 120.0
+RETRY_AFTER_JITTER = 0.1
+"""A Retry-After wait is stretched by up to this share, so many clients told the same wait do not return at once."""
 TEXT_CHARS_PER_TOKEN = 4
 IMAGE_PATCH_PX = 28
 POOL_CONNECTIONS = 16
@@ -279,7 +282,8 @@ class ChatClient:
             if not failure.retryable or attempt >= self.max_attempts:
                 return ChatResult(None, None, None, None, None, attempt, latency,
                                   redact(failure.message, self._secrets))
-            await asyncio.sleep(failure.retry_after_s if failure.retry_after_s is not None
+            await asyncio.sleep(failure.retry_after_s * random.uniform(1.0, 1.0 + RETRY_AFTER_JITTER)
+                                if failure.retry_after_s is not None
                                 else random.uniform(0, min(MAX_BACKOFF_S, self.backoff_s * 2 ** (attempt - 1))))
 
 

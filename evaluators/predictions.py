@@ -17,7 +17,7 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   run`: `shown_digest` of the plan's `shows`: images, question, options) must match
   `shown_by_id[id]`: a build with the same ids and images but options in another order (MCoT or
   VFaith built with another seed) is refused, or with `drop_stale` only the matching lines are
-  scored and the others counted.
+  scored and the others counted (a warning says how many).
 - A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
   is refused after reading that much, not read whole).
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,9 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images, questions or options than "
                            f"this dataset's (lines {shown}): the predictions were made on another build; run again "
                            "into a new --out, or add --drop-stale to score only the lines that match.")
+    if stale:
+        print(f"mmfaith: warning: {path}: {len(stale)} line(s) made on another build dropped (--drop-stale); "
+              f"scoring the {len(answered)} answered line(s) that match.", file=sys.stderr, flush=True)
     if model is None:
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
