@@ -476,3 +476,13 @@ def test_an_mcot_build_killed_with_sigkill_rebuilds_to_the_same_bytes(builds: di
     done = mmfaith("build", "mcot", "--out", str(out), "--no-progress")
     assert done.returncode == 0, done.stderr
     assert tree_digest(out) == tree_digest(builds["mcot"]) and not (out / ".mmfaith.lock").exists()
+
+
+def test_a_torn_last_lmms_eval_line_is_named(builds: dict[str, Path], tmp_path: Path) -> None:
+    logs = tmp_path / "logs" / "model"
+    logs.mkdir(parents=True)
+    samples = logs / "2026_samples_mmfaith_spd_faith.jsonl"
+    samples.write_text('{"doc_id": 0, "target": "{\\"id\\": ')  # killed mid-write
+    done = mmfaith("import", "lmms-eval", str(tmp_path / "logs"), "--dataset", str(builds["spd-faith"]), "--out",
+                   str(tmp_path / "p.jsonl"))
+    assert f"{samples}: the last line is torn" in done.stderr and "Traceback" not in done.stderr, done.stderr
