@@ -76,11 +76,11 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _check_report_out(out: Path, score_dirs: list[Path], overwrite: bool) -> None:
-    """Refuse an --out that is (or is inside) one of the score dirs, or a non-empty folder that is not an earlier
-    report (it has no comparison.json), unless `overwrite` for the latter: as `score` refuses."""
+    """Refuse an --out that is one of the score dirs, or a non-empty folder that is not an earlier report (it has
+    no comparison.json), unless `overwrite` for the latter: as `score` refuses."""
     for score_dir in score_dirs:
-        if out.resolve().is_relative_to(score_dir.resolve()):
-            raise MmfaithError(f"report --out {out}: inside the score dir {score_dir}, whose report.md it would replace; "
+        if out.resolve() == score_dir.resolve():
+            raise MmfaithError(f"report --out {out}: is the score dir {score_dir}, whose report.md it would replace; "
                                "choose another --out.")
     if out.is_dir() and any(out.iterdir()) and not (out / "comparison.json").is_file() and not overwrite:
         raise MmfaithError(f"report --out {out}: not empty and not an earlier report; choose a new --out, or pass "

@@ -386,7 +386,7 @@ def test_report_and_import_refuse_to_overwrite(builds: dict[str, Path], tmp_path
                    str(run / "predictions.jsonl"), "--from-run", "--out", str(score), "--bootstrap", "10").returncode == 0
     before = (score / "report.md").read_bytes()
     into_score = mmfaith("report", str(score), "--out", str(score))
-    assert into_score.returncode == 2 and "whose report.md it would replace" in into_score.stderr
+    assert into_score.returncode == 2 and "whose report.md it would replace" in into_score.stderr, into_score.stderr
     assert (score / "report.md").read_bytes() == before
     other = tmp_path / "other"
     other.mkdir()

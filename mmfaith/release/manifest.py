@@ -159,7 +159,9 @@ def _outside(folder: Path, name: str) -> str | None:
         return "an absolute path, outside the release"
     if ".." in parts or "\\" in name:
         return "a path leading out of the release ('..')"
-    if not (folder / name).resolve().is_relative_to(folder.resolve()):
+    # A Hub snapshot's files are symlinks into the repo's own cache (snapshots/REV/... -> ../../blobs/...).
+    root = folder.parent.parent if folder.parent.name == "snapshots" else folder
+    if not (folder / name).resolve().is_relative_to(root.resolve()):
         return "a symlink leading out of the release"
     return None
 
