@@ -9,7 +9,11 @@ Contract
 - `records.jsonl`: one record per question (schemas/mcot_item.schema.json), in source order, written
   whole and atomically (every source is read again on a re-run: adapters are cheap, so a killed
   build is re-run, never half-read).
-- `build.json`: the recipe (`family` "mcot", source, origin, columns, seed, rules), counts, version.
+- `rejected.jsonl`: the COCO source's questions refused by the gold cap (builders/mcot/coco.py), with
+  the reason; empty for the published sources, which are kept whole.
+- `build.json`: the recipe (`family` "mcot", source, origin, columns, seed, rules), counts, version,
+  and `gold`: each category's gold distribution with what always-A and the prior score
+  (mmfaith/gold_balance.py).
 Same source and arguments give byte-identical files. `limit` keeps the first N questions.
 A build dir whose build.json holds another recipe (another --seed, --limit, source...) is refused
 before anything is written (`build_dir.check_recipe`); images no record names (left by an earlier,
@@ -35,12 +39,14 @@ from mmfaith.builders.build_dir import check_recipe
 from mmfaith.builders.mcot.sources import SourceItem, read_source, resolve_origin
 from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import DEFAULT_MARGIN, GoldItem, gold_summary
 from mmfaith.images import DEFAULT_MAX_PIXELS, png_bytes, sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
 RECORDS = "records.jsonl"
+REJECTED = "rejected.jsonl"
 BUILD_JSON = "build.json"
 IMAGES = "images"
 
@@ -59,6 +65,7 @@ class McotBuildRequest:
     coco_annotations: Path | None = None
     coco_images: Path | None = None
     max_subject_area: float = 0.01
+    gold_margin: float = DEFAULT_MARGIN
     progress: bool = True
 
 
@@ -68,19 +75,21 @@ class BuildSummary:
     items: int
     images: int
     by_category: dict[str, int]
+    gold: dict[str, dict[str, Any]]
 
 
 def build_mcot(request: McotBuildRequest) -> BuildSummary:
     """Read the source, write the build dir (module docstring)."""
     if request.limit is not None and request.limit < 1:
         raise MmfaithError(f"--limit must be 1 or more, not {request.limit}.")
+    rejected: list[dict[str, Any]] = []
     if request.source == "coco":
         from mmfaith.builders.mcot.coco import coco_items
 
-        items: Iterable[SourceItem] = coco_items(request)
+        items: Iterable[SourceItem] = coco_items(request, rejected)
         origin, revision = str(request.coco_annotations or "embedded COCO sample"), None
         rules: dict[str, Any] | None = {"max_subject_area": request.max_subject_area,
-                                        "templates": ["color", "relation"]}
+                                        "templates": ["color", "relation"], "gold_margin": request.gold_margin}
     else:
         if not request.source_path:
             raise MmfaithError(f"--source {request.source} needs --source-path (a dataset folder, a parquet/TSV file "
@@ -94,11 +103,11 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
     recipe = {"family": "mcot", **build, "origin": origin, "limit": request.limit}
     with hold_lock(request.out, "build --out"):
         check_recipe(request.out / BUILD_JSON, recipe)
-        return _build(request, items, build, recipe, origin, revision)
+        return _build(request, items, rejected, build, recipe, origin, revision)
 
 
-def _build(request: McotBuildRequest, items: Iterable[SourceItem], build: dict[str, Any], recipe: dict[str, Any],
-           origin: str, revision: str | None) -> BuildSummary:
+def _build(request: McotBuildRequest, items: Iterable[SourceItem], rejected: list[dict[str, Any]],
+           build: dict[str, Any], recipe: dict[str, Any], origin: str, revision: str | None) -> BuildSummary:
     (request.out / IMAGES).mkdir(exist_ok=True)
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -130,15 +139,18 @@ def _build(request: McotBuildRequest, items: Iterable[SourceItem], build: dict[s
     if not records:
         raise MmfaithError(f"{origin}: the source gave no questions; check --source and --source-path.")
     write_atomic(request.out / RECORDS, "".join(canonical_json(r) + "\n" for r in records).encode("utf-8"))
+    write_atomic(request.out / REJECTED, "".join(canonical_json(r) + "\n" for r in rejected).encode("utf-8"))
     by_category: dict[str, int] = {}
     for record in records:
         by_category[record["category"]] = by_category.get(record["category"], 0) + 1
     _remove_orphans(request.out / IMAGES, {f"{sha}.png" for sha, _, _ in by_source_hash.values()})
+    gold = gold_summary([GoldItem.of_record(r["category"], r["options"], r["answer"]) for r in records])
     document = {"family": "mcot", "recipe": recipe,
-                "counts": {"items": len(records), "images": len(by_source_hash), "by_category": by_category},
-                "status": "complete"}
+                "counts": {"items": len(records), "images": len(by_source_hash), "by_category": by_category,
+                           "rejected": len(rejected)},
+                "gold": gold, "status": "complete"}
     write_atomic(request.out / BUILD_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    return BuildSummary(request.out, len(records), len(by_source_hash), by_category)
+    return BuildSummary(request.out, len(records), len(by_source_hash), by_category, gold)
 
 
 def _remove_orphans(images: Path, kept: set[str]) -> None:
