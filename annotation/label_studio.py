@@ -28,8 +28,9 @@ from mmfaith.annotation.merge import merge_record
 from mmfaith.annotation.status import RECORDS, read_records
 from mmfaith.annotation.votes import Misfit, Vote
 from mmfaith.errors import MmfaithError
-from mmfaith.schema import check_record
 from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.redact import register_secret, url_secrets
+from mmfaith.schema import check_record
 
 
 def connect(url: str, api_key_env: str) -> LabelStudio:
@@ -38,6 +39,7 @@ def connect(url: str, api_key_env: str) -> LabelStudio:
     if not key:
         raise MmfaithError(f"environment variable {api_key_env} is empty: set it to your Label Studio "
                            f"access token (Account & Settings), or name another variable with --api-key-env.")
+    register_secret(key, *url_secrets(url))
     return LabelStudio(base_url=url.rstrip("/"), api_key=key)
 
 
@@ -50,6 +52,9 @@ def _api(what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
                            f"check the URL, the token and your role in the project.") from exc
     except (httpx.TransportError, OSError) as exc:
         raise MmfaithError(f"could not reach Label Studio to {what} ({exc}); is the server running at that URL?") from exc
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # an answer of another shape: not Label Studio
+        raise MmfaithError(f"the server did not answer as Label Studio does when asked to {what} "
+                           f"({type(exc).__name__}: {str(exc)[:200]}); check --url names a Label Studio server.") from exc
 
 
 def find_project(client: LabelStudio, title: str) -> Any | None:

@@ -1,7 +1,7 @@
 """Reading predictions.jsonl (a run's, or a submission) for any family's scorer.
 
-Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale)`)
------------------------------------------------------------------------------------------
+Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id)`)
+------------------------------------------------------------------------------------------------------
 - A submission (the default) is validated as a whole and every problem is reported at once, each
   with its line number: bad JSON, schema violations (schemas/prediction.schema.json), unknown
   ids, probes the item does not have, a second answered line for one (id, probe), and lines of a
@@ -14,10 +14,19 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   crop) every source's sha256, must be among `images_by_id[id]`. A line that showed other images
   (the dataset was rebuilt after the run) is an error listing the lines, or with `drop_stale`
   is dropped and counted (`n_stale`). Lines without `meta.images` (submissions) are not checked.
+  Likewise a line that records what its item showed (`meta.shown_sha256`, written by `mmfaith
+  run`: `shown_digest` of the plan's `shows`: images, question, options) must match
+  `shown_by_id[id]`: a build with the same ids and images but options in another order (MCoT or
+  VFaith built with another seed) is refused, or with `drop_stale` only the matching lines are
+  scored and the others counted (a warning says how many).
+- A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
+  is refused after reading that much, not read whole).
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +34,12 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes
+from mmfaith.jsonl import canonical_json
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
+MAX_LINE_BYTES = 64 << 20
+"""The longest prediction line read (64 MiB; `mmfaith run` stores answers of at most 100000 characters)."""
 
 
 @dataclass(frozen=True)
@@ -43,11 +55,17 @@ class PredictionSet:
     """(id, probe)s with a failed call and no answered line."""
 
 
+def shown_digest(shows: Mapping[str, Any]) -> str:
+    """sha256 of what one item shows (a plan's `shows`: images' sha256, question, options): `meta.shown_sha256`."""
+    return hashlib.sha256(canonical_json(shows).encode("utf-8")).hexdigest()
+
+
 def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
-                     images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False) -> PredictionSet:
+                     images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
+                     shown_by_id: Mapping[str, str] | None = None) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
     try:
-        data = path.read_bytes()
+        data = _read_capped(path)
     except OSError as exc:
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
     probes_of = {item_id: tuple(probes) for item_id, probes in expected_probes.items()}
@@ -81,7 +99,8 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                        "predictions of `mmfaith run` are scored with --from-run)")
         if bad:
             problems.append(f"line {number}: " + "; ".join(bad))
-        elif images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(line["id"], set())):
+        elif ((images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(line["id"], set())))
+              or not _shows_dataset_content(line, (shown_by_id or {}).get(line["id"]))):
             stale.append(number)
         elif line["response"] is None:
             n_errors += 1
@@ -92,9 +111,12 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again: " + "; ".join(problems))
     if stale and not drop_stale:
         shown = ", ".join(str(number) for number in stale[:20]) + (" ..." if len(stale) > 20 else "")
-        raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images than this dataset's (lines "
-                           f"{shown}): the dataset was rebuilt after the run; run again into a new --out, or add "
-                           "--drop-stale to score without them.")
+        raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images, questions or options than "
+                           f"this dataset's (lines {shown}): the predictions were made on another build; run again "
+                           "into a new --out, or add --drop-stale to score only the lines that match.")
+    if stale:
+        print(f"mmfaith: warning: {path}: {len(stale)} line(s) made on another build dropped (--drop-stale); "
+              f"scoring the {len(answered)} answered line(s) that match.", file=sys.stderr, flush=True)
     if model is None:
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
@@ -102,11 +124,34 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                          sha256_bytes(data), frozenset(failed - set(answered)))
 
 
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes; MmfaithError as soon as one line runs past MAX_LINE_BYTES."""
+    chunks: list[bytes] = []
+    line_bytes, number = 0, 1
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            chunks.append(chunk)
+            newlines = chunk.count(b"\n")
+            ended = line_bytes + chunk.find(b"\n") if newlines else 0  # the line this chunk ends
+            line_bytes = len(chunk) - chunk.rfind(b"\n") - 1 if newlines else line_bytes + len(chunk)
+            if max(ended, line_bytes) > MAX_LINE_BYTES:
+                number += newlines if line_bytes > MAX_LINE_BYTES else 0
+                raise MmfaithError(f"{path}: line {number} is longer than {MAX_LINE_BYTES} bytes; not a predictions "
+                                   "file (one JSON object per line).")
+            number += newlines
+    return b"".join(chunks)
+
+
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:
     shown = (line.get("meta") or {}).get("images")
     if not shown:
         return True
     return all(set(image.get("sources") or [image["sha256"]]) <= dataset_images for image in shown)
+
+
+def _shows_dataset_content(line: dict[str, Any], expected: str | None) -> bool:
+    recorded = (line.get("meta") or {}).get("shown_sha256")
+    return recorded is None or expected is None or recorded == expected
 
 
 def _lines(data: bytes) -> Iterable[tuple[int, bytes, bool]]:

@@ -90,7 +90,7 @@ def _add_shared_run_options(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--temperature", type=float, default=_default("temperature"), help="sampling temperature")
     gen.add_argument("--concurrency", type=int, default=_default("concurrency"), help="requests in flight at most")
     gen.add_argument("--timeout", type=float, default=_default("timeout_s"), dest="timeout_s", metavar="SECONDS",
-                     help="per request attempt")
+                     help="deadline of each attempt of a call, whole (connecting, sending, reading the answer)")
     gen.add_argument("--max-attempts", type=int, default=_default("max_attempts"),
                      help="attempts per call; 408, 429, 5xx, timeouts and connection errors are retried")
     gen.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing")

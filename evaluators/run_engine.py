@@ -13,7 +13,15 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   that was not made (e.g. its prerequisite failed). For an (id, probe) the last answered line wins.
 - Resume: the same settings on the same RUN_DIR ask only the (id, probe) without an answer
   (failed calls included). RUN_DIR/run.json holds the provenance; a RUN_DIR whose run.json names
-  another family, model or any of the plan's `resume_settings` is refused.
+  another family, model, generation settings (`RunSettings.generation`: temperature, max_tokens,
+  ...), dataset fingerprint or any of the plan's `resume_settings` is refused. A run holds RUN_DIR's
+  lock (`mmfaith.dirlock`) while it writes: a second run into it is refused, naming the pid.
+- Binding: every line records `meta.generation` (the run's generation settings, with the call's own
+  temperature) and `meta.shown_sha256` (`shown_digest` of what its item shows: images, question,
+  options), so `score` refuses a line made on another build of the same ids (predictions.py).
+- Secrets: every line and run.json pass `mmfaith.redact` (the key in use, the base URLs' secrets,
+  bearer and basic credentials), so a server echoing the request's headers or URL cannot put a
+  credential on disk.
 - Scheduling: requests, not items, are bounded by `concurrency` (the client's slots serve
   waiting calls lowest `priority` first: a plan gives the calls that close an item the lowest);
   at most `concurrency` items are open at once, which bounds the images held in memory. Images are
@@ -23,6 +31,16 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   and retried later (evaluators/chat_client.py); its calls go to the others, each call still
   writes exactly one line, and run.json records each session's per-replica attempts, answers,
   errors and times taken out (`sessions[].replicas`).
+- Failure isolation: any exception while one item runs (a plan's bug, an agent loop's bad crop)
+  becomes that item's recorded error (an error line for each of its probes without an answer,
+  `item failed: TYPE: message`) and the run goes on. A server that cannot be reached for
+  DEAD_SERVER_CALLS calls in a row (every attempt's connection refused, no answer between) ends the
+  run early (`ServerGone`, with the resume hint) instead of failing every remaining call.
+- Size: an answer (and its reasoning) longer than MAX_ANSWER_CHARS is stored cut to that length,
+  the cut recorded (`meta.cut`: {"response": original length, "reasoning": ...}), so a server
+  sending megabytes cannot blow up predictions.jsonl (nor what a dependent probe re-sends).
+- Interruption: Ctrl-C and SIGTERM end the run with one line saying how far it got (answered of
+  expected, where) and how to resume; every finished call is already on disk.
 - `dry_run` prints each request that would be sent (images abridged to their size) and a token
   estimate, and sends and writes nothing.
 - The API key is read from the environment (`api_key_env`, else OPENAI_API_KEY, else "EMPTY" for
@@ -31,13 +49,16 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -47,19 +68,21 @@ from typing import Any, Protocol, TypeVar
 from tqdm import tqdm
 
 from mmfaith import __version__
+from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
+from mmfaith.evaluators.predictions import shown_digest
 from mmfaith.evaluators.run_settings import RunSettings
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_text_atomic
 from mmfaith.outdir import prepare_out_dir
-from mmfaith.redact import redact_url
-from mmfaith.schema import check_record
+from mmfaith.redact import redact_record, redact_url, register_secret, url_secrets
+from mmfaith.schema import check_record, schema_errors
 
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
-BASE_RESUME_FIELDS = ("family", "model")
+BASE_RESUME_FIELDS = ("family", "model", "generation")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
 
 ERROR_HINTS = (
@@ -71,7 +94,16 @@ ERROR_HINTS = (
     ("timeout", "raise --timeout or lower --concurrency"),
 )
 """Substring of a call's error -> what to check; the first match is shown with the most common error."""
+MAX_ANSWER_CHARS = 100_000
+"""The longest answer (or reasoning) stored; a longer one is cut and the cut recorded (`meta.cut`)."""
+DEAD_SERVER_CALLS = 3
+"""Calls in a row that could not connect to any server (every attempt refused) before the run stops."""
+UNREACHABLE_ERRORS = ("connection error",)
 ItemKey = tuple[str, str]  # (item id, probe)
+
+
+class ServerGone(MmfaithError):
+    """The servers could not be reached for DEAD_SERVER_CALLS calls in a row: the run stops early."""
 T = TypeVar("T")
 
 
@@ -265,6 +297,16 @@ class ItemAsker:
 def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
     """Ask every item's probes (see the module docstring) and return the run's summary."""
     _check_settings(settings)
+    for base_url in settings.base_urls:
+        register_secret(*url_secrets(base_url))
+    if settings.dry_run:
+        return _run_locked(family, settings, dataset, plan)
+    prepare_out_dir(settings.out, "run")
+    with hold_lock(settings.out, "run --out"):
+        return _run_locked(family, settings, dataset, plan)
+
+
+def _run_locked(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
     items = list(dataset.items[:settings.limit] if settings.limit else dataset.items)
     provenance = _provenance(family, settings, dataset, plan, len(items))
     previous = _previous_run(settings.out, provenance, plan)
@@ -280,7 +322,7 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
         return _summary(settings, plan, items, log, session.requests, 0.0, None, dry_run=True)
 
     api_key = _api_key(settings.api_key_env)
-    prepare_out_dir(settings.out, "run")
+    register_secret(api_key)
     for base_url in settings.base_urls:
         for warning in check_endpoint(base_url, settings.model, api_key, min(settings.timeout_s, 30.0)):
             print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
@@ -290,7 +332,14 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
     session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
-        asyncio.run(session.run(todo, api_key))
+        with _sigterm_as_interrupt():
+            asyncio.run(session.run(todo, api_key))
+    except (KeyboardInterrupt, ServerGone) as exc:
+        counts = _counts(plan, log, items)
+        what = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped early"
+        print(f"mmfaith: run {what}: {counts['answered']}/{counts['expected']} answered, {counts['failed']} failed, "
+              f"kept in {settings.out / PREDICTIONS}.", file=sys.stderr, flush=True)
+        raise
     finally:
         session.close()
         elapsed = time.perf_counter() - clock
@@ -320,6 +369,8 @@ class _Session:
                               disable=not settings.progress or settings.dry_run, dynamic_ncols=True)
         self._client: ChatClient | None = None
         self.replica_stats: list[dict[str, Any]] = []
+        self._shown: dict[str, str] = {}
+        self._unreachable_calls = 0
 
     async def run(self, items: list[EvalItem], api_key: str) -> None:
         settings = self.settings
@@ -348,8 +399,17 @@ class _Session:
         self._progress.close()
 
     async def _item(self, item: EvalItem) -> None:
+        self._shown[item.id] = shown_digest(self.plan.shows(item))
+        asker = ItemAsker(self, item)
         try:
-            await self.plan.run_item(item, ItemAsker(self, item))
+            await self.plan.run_item(item, asker)
+        except ServerGone:
+            raise
+        except Exception as exc:  # one item's failure is that item's recorded error, never the run's end
+            error = f"item failed: {type(exc).__name__}: {exc}"
+            for probe in self.plan.expected_probes(item):
+                if asker.pending(probe):
+                    await asker.fail(probe, {}, error)
         finally:
             self.payloads.release(self.plan.images(item))
 
@@ -368,10 +428,22 @@ class _Session:
                  if not isinstance(piece, str)]
         result = await self._client.complete(body, priority=priority)
         self.requests += 1
-        line = self.line(item, probe, {**meta, "images": shown}, result, None)
+        line = self.line(item, probe, {**meta, "images": shown,
+                                       "generation": {**self.settings.generation(), "temperature": temperature}},
+                         result, None)
         if record:
             await self.write(line)
+        self._note_reachable(result)
         return line
+
+    def _note_reachable(self, result: ChatResult) -> None:
+        """Count calls in a row that reached no server; raise ServerGone at DEAD_SERVER_CALLS."""
+        unreachable = result.error is not None and result.error.startswith(UNREACHABLE_ERRORS)
+        self._unreachable_calls = self._unreachable_calls + 1 if unreachable else 0
+        if self._unreachable_calls >= DEAD_SERVER_CALLS:
+            raise ServerGone(f"{self._unreachable_calls} calls in a row reached no server at "
+                             f"{', '.join(redact_url(url) for url in self.settings.base_urls)} (last: {result.error}); "
+                             "is the server running? re-run the same command to resume.")
 
     async def _part(self, piece: Shown | str) -> bytes:
         if isinstance(piece, str):
@@ -386,16 +458,25 @@ class _Session:
             meta.update(latency_s=None, prompt_tokens=None, completion_tokens=None, finish_reason=None,
                         reasoning=None, error=error)
         else:
+            cut = {name: len(text) for name, text in (("response", result.text), ("reasoning", result.reasoning))
+                   if text is not None and len(text) > MAX_ANSWER_CHARS}
             meta.update(latency_s=round(result.latency_s, 4), prompt_tokens=result.prompt_tokens,
                         completion_tokens=result.completion_tokens, attempts=result.attempts,
-                        finish_reason=result.finish_reason, reasoning=result.reasoning, error=result.error)
+                        finish_reason=result.finish_reason, reasoning=_capped(result.reasoning), error=result.error)
             if result.tool_calls:
                 meta["tool_calls"] = list(result.tool_calls)
-        return {"id": item.id, "probe": probe, "response": None if result is None else result.text,
+            if cut:
+                meta["cut"] = cut
+        return {"id": item.id, "probe": probe, "response": None if result is None else _capped(result.text),
                 "model": self.settings.model, "meta": meta}
 
     async def write(self, line: dict[str, Any]) -> None:
+        """Append a line, stamped with its settings and what its item shows (module docstring), redacted."""
         assert self._appender is not None
+        meta = {"generation": self.settings.generation(), **(line.get("meta") or {})}
+        if line["id"] in self._shown:
+            meta["shown_sha256"] = self._shown[line["id"]]
+        line = redact_record({**line, "meta": meta})
         await asyncio.get_running_loop().run_in_executor(self._writer, self._appender.append, line)
         self.log.add(line)
         self._progress.update(1)
@@ -417,6 +498,28 @@ class _Session:
                               **(note or {}), "request": body}))
         self.requests += 1
         self.prompt_tokens_estimate += estimate
+
+
+def _capped(text: str | None) -> str | None:
+    """`text` cut to MAX_ANSWER_CHARS (module docstring)."""
+    return text if text is None or len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS]
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While open (in the main thread), SIGTERM ends the run as Ctrl-C does; the previous handler is restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 async def _each_bounded(items: Iterable[T], worker: Callable[[T], Coroutine[Any, Any, None]], limit: int) -> None:
@@ -463,6 +566,11 @@ def _check_settings(settings: RunSettings) -> None:
     for bad, message in problems:
         if bad:
             raise MmfaithError(message + ".")
+    named = schema_errors("prediction", {"id": "-", "probe": "-", "response": None, "model": settings.model,
+                                         "meta": {"error": "-"}})
+    if named:
+        raise MmfaithError(f"--model {settings.model!r}: a model name is letters, digits and . _ : / @ + = - "
+                           "(schemas/prediction.schema.json), so that it cannot add Markdown or HTML to a report.")
 
 
 def _api_key(env_name: str | None) -> str:
@@ -482,7 +590,7 @@ def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
                 items: int) -> dict[str, Any]:
     return {
         "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
-        "temperature": settings.temperature, "max_tokens": settings.max_tokens,
+        "generation": settings.generation(),
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
         "dataset": {"path": str(settings.dataset), "id": dataset.dataset_id, "revision": dataset.revision,
@@ -530,7 +638,7 @@ def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log:
     document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items),
                 "tokens": {"prompt": log.prompt_tokens, "completion": log.completion_tokens},
                 "started": sessions[0]["started"], "finished": sessions[-1]["finished"]}
-    write_atomic(out / RUN_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_text_atomic(out / RUN_JSON, json.dumps(redact_record(document), indent=2, sort_keys=True) + "\n")
 
 
 def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log: PredictionLog, requests: int,

@@ -30,3 +30,8 @@ class RunSettings:
     """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""
     serve: dict[str, Any] | None = None
     """With --serve: the vLLM servers mmfaith started (model, arguments, replicas, GPU sets), for run.json."""
+
+    def generation(self) -> dict[str, Any]:
+        """Every setting that shapes an answer, as run.json's `generation` and each prediction line's
+        `meta.generation` record it; a run dir resumes only with the same. Add a key here for a new one."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens}

@@ -87,10 +87,13 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--all-pairs", action="store_true", help="compare every pair (default: each against the first)")
     report.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="paired bootstrap replicates")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    report.add_argument("--overwrite", action="store_true",
+                        help="write into a non-empty --out that is not an earlier report (default: refuse)")
     report.set_defaults(handler=_run_report)
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    _check_report_out(args.out, args.score_dirs, args.overwrite)
     named = {args.family} if args.family else {families.family_of_score_dir(d) for d in args.score_dirs}
     if len(named) != 1:
         raise MmfaithError(f"the score dirs are of several families ({', '.join(sorted(named))}); "
@@ -117,3 +120,15 @@ def headline(family: families.Family, metrics: dict[str, Any]) -> str:
         shown = [f"{key} {block[key]:.3f}" for key in keys if isinstance(block.get(key), (int, float))][:4]
         parts.append(prefix + (", ".join(shown) or "no metric defined"))
     return "; ".join(parts) or "no metric defined"
+
+
+def _check_report_out(out: Path, score_dirs: list[Path], overwrite: bool) -> None:
+    """Refuse an --out that is one of the score dirs, or a non-empty folder that is not an earlier report (it has
+    no comparison.json), unless `overwrite` for the latter: as `score` refuses."""
+    for score_dir in score_dirs:
+        if out.resolve() == score_dir.resolve():
+            raise MmfaithError(f"report --out {out}: is the score dir {score_dir}, whose report.md it would replace; "
+                               "choose another --out.")
+    if out.is_dir() and any(out.iterdir()) and not (out / "comparison.json").is_file() and not overwrite:
+        raise MmfaithError(f"report --out {out}: not empty and not an earlier report; choose a new --out, or pass "
+                           "--overwrite to write into it.")

@@ -20,6 +20,7 @@ from mmfaith.evaluators import run_cli, score_cli
 from mmfaith.evaluators.harness import cli as harness_cli
 from mmfaith.families import Family, all_families
 from mmfaith.outdir import remove_if_made_empty
+from mmfaith.redact import redact
 from mmfaith.release import cli as release_cli
 
 
@@ -149,14 +150,14 @@ def main(argv: list[str] | None = None) -> int:
     except MmfaithError as exc:
         if debug:
             raise
-        print(f"mmfaith: error: {exc}", file=sys.stderr)
+        print(f"mmfaith: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path the user gave that the OS refuses: not a bug of mmfaith
         if debug:
             raise
         where = " -> ".join(str(name) for name in (exc.filename, exc.filename2) if name is not None)
         reason = exc.strerror or str(exc)
-        print(f"mmfaith: error: {where + ': ' if where else ''}{reason}; check the path, its permissions and free "
+        print(f"mmfaith: error: {redact(where + ': ' if where else '')}{reason}; check the path, its permissions and free "
               "space (--debug shows the traceback).", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

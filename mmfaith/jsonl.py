@@ -1,7 +1,9 @@
 """Append-only JSON Lines files: the journal every stage writes and resumes from.
 
 Writers append one complete line per record and flush it to disk, so a crash loses at most the
-line being written. Readers drop a torn last line (no trailing newline) and report any other bad
+line being written. Every line and every text file written here passes `mmfaith.redact.redact`
+(the API key in use, bearer and basic credentials, URL credentials), so no secret a server echoed
+or a URL carried reaches the disk. Readers drop a torn last line (no trailing newline) and report any other bad
 line with the file name and line number.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.redact import redact, redact_record
 
 
 def canonical_json(value: Any) -> str:
@@ -77,7 +80,7 @@ class JsonlAppender:
         self._handle = open(path, "ab")
 
     def append(self, record: dict[str, Any]) -> None:
-        self._handle.write((canonical_json(record) + "\n").encode("utf-8"))
+        self._handle.write((canonical_json(redact_record(record)) + "\n").encode("utf-8"))
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
@@ -89,6 +92,11 @@ class JsonlAppender:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """`write_atomic` of a text file, redacted first (module docstring)."""
+    write_atomic(path, redact(text).encode("utf-8"))
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -32,7 +32,9 @@ from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.builders.coco_questions import TEMPLATES
-from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
+from mmfaith.builders.build_dir import (check_recipe, check_requested, environment, open_coco, resume_note,
+                                       usable_scenes, with_status)
+from mmfaith.dirlock import hold_lock
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E, MIN_FILL_TEXTURE
@@ -231,6 +233,7 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
     recipe = _recipe(request, source)
     build_json = out / "build.json"
     check_recipe(build_json, recipe)
+    check_requested(build_json, {"per_template": request.per_template})
     for folder in ("images/original", "images/edited"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     settings = OfflineSettings(
@@ -242,7 +245,8 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
     def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
         _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
 
-    return with_status(write_status, lambda: _build(request, source, settings, journal, executor))
+    with hold_lock(out, "build --out"):
+        return with_status(write_status, lambda: _build(request, source, settings, journal, executor))
 
 
 def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: Journal,
@@ -258,6 +262,7 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
         bar = tqdm(total=sum(quotas.values()), unit="pair", desc="vfaith", disable=not request.progress,
                    dynamic_ncols=True)
         bar.update(sum(min(journal.made[t], q) for t, q in quotas.items()))
+        resume_note(out, sum(min(journal.made[t], q) for t, q in quotas.items()), sum(quotas.values()), "pairs")
         finished = False
         try:
             keeper = Keeper(settings.seed, request.gold_margin, journal.pairs)

@@ -41,6 +41,14 @@ def shown(item: CrmItem) -> list[tuple[str, ImageRef]]:
     return [("original", item.original), *item.variants.items()]
 
 
+def item_shows(item: CrmItem) -> dict[str, Any]:
+    """What an item's probes show (`ProbePlan.shows`): every image's sha256, the question and the options
+    (never the gold)."""
+    record = item.record
+    return {"images": [image.sha256 for _, image in shown(item)], "question": record["question"],
+            "options": record["options"]}
+
+
 class CrmProbePlan:
     """Two calls per image shown (see the module docstring)."""
 
@@ -59,10 +67,7 @@ class CrmProbePlan:
         return {"prompt_template_version": TEMPLATE_VERSION}
 
     def shows(self, item: CrmItem) -> dict[str, Any]:
-        """Every image's sha256, the question and the options (never the gold)."""
-        record = item.record
-        return {"images": [image.sha256 for _, image in shown(item)], "question": record["question"],
-                "options": record["options"]}
+        return item_shows(item)
 
     def images(self, item: CrmItem) -> list[Shown]:
         return [image for _, image in shown(item)]

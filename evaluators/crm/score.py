@@ -34,10 +34,10 @@ from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSIO
                                             final_answer, score_unit, summarize, sweep)
 from mmfaith.evaluators.crm.prompts import TEMPLATES_SHA256, probe_names
 from mmfaith.evaluators.crm.report import write_score_report
-from mmfaith.evaluators.crm.run import shown
+from mmfaith.evaluators.crm.run import item_shows, shown
 from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
@@ -136,7 +136,8 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     dataset = open_crm_dataset(request.dataset)
     expected = {item.id: tuple(p for name, _ in shown(item) for p in probe_names(name)) for item in dataset.items}
     images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
-    read = read_predictions(request.predictions, expected, request.from_run, images, request.drop_stale)
+    read = read_predictions(request.predictions, expected, request.from_run, images, request.drop_stale,
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items})
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score.")
     out = prepare_out_dir(request.out, "score")

@@ -32,7 +32,7 @@ import numpy as np
 from PIL import Image
 
 from mmfaith.evaluators.image_payload import DerivedImage, Shown
-from mmfaith.evaluators.mcot.boxes import BoxError, Region, crop, grid_size, map_box, noise_like
+from mmfaith.evaluators.mcot.boxes import BoxError, Region, crop, grid_size, inverted, map_box, noise_like
 from mmfaith.evaluators.mcot.protocol import (FINAL_ANSWER_REQUEST, TOOL, TOOL_ANSWER_TEXT, TOOL_NAME, ToolCall,
                                               answer_letter,
                                               cut_at_answer, final_answer, function_tool_calls, question_text,
@@ -195,6 +195,8 @@ class TraceBuilder:
                 except BoxError as exc:
                     record["error"] = str(exc)
                 record.update(box_given=call.arguments["bbox_2d"], target_image=target)
+                if region is not None and inverted(call.arguments["bbox_2d"]):
+                    record["box_inverted"] = True  # taken in order (boxes.map_box), and said so
         self.trace["turns"][-1]["tool_calls"].append(record)
         return region, record
 

@@ -26,7 +26,8 @@ from mmfaith.evaluators.answers import last_tag
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
 from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions
+from mmfaith.evaluators.mcot.run import item_shows
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
 from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
@@ -131,7 +132,8 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     judge = request.make_judge(request.judge)
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
     read = read_predictions(request.predictions, {item.id: PROBES for item in dataset.items}, request.from_run,
-                            {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale)
+                            {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items})
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")

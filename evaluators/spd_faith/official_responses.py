@@ -91,9 +91,16 @@ class OfficialFile:
     sha256: str
 
 
+MAX_OFFICIAL_BYTES = 1 << 30
+"""The largest file tried as an official response file (1 GiB)."""
+
+
 def looks_official(path: Path) -> bool:
-    """True when the file is one JSON object with a `responses` list (the official shape), not JSONL."""
+    """True when the file is one JSON object with a `responses` list (the official shape), not JSONL; a file that
+    is not a regular one (/dev/zero, a pipe) or larger than MAX_OFFICIAL_BYTES is not read here."""
     try:
+        if not path.is_file() or path.stat().st_size > MAX_OFFICIAL_BYTES:
+            return False
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return False

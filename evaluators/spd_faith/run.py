@@ -65,6 +65,12 @@ def shown_images(pair: SpdPair, order: str) -> tuple[ImageRef, ImageRef]:
     return (original, edited) if order == "original-first" else (edited, original)
 
 
+def item_shows(pair: SpdPair) -> dict[str, Any]:
+    """What a pair's probes show (`ProbePlan.shows`): its two images (the prompts are fixed by the templates,
+    whose hash the run dir records)."""
+    return {"images": [pair.record["image_a_sha256"], pair.record["image_b_sha256"]]}
+
+
 class SpdProbePlan:
     """The four probes of a pair, shown in one layout and order (see the module docstring)."""
 
@@ -94,8 +100,7 @@ class SpdProbePlan:
                 "prompt_template_version": TEMPLATE_VERSION}
 
     def shows(self, pair: SpdPair) -> dict[str, Any]:
-        """The two images (the prompts are fixed by the templates, whose hash the run dir records)."""
-        return {"images": [pair.record["image_a_sha256"], pair.record["image_b_sha256"]]}
+        return item_shows(pair)
 
     def images(self, pair: SpdPair) -> list[Shown]:
         first, second = shown_images(pair, pair_order(self.order, self.seed, pair.id))

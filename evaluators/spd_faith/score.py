@@ -45,12 +45,13 @@ from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.answers import last_boxed
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
-from mmfaith.evaluators.predictions import read_predictions
+from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
+from mmfaith.evaluators.spd_faith.run import item_shows
 from mmfaith.jsonl import canonical_json
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
@@ -95,7 +96,8 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
     """Read and validate predictions against the dataset (evaluators/predictions.py); each answer as the metrics read it."""
     read = read_predictions(path, {pair.id: PROBES for pair in dataset.pairs}, from_run,
                             {pair.id: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}
-                             for pair in dataset.pairs}, drop_stale)
+                             for pair in dataset.pairs}, drop_stale,
+                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs})
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
     perturbs = {canonical_json((line.get("meta") or {}).get("perturb")) for line in read.answered.values()}

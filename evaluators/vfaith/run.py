@@ -41,6 +41,13 @@ def probe_images(item: VfaithItem) -> dict[str, ImageRef]:
             "edited": ImageRef(item.record["image_edited_sha256"], item.edited_path)}
 
 
+def item_shows(item: VfaithItem) -> dict[str, Any]:
+    """What an item's probes show (`ProbePlan.shows`): its images' sha256, question and options."""
+    record = item.record
+    return {"images": [ref.sha256 for ref in probe_images(item).values()],
+            "question": record["question"], "options": record["options"]}
+
+
 class VfaithProbePlan:
     """The probes of a pair (original, edited) or of a perception item (module docstring)."""
 
@@ -54,9 +61,7 @@ class VfaithProbePlan:
         return {"prompt_template_version": TEMPLATE_VERSION}
 
     def shows(self, item: VfaithItem) -> dict[str, Any]:
-        record = item.record
-        return {"images": [ref.sha256 for ref in probe_images(item).values()],
-                "question": record["question"], "options": record["options"]}
+        return item_shows(item)
 
     def images(self, item: VfaithItem) -> list[Shown]:
         return list(probe_images(item).values())

@@ -26,7 +26,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_boxed, read_choice_set
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
@@ -34,7 +34,7 @@ from mmfaith.evaluators.vfaith.metrics import DEFINITIONS_VERSION, pair_scores, 
 from mmfaith.evaluators.vfaith.parse import normalize, parse_free
 from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.vfaith.report import write_score_report
-from mmfaith.evaluators.vfaith.run import VfaithProbePlan
+from mmfaith.evaluators.vfaith.run import VfaithProbePlan, item_shows
 from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfaith_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -108,7 +108,8 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     plan = VfaithProbePlan()
     predictions = read_predictions(
         request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,
-        {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale)
+        {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale,
+        {item.id: shown_digest(item_shows(item)) for item in dataset.items})
     if not predictions.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run, then score again.")

@@ -63,12 +63,12 @@ def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
     check_loaded_record("crm_item", record, where, seen, "a CRM record")
 
 
-def open_crm_dataset(path: Path, cache_dir: Path | None = None) -> CrmDataset:
+def open_crm_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True) -> CrmDataset:
     """Open a CRM build dir or release folder (module docstring)."""
     if (path / "manifest.json").is_file():
         from mmfaith.loaders.crm.rows import open_crm_release
 
-        return open_crm_release(path, cache_dir)
+        return open_crm_release(path, cache_dir, verify)
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise MmfaithError(f"{path}: not a CRM build dir (no records.jsonl) or release folder (no manifest.json); "

@@ -74,13 +74,13 @@ class VfaithDataset:
         return [*self.pairs, *self.perception]
 
 
-def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None) -> VfaithDataset:
+def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> VfaithDataset:
     """Open a build dir, a release folder or a Hub repo id (module docstring)."""
     path = Path(path)
     if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir)
+        return _open_release(path, cache_dir, verify)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir)
+        return _open_release(download_release(str(path)), cache_dir, verify)
     return _open_build_dir(path)
 
 
@@ -116,15 +116,15 @@ def _open_build_dir(path: Path) -> VfaithDataset:
     return VfaithDataset(pairs, perception, dataset_id=f"build:{path.resolve().name}", revision=revision)
 
 
-def _open_release(folder: Path, cache_dir: Path | None) -> VfaithDataset:
+def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> VfaithDataset:
     """The pairs and perception items of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
     from mmfaith.loaders.vfaith.rows import row_to_pair, row_to_perception
-    from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.manifest import open_release
     from mmfaith.release.vfaith import FORMAT
 
-    manifest = read_manifest(folder, FORMAT)
+    manifest = open_release(folder, FORMAT, verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs, perception = [], []
