@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmfaith.errors import MmfaithError
+from mmfaith.errors import SHOWN, MmfaithError, first_few
 from mmfaith.images import sha256_bytes
 from mmfaith.schema import schema_errors
 
@@ -84,9 +84,10 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         else:
             answered[key] = (number, line)
     if problems:
-        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again: " + "; ".join(problems))
+        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
+                           f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
     if stale and not drop_stale:
-        shown = ", ".join(str(number) for number in stale[:20]) + (" ..." if len(stale) > 20 else "")
+        shown = first_few([str(number) for number in stale], sep=", ")
         raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images than this dataset's (lines "
                            f"{shown}): the dataset was rebuilt after the run; run again into a new --out, or add "
                            "--drop-stale to score without them.")
