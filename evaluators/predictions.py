@@ -13,17 +13,21 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   crop) every source's sha256, must be among `images_by_id[id]`. A line that showed other images
   (the dataset was rebuilt after the run) is an error listing the lines, or with `drop_stale`
   is dropped and counted (`n_stale`). Lines without `meta.images` (submissions) are not checked.
+- Cost: the file is read one line at a time (its sha256 computed on the way), each line checked by
+  the compiled schema; the lines kept leave out `meta.images`, so memory is that of the answers.
+- Errors count: one line naming the file, the number of bad lines and the first few with their
+  line numbers (`errors.first_few`), never the whole list.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mmfaith.errors import SHOWN, MmfaithError, first_few
-from mmfaith.images import sha256_bytes
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
@@ -44,16 +48,17 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except OSError as exc:
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
+    digest = hashlib.sha256()
     probes_of = {item_id: tuple(probes) for item_id, probes in expected_probes.items()}
     problems: list[str] = []
     stale: list[int] = []
     answered: dict[Key, tuple[int, dict[str, Any]]] = {}
     model: tuple[str, int] | None = None
     n_errors = 0
-    for number, raw, torn in _lines(data):
+    for number, raw, torn in _lines(handle, digest):
         try:
             line = json.loads(raw)
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -82,7 +87,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         elif line["response"] is None:
             n_errors += 1
         else:
-            answered[key] = (number, line)
+            answered[key] = (number, _kept(line))
     if problems:
         raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
                            f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
@@ -95,7 +100,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         sha256_bytes(data))
+                         digest.hexdigest())
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:
@@ -105,9 +110,19 @@ def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> boo
     return all(set(image.get("sources") or [image["sha256"]]) <= dataset_images for image in shown)
 
 
-def _lines(data: bytes) -> Iterable[tuple[int, bytes, bool]]:
-    """(line number, raw line, whether it is a last line without newline) for each non-blank line."""
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            yield number, raw, number == len(lines) and raw != b""
+def _kept(line: dict[str, Any]) -> dict[str, Any]:
+    """The line as scorers read it: `meta.images` (checked above, the bulk of a line) left out."""
+    meta = line.get("meta")
+    if not isinstance(meta, dict) or "images" not in meta:
+        return line
+    return {**line, "meta": {name: value for name, value in meta.items() if name != "images"}}
+
+
+def _lines(handle: BinaryIO, digest: Any) -> Iterable[tuple[int, bytes, bool]]:
+    """(line number, raw line, whether it is a last line without newline) for each non-blank line, read one at a
+    time; every byte read goes into `digest`; the file is closed at the end."""
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            digest.update(raw)
+            if raw.strip():
+                yield number, raw, not raw.endswith(b"\n")

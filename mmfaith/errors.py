@@ -8,7 +8,7 @@ class MmfaithError(Exception):
     """A problem with the user's input or environment; the CLI prints it without a traceback."""
 
 
-SHOWN = 5
+SHOWN = 10
 """How many entries of a long list of problems an error message shows (`first_few`)."""
 
 
