@@ -1,7 +1,7 @@
 """Score and report at scale: seconds and peak memory of `mmfaith score` and `mmfaith report` by item count.
 
 For each family, one small build of the embedded COCO sample is made (`mmfaith build`, as a user
-runs it) and answered by the family's oracle reference model (`mmfaith run` against
+runs it) and answered by the family's oracle (its first reference model, the one that reads the gold) (`mmfaith run` against
 `mmfaith serve-reference`); an always-A model's predictions are the oracle's lines with every
 response replaced by "A". Then, per size, the build and both prediction files are replicated to
 that many items: copy k of each record and of each prediction line gets fresh ids (the id's prefix
@@ -40,7 +40,6 @@ BUILD_ARGS = {
     "crm": ["--max-items", "20"],
     "mcot": ["--limit", "30"],
 }
-ORACLE = {"spd-faith": "oracle", "vfaith": "oracle", "crm": "grounded", "mcot": "zoom-oracle"}
 RECORD_FILES = ("records.jsonl", "perception.jsonl")
 """The files of a build dir whose lines are items (perception.jsonl: VFaith's perception items)."""
 
@@ -56,8 +55,9 @@ def _small_build(name: str, folder: Path) -> None:
         _mmfaith("build", name, "--out", str(build), "--no-progress", *BUILD_ARGS[name])
     if not (folder / "oracle.jsonl").is_file():
         dataset = family(name).parts().open_dataset(build)
-        with ReferenceServer(dataset, ORACLE[name], family=name) as server:
-            _mmfaith("run", name, "--dataset", str(build), "--model", ORACLE[name], "--base-url", server.base_url,
+        oracle = family(name).reference_models[0][0]  # each family's first reference model reads the gold
+        with ReferenceServer(dataset, oracle, family=name) as server:
+            _mmfaith("run", name, "--dataset", str(build), "--model", oracle, "--base-url", server.base_url,
                      "--out", str(folder / "run"), "--no-progress")
         shutil.copy(folder / "run" / "predictions.jsonl", folder / "oracle.jsonl")
     lines = [json.loads(line) for line in (folder / "oracle.jsonl").read_text().splitlines() if line.strip()]

@@ -4,7 +4,7 @@ tests/fixtures/score_golden/ holds, per family, the metrics.json and items.jsonl
 small build of the embedded sample, and the comparison.json of `report` over the two, as written by
 the code of main before the scoring changes of issue 34 (the compiled schema checks, the chunked
 bootstrap, scipy's McNemar). The builds are deterministic (same settings and seed, same bytes), so
-this test builds them again, runs the family's oracle reference model over HTTP as a user does,
+this test builds them again, runs the family's oracle (its first reference model) over HTTP as a user does,
 derives an always-A model's predictions from its lines (every answer "A"), scores both and reports,
 and compares everything but the provenance's version and hashes. MMFAITH_WRITE_GOLDEN=1 writes the
 fixtures instead (how they were made, with main's code checked out).
@@ -28,7 +28,6 @@ BUILDS = {
     "crm": ["--max-items", "6"],
     "mcot": ["--limit", "12"],
 }
-ORACLE = {"spd-faith": "oracle", "vfaith": "oracle", "crm": "grounded", "mcot": "zoom-oracle"}
 VOLATILE = ("mmfaith_version", "predictions_sha256", "dataset", "created")
 
 
@@ -44,8 +43,9 @@ def _stable(value):
 def _outputs(folder: Path, name: str) -> dict:
     build = folder / "build"
     assert main(["build", name, "--out", str(build), "--no-progress", "--seed", "0", *BUILDS[name]]) == 0
-    with ReferenceServer(family(name).parts().open_dataset(build), ORACLE[name], family=name) as server:
-        assert main(["run", name, "--dataset", str(build), "--model", ORACLE[name], "--base-url", server.base_url,
+    oracle = family(name).reference_models[0][0]  # each family's first reference model reads the gold
+    with ReferenceServer(family(name).parts().open_dataset(build), oracle, family=name) as server:
+        assert main(["run", name, "--dataset", str(build), "--model", oracle, "--base-url", server.base_url,
                      "--out", str(folder / "run"), "--no-progress"]) == 0
     lines = [json.loads(line) for line in (folder / "run" / "predictions.jsonl").read_text().splitlines()]
     always_a = [{**line, "model": "always-a", "response": None if line["response"] is None else "A"} for line in lines]
