@@ -7,7 +7,9 @@ bootstrap, scipy's McNemar). The builds are deterministic (same settings and see
 this test builds them again, runs the family's oracle (its first reference model) over HTTP as a user does,
 derives an always-A model's predictions from its lines (every answer "A"), scores both and reports,
 and compares everything but the provenance's version and hashes. MMFAITH_WRITE_GOLDEN=1 writes the
-fixtures instead (how they were made, with main's code checked out).
+fixtures instead: that is how they were made, by main's code (a copy of main importable as
+`mmfaith`, pytest run with --import-mode=importlib from that folder). A change that means to
+change scores or builds regenerates them the same way from the code before it.
 """
 from __future__ import annotations
 
