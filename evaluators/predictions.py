@@ -21,6 +21,10 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   scored and the others counted (a warning says how many).
 - A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
   is refused after reading that much, not read whole).
+- Cost: the file is read one line at a time (its sha256 computed on the way), each line checked by
+  the compiled schema; the lines kept leave out `meta.images`, so memory is that of the answers.
+- Errors count: one line naming the file, the number of bad lines and the first few with their
+  line numbers (`errors.first_few`), never the whole list.
 """
 from __future__ import annotations
 
@@ -30,10 +34,9 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from mmfaith.errors import MmfaithError
-from mmfaith.images import sha256_bytes
+from mmfaith.errors import SHOWN, MmfaithError, first_few
 from mmfaith.jsonl import canonical_json
 from mmfaith.schema import schema_errors
 
@@ -65,9 +68,10 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                      shown_by_id: Mapping[str, str] | None = None) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
     try:
-        data = _read_capped(path)
+        handle = path.open("rb")
     except OSError as exc:
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
+    digest = hashlib.sha256()
     probes_of = {item_id: tuple(probes) for item_id, probes in expected_probes.items()}
     problems: list[str] = []
     stale: list[int] = []
@@ -75,7 +79,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
     model: tuple[str, int] | None = None
     n_errors = 0
     failed: set[Key] = set()
-    for number, raw, torn in _lines(data):
+    for number, raw, torn in _lines(path, handle, digest):
         try:
             line = json.loads(raw)
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -106,11 +110,12 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
             n_errors += 1
             failed.add(key)
         else:
-            answered[key] = (number, line)
+            answered[key] = (number, _kept(line))
     if problems:
-        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again: " + "; ".join(problems))
+        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
+                           f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
     if stale and not drop_stale:
-        shown = ", ".join(str(number) for number in stale[:20]) + (" ..." if len(stale) > 20 else "")
+        shown = first_few([str(number) for number in stale], sep=", ")
         raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images, questions or options than "
                            f"this dataset's (lines {shown}): the predictions were made on another build; run again "
                            "into a new --out, or add --drop-stale to score only the lines that match.")
@@ -121,25 +126,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         sha256_bytes(data), frozenset(failed - set(answered)))
-
-
-def _read_capped(path: Path) -> bytes:
-    """The file's bytes; MmfaithError as soon as one line runs past MAX_LINE_BYTES."""
-    chunks: list[bytes] = []
-    line_bytes, number = 0, 1
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            chunks.append(chunk)
-            newlines = chunk.count(b"\n")
-            ended = line_bytes + chunk.find(b"\n") if newlines else 0  # the line this chunk ends
-            line_bytes = len(chunk) - chunk.rfind(b"\n") - 1 if newlines else line_bytes + len(chunk)
-            if max(ended, line_bytes) > MAX_LINE_BYTES:
-                number += newlines if line_bytes > MAX_LINE_BYTES else 0
-                raise MmfaithError(f"{path}: line {number} is longer than {MAX_LINE_BYTES} bytes; not a predictions "
-                                   "file (one JSON object per line).")
-            number += newlines
-    return b"".join(chunks)
+                         digest.hexdigest(), frozenset(failed - set(answered)))
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:
@@ -154,9 +141,25 @@ def _shows_dataset_content(line: dict[str, Any], expected: str | None) -> bool:
     return recorded is None or expected is None or recorded == expected
 
 
-def _lines(data: bytes) -> Iterable[tuple[int, bytes, bool]]:
-    """(line number, raw line, whether it is a last line without newline) for each non-blank line."""
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            yield number, raw, number == len(lines) and raw != b""
+def _kept(line: dict[str, Any]) -> dict[str, Any]:
+    """The line as scorers read it: `meta.images` (checked above, the bulk of a line) left out."""
+    meta = line.get("meta")
+    if not isinstance(meta, dict) or "images" not in meta:
+        return line
+    return {**line, "meta": {name: value for name, value in meta.items() if name != "images"}}
+
+
+def _lines(path: Path, handle: BinaryIO, digest: Any) -> Iterable[tuple[int, bytes, bool]]:
+    """(line number, raw line, whether it is a last line without newline) for each non-blank line, read one at a
+    time and never more than MAX_LINE_BYTES of one line (MmfaithError naming the line past it); every byte read
+    goes into `digest`; the file is closed at the end."""
+    with handle:
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise MmfaithError(f"{path}: line {number} is longer than {MAX_LINE_BYTES} bytes; not a predictions "
+                                   "file (one JSON object per line).")
+            digest.update(raw)
+            if raw.strip():
+                yield number, raw, not raw.endswith(b"\n")

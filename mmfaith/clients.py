@@ -4,6 +4,10 @@ Used where a build step asks a model once per item (the LLM planner) and by the 
 come from the environment variable the user names and are never printed or stored: a failed call
 raises `ModelCallError`, whose message (the client's exception type and text) has passed through
 `mmfaith.redact.redact` with the key, so a server quoting the key back cannot put it in a record.
+
+One client per endpoint (`openai_client`, `gemini_client`): planners, judges and editors that call
+an endpoint thousands of times share one client, so its connections are reused; a changed key in
+the environment makes a new one.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,11 +94,29 @@ def ask_with_images(endpoint: ModelEndpoint, text: str, images_png: list[bytes],
         raise ModelCallError(redact(f"{type(exc).__name__}: {exc}", (endpoint.api_key(),))) from None
 
 
-def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+_CLIENTS: dict[tuple[ModelEndpoint, str | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _shared_client(endpoint: ModelEndpoint, make: Any) -> Any:
+    """The one client of this endpoint and key in this process, made by `make(endpoint)` on first use."""
+    key = (endpoint, endpoint.api_key())
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            _CLIENTS[key] = make(endpoint)
+        return _CLIENTS[key]
+
+
+def openai_client(endpoint: ModelEndpoint) -> Any:
+    """The `openai.OpenAI` client of the endpoint (its base URL, key, timeout and retries), one per process."""
     import openai
 
-    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key() or "EMPTY",
-                           timeout=endpoint.timeout_s, max_retries=endpoint.max_retries)
+    return _shared_client(endpoint, lambda e: openai.OpenAI(base_url=e.base_url, api_key=e.api_key() or "EMPTY",
+                                                            timeout=e.timeout_s, max_retries=e.max_retries))
+
+
+def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+    client = openai_client(endpoint)
     content: list[dict[str, object]] = [{"type": "image_url", "image_url": {"url": png_data_url(png)}}
                                         for png in images_png]
     content.append({"type": "text", "text": text})
@@ -103,8 +126,12 @@ def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max
 
 
 def gemini_client(endpoint: ModelEndpoint) -> Any:
-    """A `google.genai.Client` for the endpoint (its key, timeout, retries and base URL); MmfaithError when the
-    package or the key is missing."""
+    """The `google.genai.Client` of the endpoint (its key, timeout, retries and base URL), one per process;
+    MmfaithError when the package or the key is missing."""
+    return _shared_client(endpoint, _new_gemini_client)
+
+
+def _new_gemini_client(endpoint: ModelEndpoint) -> Any:
     try:
         from google import genai
         from google.genai import types

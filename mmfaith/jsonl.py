@@ -43,22 +43,24 @@ def read_json_object(path: Path, missing_hint: str) -> dict[str, Any]:
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each complete line; a torn last line is ignored.
 
-    Raises MmfaithError naming the file and line for a line that is not a JSON object.
+    Raises MmfaithError naming the file and line for a line that is not a JSON object. The file is read
+    one line at a time (memory: one line).
     """
     with open(path, "rb") as handle:
-        data = handle.read()
-    lines = data.split(b"\n")
-    complete = lines[:-1]  # the part after the last newline is empty or a torn write
-    for number, raw in enumerate(complete, start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise MmfaithError(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}).") from exc
-        if not isinstance(value, dict):
-            raise MmfaithError(f"{path}:{number}: expected a JSON object, found {type(value).__name__}.")
-        yield number, value
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n") or not raw.strip():  # a torn last write, or a blank line
+                continue
+            yield number, _object(path, number, raw)
+
+
+def _object(path: Path, number: int, raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise MmfaithError(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}).") from exc
+    if not isinstance(value, dict):
+        raise MmfaithError(f"{path}:{number}: expected a JSON object, found {type(value).__name__}.")
+    return value
 
 
 def repair_torn_tail(path: Path) -> None:

@@ -44,7 +44,7 @@ from mmfaith.builders.executors import ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.dirlock import hold_lock
-from mmfaith.errors import MmfaithError
+from mmfaith.errors import MmfaithError, first_few
 from mmfaith.gold_balance import DEFAULT_MARGIN, GoldCap, GoldItem, gold_summary
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
@@ -233,8 +233,8 @@ def _regenerate(out: Path, journal: _Journal, source: _Source, settings: MaskSet
             break
     missing = sorted(set(by_key) - set(remade))
     if missing:
-        raise MmfaithError(f"{out}: items {', '.join(missing)} have corrected regions but their source no longer "
-                           "yields them; rebuild from the same source.")
+        raise MmfaithError(f"{out}: {len(missing)} item(s) have corrected regions but their source no longer yields "
+                           f"them ({first_few(missing)}); rebuild from the same source.")
     journal.records = [remade.get(r["build"]["key"], r) for r in journal.records]
     write_atomic(journal.records_path, "".join(canonical_json(r) + "\n" for r in journal.records).encode("utf-8"))
     return sorted(r["id"] for r in remade.values())
