@@ -1,0 +1,49 @@
+"""The template prior: what a model that reads only the question's template would answer (leave one out).
+
+Contract
+--------
+`leave_one_out_prior(rows)` takes (item id, template key, gold) triples, one per item, and returns
+item id -> the most frequent gold among the OTHER items of the same template, or None when the
+item is its template's only one. Ties go to the gold that sorts first (as a string), so the answer
+is the same on every machine and in every order of `rows`. Golds are compared as given: a family
+decides what its template key and its gold are (an option's text, a count, "yes"/"no") and
+documents it.
+
+This is the blind baseline of MMStar's leakage (Chen et al. 2024, "Are We on the Right Way for
+Evaluating Large Vision-Language Models?", section 3): it never sees the image or the item's own
+gold, so what it scores is what the question's wording and the dataset's gold distribution give away.
+`prior_accuracy(rows)` is its expected accuracy: the share of items whose leave-one-out answer
+equals their gold (None for no rows).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
+
+G = TypeVar("G", bound=Hashable)
+
+
+def leave_one_out_prior(rows: Iterable[tuple[str, str, G]]) -> dict[str, G | None]:
+    """item id -> the most frequent gold of its template among the other items (module docstring)."""
+    rows = list(rows)
+    counts: dict[str, Counter[G]] = {}
+    for _, template, gold in rows:
+        counts.setdefault(template, Counter())[gold] += 1
+    answers: dict[str, G | None] = {}
+    for item_id, template, gold in rows:
+        others = counts[template].copy()
+        others[gold] -= 1
+        ranked = sorted(((count, value) for value, count in others.items() if count > 0),
+                        key=lambda pair: (-pair[0], str(pair[1])))
+        answers[item_id] = ranked[0][1] if ranked else None
+    return answers
+
+
+def prior_accuracy(rows: Iterable[tuple[str, str, G]]) -> float | None:
+    """The share of items whose leave-one-out prior answer is their own gold; None without rows."""
+    rows = list(rows)
+    if not rows:
+        return None
+    answers = leave_one_out_prior(rows)
+    return sum(answers[item_id] == gold for item_id, _, gold in rows) / len(rows)
