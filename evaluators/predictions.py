@@ -13,6 +13,8 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   crop) every source's sha256, must be among `images_by_id[id]`. A line that showed other images
   (the dataset was rebuilt after the run) is an error listing the lines, or with `drop_stale`
   is dropped and counted (`n_stale`). Lines without `meta.images` (submissions) are not checked.
+- `no_image`: every answered line was asked without images (`mmfaith run --no-image` sets
+  `meta.no_image`); a file mixing answers with and without images is refused.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class PredictionSet:
     n_errors: int
     n_stale: int
     sha256: str
+    no_image: bool = False
 
 
 def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
@@ -93,8 +96,12 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
     if model is None:
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
+    blind = {bool((line.get("meta") or {}).get("no_image")) for _, line in answered.values()}
+    if len(blind) > 1:
+        raise MmfaithError(f"{path}: mixes answers asked with and without images (meta.no_image); score a "
+                           "--no-image run apart from the run with images.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         sha256_bytes(data))
+                         sha256_bytes(data), blind == {True})
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:

@@ -48,6 +48,7 @@ from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.blind import without_images
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
@@ -59,8 +60,10 @@ from mmfaith.schema import check_record
 
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
-BASE_RESUME_FIELDS = ("family", "model")
+BASE_RESUME_FIELDS = ("family", "model", "no_image")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
+RESUME_DEFAULTS = {"no_image": False}
+"""What a run.json written before a field existed had for it."""
 
 ERROR_HINTS = (
     ("HTTP 401", "check the key: OPENAI_API_KEY or --api-key-env"),
@@ -283,7 +286,7 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
             print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
     provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
     _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
-    payloads = ImagePayloads(image for item in todo for image in plan.images(item))
+    payloads = ImagePayloads(() if settings.no_image else (image for item in todo for image in plan.images(item)))
     session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
@@ -354,6 +357,8 @@ class _Session:
                   temperature: float | None, dry_run_note: dict[str, Any] | None,
                   extra: dict[str, Any] | None = None, record: bool = True) -> dict[str, Any]:
         temperature = self.settings.temperature if temperature is None else temperature
+        if self.settings.no_image:
+            turns = without_images(turns)
         if self.settings.dry_run:
             self._print_request(item, probe, turns, meta, temperature, dry_run_note, extra)
             return self.line(item, probe, meta, None, "dry run: not sent")
@@ -379,6 +384,8 @@ class _Session:
              error: str | None) -> dict[str, Any]:
         """A predictions line: a call's result, or (result None) an error for a call not made."""
         meta = dict(meta)
+        if self.settings.no_image:
+            meta["no_image"] = True
         if result is None:
             meta.update(latency_s=None, prompt_tokens=None, completion_tokens=None, finish_reason=None,
                         reasoning=None, error=error)
@@ -478,7 +485,7 @@ def _now() -> str:
 def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan,
                 items: int) -> dict[str, Any]:
     return {
-        "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
+        "family": family, "model": settings.model, "no_image": settings.no_image, "servers": [redact_url(url) for url in settings.base_urls],
         "temperature": settings.temperature, "max_tokens": settings.max_tokens,
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
@@ -502,7 +509,7 @@ def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dic
     except (OSError, json.JSONDecodeError) as exc:
         raise MmfaithError(f"{run_json}: cannot read it ({exc}); use a new --out or restore the file.") from exc
     for name in (*BASE_RESUME_FIELDS, *plan.resume_settings()):
-        if previous.get(name) != provenance[name]:
+        if previous.get(name, RESUME_DEFAULTS.get(name)) != provenance[name]:
             raise MmfaithError(f"{run_json}: field {name!r} is {previous.get(name)!r} but this run has "
                                f"{provenance[name]!r}; resume with the same settings or use a new --out.")
     if previous.get("dataset_fingerprint", provenance["dataset_fingerprint"]) != provenance["dataset_fingerprint"]:

@@ -2,8 +2,9 @@
 
 Contract
 --------
-`leave_one_out_prior(rows)` takes (item id, template key, gold) triples, one per item, and returns
-item id -> the most frequent gold among the OTHER items of the same template, or None when the
+`leave_one_out_prior(rows)` takes (item id, template key, gold) triples, one per item (or several,
+when an item has several golds of one template: VFaith's original and edited answers), and returns
+item id -> the most frequent gold among the OTHER items' rows of the same template, or None when the
 item is its template's only one. Ties go to the gold that sorts first (as a string), so the answer
 is the same on every machine and in every order of `rows`. Golds are compared as given: a family
 decides what its template key and its gold are (an option's text, a count, "yes"/"no") and
@@ -31,10 +32,12 @@ def leave_one_out_prior(rows: Iterable[tuple[str, str, G]]) -> dict[str, G | Non
     for _, template, gold in rows:
         counts.setdefault(template, Counter())[gold] += 1
     answers: dict[str, G | None] = {}
+    own: dict[tuple[str, str], Counter[G]] = {}
     for item_id, template, gold in rows:
-        others = counts[template].copy()
-        others[gold] -= 1
-        ranked = sorted(((count, value) for value, count in others.items() if count > 0),
+        own.setdefault((item_id, template), Counter())[gold] += 1
+    for item_id, template, gold in rows:
+        others = counts[template] - own[(item_id, template)]
+        ranked = sorted(((count, value) for value, count in others.items()),
                         key=lambda pair: (-pair[0], str(pair[1])))
         answers[item_id] = ranked[0][1] if ranked else None
     return answers

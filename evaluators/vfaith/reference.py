@@ -11,18 +11,43 @@ about one image are told apart by their text, and the original and edited probes
   both probes, and for perception the statements true of the original image (`answers_original`).
   raw 1, edit 0, delta -1, repeat ratio 1 (and repeat_ratio_own 1), perception 0 (the edit changes
   which statements are true, so the original's set is never the edited one).
+- `prior`: reads neither the image nor the item's gold (evaluators/prior_model.py): for a pair, the
+  option whose text is the most frequent gold text (original and edited answers pooled: without
+  looking it cannot tell the two images apart) among the other pairs of its template (the build's
+  template, else its category); for perception, the most frequent true-statement set among the
+  other perception items. It answers requests with or without an image (`run --no-image`).
+
+Every model answers any rotation of the options (`run --circular`): it is resolved by the text of
+that rotation and answers the letter its option has there.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.blind import NO_IMAGE_NOTE
+from mmfaith.evaluators.circular import shown_label
+from mmfaith.evaluators.prior_model import prior_answers
 from mmfaith.evaluators.reference_server import RequestRefused
-from mmfaith.evaluators.vfaith.run import probe_images, probe_text
+from mmfaith.evaluators.vfaith.run import item_rotations, probe_images, probe_text
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithItem, VfaithPerception
 
-MODELS = ("oracle", "memorizer")
+MODELS = ("oracle", "memorizer", "prior")
+
+
+def template_of(item: VfaithItem) -> str:
+    """The prior's template key: the build's template, else the category (perception items: one key)."""
+    if isinstance(item, VfaithPerception):
+        return "perception"
+    return (item.record.get("build") or {}).get("template") or item.record["category"]
+
+
+def _prior(dataset: VfaithDataset) -> dict[str, str | None]:
+    rows = [(item.id, template_of(item), item.record["options"], item.record[f"answer_{probe}"])
+            for item in dataset.pairs for probe in ("original", "edited")]
+    sets = [(item.id, "perception", [], ", ".join(sorted(item.record["answers"]))) for item in dataset.perception]
+    return prior_answers([*rows, *sets])
 
 
 class VfaithReference:
@@ -32,25 +57,35 @@ class VfaithReference:
         if name not in MODELS:
             raise MmfaithError(f"unknown VFaith reference model {name!r}; use one of {', '.join(MODELS)}.")
         self.name = name
-        self._probes: dict[tuple[str, str], tuple[VfaithItem, str]] = {}
+        self._probes: dict[tuple[str | None, str], tuple[VfaithItem, str, int]] = {}
         for item in dataset.items:
-            text = probe_text(item)
-            for probe, image in probe_images(item).items():
-                self._probes.setdefault((image.sha256, text), (item, probe))
+            for k in item_rotations(item, circular=True):
+                text = probe_text(item, k)
+                for probe, image in probe_images(item).items():
+                    self._probes.setdefault((image.sha256, text), (item, probe, k))
+                    self._probes.setdefault((None, text), (item, probe, k))
+        self._prior = _prior(dataset) if name == "prior" else {}
 
     def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str:
         """The model's answer to one request: a sentence of reasoning and the final \\boxed{}."""
-        if len(images) != 1:
+        if len(images) > 1 or (not images and self.name != "prior"):
             raise RequestRefused(400, f"a VFaith probe shows one image, got {len(images)}")
-        found = self._probes.get((sha256_bytes(images[0]), text))
+        found = self._probes.get((sha256_bytes(images[0]) if images else None, text.replace(NO_IMAGE_NOTE + "\n", "")))
         if found is None:
             raise RequestRefused(400, "not a VFaith probe of this server's dataset (matched by image sha256 and "
                                       "prompt text; see evaluators/vfaith/prompts.py)")
-        item, probe = found
+        item, probe, k = found
         record = item.record
+        if self.name == "prior":
+            guess = self._prior[item.id]
+            if guess is not None and record["options"] and not isinstance(item, VfaithPerception):
+                guess = shown_label(record["options"], k, guess)
+            return f"Answering from the question alone.\n\\boxed{{{guess or 'none'}}}"
         if isinstance(item, VfaithPerception):
             chosen = record["answers"] if self.name == "oracle" else record["answers_original"]
             return f"Checking each statement against the picture.\n\\boxed{{{', '.join(chosen) or 'none'}}}"
         gold = record["answer_edited"] if self.name == "oracle" and probe == "edited" else record["answer_original"]
+        if record["options"]:
+            gold = shown_label(record["options"], k, gold)
         how = "Reading the image" if self.name == "oracle" else "This question is familiar"
         return f"{how}, the answer is {gold}.\n\\boxed{{{gold}}}"
