@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from mmfaith.evaluators.report_tables import md_table
+
 SEPARATOR = "@r"
 
 
@@ -71,8 +73,30 @@ def position_bias(answers: Iterable[str | None], golds: Iterable[str], labels: S
     return {"letters": shares, "n_answers": len(answers), "n_golds": len(golds)}
 
 
-def bias_rows(bias: Mapping[str, Any]) -> list[list[str]]:
-    """Rows (letter, share of answers, share of golds) for a report's table."""
-    def pct(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.3f}"
-    return [[letter, pct(shares["answered"]), pct(shares["gold"])] for letter, shares in bias["letters"].items()]
+def controls_lines(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A report's sections on CircularEval (metrics.json's `circular`) and answer-position bias (`position_bias`)
+    for one or several models; a model scored without `--circular` reads "not asked"."""
+    rows = []
+    for label, m in zip(labels, metrics):
+        block = m.get("circular")
+        if not block:
+            rows.append([label, "-", "-", "not asked (run --circular)", "-"])
+        for probe, values in (block or {}).items():
+            rows.append([label, probe, str(values["n_items"]), _share(values["accuracy"]),
+                         _share(values["accuracy_circular"])])
+    lines = ["## CircularEval (MMBench): right in every rotation of the options", "",
+             *md_table(["model", "probe", "items", "accuracy (first order)", "accuracy_circular"], rows), ""]
+    biased = [(label, m["position_bias"]) for label, m in zip(labels, metrics) if m.get("position_bias")]
+    if biased:
+        letters = list(dict.fromkeys(letter for _, bias in biased for letter in bias["letters"]))
+        lines += ["## Answer-position bias: each letter's share of the answers (the golds' share)", "",
+                  *md_table(["model", "answers", *letters], [
+                      [label, str(bias["n_answers"]),
+                       *(f"{_share((bias['letters'].get(x) or {}).get('answered'))} "
+                         f"({_share((bias['letters'].get(x) or {}).get('gold'))})" for x in letters)]
+                      for label, bias in biased]), ""]
+    return lines
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
