@@ -225,6 +225,7 @@ VFAITH = Family(
     reference_models=(
         ("oracle", "answers each image's gold (every accuracy 1, repeat ratio undefined)"),
         ("memorizer", "ignores the image: always the original answer (raw 1, edit 0, repeat 1)"),
+        ("prior", "reads neither image nor gold: the most frequent gold of the template among the other items"),
     ),
     parts_source="mmfaith.evaluators.vfaith.family:parts",
 )
@@ -257,6 +258,7 @@ CRM = Family(
     reference_models=(
         ("grounded", "reasons from what it sees: says the evidence is hidden and abstains on specific masks"),
         ("hallucinator", "reasons and answers as on the original whatever is masked"),
+        ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
     parts_source="mmfaith.evaluators.crm.family:parts",
 )

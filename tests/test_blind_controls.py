@@ -127,3 +127,25 @@ def test_crm_always_a_scores_above_zero_first_order_and_zero_circular(crm_small:
                                     "accuracy_circular": 0.0}
     assert metrics["position_bias"]["letters"]["A"]["answered"] == 1.0
     assert "accuracy_circular" in (tmp_path / "score" / "report.md").read_text()
+
+
+def test_crm_prior_and_no_image_pair_into_gain_and_leakage(crm_small: Path, tmp_path: Path) -> None:
+    """The CRM prior answers with and without the image alike: its no-image run's gain is 0 on every unit, and
+    its leakage (no-image minus its own with-image score) is 0 too."""
+    dataset = open_crm_dataset(crm_small)
+    with ReferenceServer(dataset, "prior", family="crm") as server:
+        _run("crm", crm_small, server.base_url, tmp_path / "run-with", "prior", "--circular")
+        _run("crm", crm_small, server.base_url, tmp_path / "run-without", "prior", "--no-image")
+    with_image = _score("crm", crm_small, tmp_path / "run-with", tmp_path / "score-with")
+    _score("crm", crm_small, tmp_path / "run-without", tmp_path / "score-without")
+    block = with_image["circular"]["original"]
+    # The prior follows its option's text through the rotations: right in every rotation exactly where right first.
+    assert block["accuracy_circular"] == block["accuracy"]
+    assert main(["report", str(tmp_path / "score-with"), str(tmp_path / "score-without"), "--out",
+                 str(tmp_path / "report"), "--bootstrap", "20"]) == 0
+    comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
+    for name in ("multimodal_gain", "leakage"):
+        overall = comparison[name][0]["overall"]
+        # 5 items x 2 masked variants (specific-black, random-black) = 10 units, paired one to one.
+        assert overall["n_items"] == 10 and overall["accuracy_original"]["difference"] == 0.0
+    assert "Multimodal gain" in (tmp_path / "report" / "comparison.md").read_text()
