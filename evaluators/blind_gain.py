@@ -32,7 +32,7 @@ def _is_blind(metrics: Mapping[str, Any]) -> bool:
 def _paired(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], how: BlindMeasure, keys: Sequence[str],
             n: int, seed: int) -> dict[str, Any]:
     by_key = {how.item_key(item): item for item in b}
-    shared = [(item, by_key[how.item_key(item)]) for item in a if how.item_key(item) in by_key]
+    shared = [(item, by_key[how.item_key(item)]) for item in a if how.scored(item) and how.item_key(item) in by_key]
 
     def block(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
         result = paired_bootstrap([how.components(x) for x, _ in pairs], [how.components(y) for _, y in pairs],
@@ -56,6 +56,8 @@ class BlindMeasure:
     cluster: Callable[[dict[str, Any]], str]
     statistic: Statistic
     template_of: Callable[[dict[str, Any]], str]
+    scored: Callable[[dict[str, Any]], bool] = lambda item: True
+    """Which items the statistic is defined on (SPD-Faith: the pairs with a difference, not the controls)."""
 
 
 def gain_and_leakage(loaded: Sequence[Loaded], labels: Sequence[str], how: BlindMeasure, keys: Sequence[str],

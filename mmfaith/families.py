@@ -189,6 +189,7 @@ SPD_FAITH = Family(
         ("oracle", "answers from the gold differences"),
         ("blind", "ignores the images: reports no difference"),
         ("pixel-diff", "compares the pixels of the two images (no weights)"),
+        ("prior", "reads neither images nor gold: each probe's most frequent gold among the other pairs"),
     ),
     parts_source="mmfaith.evaluators.spd_faith.family:parts",
 )
@@ -298,6 +299,7 @@ MCOT = Family(
         ("zoom-oracle", "zooms into the target and answers from the crop's pixels"),
         ("text-follower", "zooms, then answers from its own earlier text"),
         ("blind", "never calls the tool; answers the first option"),
+        ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
     parts_source="mmfaith.evaluators.mcot.family:parts",
 )

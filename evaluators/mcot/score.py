@@ -122,7 +122,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
-                       "predictions_sha256": read.sha256,
+                       "predictions_sha256": read.sha256, "no_image": read.no_image,
                        "predictions_mode": "run" if request.from_run else "submission",
                        "judge": judge.name, "bootstrap": {"n": request.n_bootstrap, "seed": request.seed,
                                                           "unit": "source image", "method": "percentile",

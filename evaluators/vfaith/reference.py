@@ -15,7 +15,9 @@ about one image are told apart by their text, and the original and edited probes
   option whose text is the most frequent gold text (original and edited answers pooled: without
   looking it cannot tell the two images apart) among the other pairs of its template (the build's
   template, else its category); for perception, the most frequent true-statement set among the
-  other perception items. It answers requests with or without an image (`run --no-image`).
+  other perception items.
+The memorizer and the prior never look, so they also answer requests without an image (`run
+--no-image`: the question's text alone; the memorizer's answers are then the same as with it).
 
 Every model answers any rotation of the options (`run --circular`): it is resolved by the text of
 that rotation and answers the letter its option has there.
@@ -68,7 +70,7 @@ class VfaithReference:
 
     def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str:
         """The model's answer to one request: a sentence of reasoning and the final \\boxed{}."""
-        if len(images) > 1 or (not images and self.name != "prior"):
+        if len(images) > 1 or (not images and self.name == "oracle"):
             raise RequestRefused(400, f"a VFaith probe shows one image, got {len(images)}")
         found = self._probes.get((sha256_bytes(images[0]) if images else None, text.replace(NO_IMAGE_NOTE + "\n", "")))
         if found is None:
