@@ -95,6 +95,7 @@ def blind_report_lines(blind: Mapping[str, list[dict[str, Any]]], keys: Sequence
             rows += [[t, str(block["n_items"]), *(fmt_ci(block[k]["difference"], block[k]["ci95"]) for k in keys)]
                      for t, block in entry["by_template"].items()]
             lines += [f"## {title}: {entry['model']}", "",
-                      f"{entry[a]} minus {entry[b]}, paired per item, 95% bootstrap CI clustered by source image.", "",
+                      f"`{entry[a]}` minus `{entry[b]}`, paired per item, 95% bootstrap CI clustered by source "
+                      "image.", "",
                       *md_table(["template", "items", *keys], rows), ""]
     return lines

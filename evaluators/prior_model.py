@@ -8,9 +8,10 @@ choice) or the gold text (free form); it returns item id -> the answer the prior
 - multiple choice: the option whose text (case and spaces folded) is the most frequent gold TEXT
   of the template among the other items, so the same answer follows its text through every
   rotation of the options; when no option has that text, the most frequent gold LETTER of the
-  template among the other items (a position prior);
-- free form: the most frequent gold text of the template among the other items.
-None when the item is its template's only one. It reads neither the image nor the item's own gold.
+  template among the other items (a position prior), and when the template has no other
+  multiple-choice item, the most frequent gold letter among all the other items;
+- free form: the most frequent gold text of the template among the other items (None when the
+  item is its template's only one). It reads neither the image nor the item's own gold.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def prior_answers(rows: Iterable[Row]) -> dict[str, str | None]:
     rows = list(rows)
     by_text = leave_one_out_prior((item_id, template, gold_text(options, gold)) for item_id, template, options, gold in rows)
     by_letter = leave_one_out_prior((item_id, template, gold) for item_id, template, options, gold in rows if options)
+    any_letter = leave_one_out_prior((item_id, "", gold) for item_id, _, options, gold in rows if options)
     answers: dict[str, str | None] = {}
     for item_id, _, options, _ in rows:
         text = by_text[item_id]
@@ -44,5 +46,5 @@ def prior_answers(rows: Iterable[Row]) -> dict[str, str | None]:
             answers[item_id] = text
             continue
         matching = [option["label"] for option in options if fold(option["text"]) == text]
-        answers[item_id] = matching[0] if matching else by_letter.get(item_id)
+        answers[item_id] = matching[0] if matching else by_letter.get(item_id) or any_letter.get(item_id)
     return answers

@@ -24,7 +24,7 @@ def test_quickstart_reads_perfect_for_the_oracle_and_zero_for_the_blind_model(tm
     assert (tmp_path / "report" / "compare_overall.png").read_bytes()[:4] == b"\x89PNG"
     # The validity controls: the prior beside the others, and its --no-image run paired into gain and leakage.
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
-    assert "prior (prior)" in comparison["models"] and comparison["no_image"][-1] is True
+    assert comparison["models"][-2:] == ["prior", "prior (no image)"] and comparison["no_image"][-1] is True
     assert comparison["multimodal_gain"][0]["model"] == "prior" and comparison["leakage"]
     assert "Multimodal gain" in report and "Leakage" in report
 

@@ -25,6 +25,7 @@ from mmfaith.evaluators import stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table, metrics_key
+from mmfaith.evaluators.score_dir import score_labels
 from mmfaith.evaluators.vfaith.metrics import CATEGORIES, HEADLINE, headline_from_sums, item_components
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import read_jsonl, write_atomic
@@ -102,7 +103,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     if len(revisions) != 1 or len({m["definitions_version"] for m, _ in loaded}) != 1:
         raise MmfaithError("the score dirs were scored on different datasets or definitions; compare scores of one "
                            "dataset revision.")
-    labels = [m["provenance"]["model"] for m, _ in loaded]
+    labels = score_labels(score_dirs, [m for m, _ in loaded])
     pairs = [(0, j) for j in range(1, len(loaded))] if not all_pairs else \
         [(i, j) for i in range(len(loaded)) for j in range(i + 1, len(loaded))]
     differences = []
