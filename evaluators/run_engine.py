@@ -230,6 +230,11 @@ class ItemAsker:
         return self._session.settings.model
 
     @property
+    def no_image(self) -> bool:
+        """Whether this run asks without images (`run --no-image`: the engine removes every image part)."""
+        return self._session.settings.no_image
+
+    @property
     def run_dir(self) -> Path:
         """RUN_DIR: where a plan keeps files it makes once per run (an agent's crops)."""
         return self._session.settings.out

@@ -11,8 +11,11 @@ import pytest
 
 from mmfaith.cli import main
 from mmfaith.evaluators.blind import NO_IMAGE_NOTE
+from mmfaith.evaluators.mcot.agent import NO_IMAGE_CROP
+from mmfaith.evaluators.mcot.protocol import TOOL_NAME
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.loaders.crm import open_crm_dataset
+from mmfaith.loaders.mcot.dataset import open_mcot_dataset
 from mmfaith.loaders.vfaith.dataset import open_vfaith_dataset
 from tests.chat_server import ChatServer, request_images, request_text
 
@@ -149,3 +152,43 @@ def test_crm_prior_and_no_image_pair_into_gain_and_leakage(crm_small: Path, tmp_
         # 5 items x 2 masked variants (specific-black, random-black) = 10 units, paired one to one.
         assert overall["n_items"] == 10 and overall["accuracy_original"]["difference"] == 0.0
     assert "Multimodal gain" in (tmp_path / "report" / "comparison.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def mcot_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("mcot-blind") / "build"
+    assert main(["build", "mcot", "--out", str(out)]) == 0
+    return out
+
+
+def _zoom_then_answer(body: dict) -> str:
+    """Calls the zoom tool on its first turn, then answers A."""
+    if any(message["role"] == "assistant" for message in body["messages"]):
+        return "<answer>A</answer>"
+    return 'Let me look. <tool_call>{"name": "%s", "arguments": {"bbox_2d": [0, 0, 50, 50]}}</tool_call>' % TOOL_NAME
+
+
+def test_mcot_no_image_trace_has_nothing_to_crop(mcot_build: Path, tmp_path: Path) -> None:
+    """With --no-image the zoom tool answers every call with an error (no image, nothing to crop): the trace has no
+    crop, its replays are skipped, and no request carries an image part."""
+    n = len(open_mcot_dataset(mcot_build).items)
+    with ChatServer(default=_zoom_then_answer, model_ids=("m",)) as server:
+        _run("mcot", mcot_build, server.openai_base_url, tmp_path / "run", "m", "--no-image")
+        requests = server.completion_requests()
+    assert len(requests) == 2 * n and not any(request_images(r.body) for r in requests)
+    assert sum(NO_IMAGE_CROP in request_text(r.body) for r in requests) == n
+    traces = [line for line in _lines(tmp_path / "run") if line["probe"] == "trace"]
+    assert all(line["meta"]["trace"]["crops"] == [] for line in traces)
+    assert all(line["meta"]["skipped"] for line in _lines(tmp_path / "run") if line["probe"].startswith("replay"))
+    metrics = _score("mcot", mcot_build, tmp_path / "run", tmp_path / "score")
+    assert metrics["provenance"]["no_image"] is True and metrics["counts"]["no_tool_call"] == n
+
+
+def test_mcot_prior_answers_alike_with_and_without_the_image(mcot_build: Path, tmp_path: Path) -> None:
+    dataset = open_mcot_dataset(mcot_build)
+    with ReferenceServer(dataset, "prior", family="mcot") as server:
+        _run("mcot", mcot_build, server.base_url, tmp_path / "with", "prior")
+        _run("mcot", mcot_build, server.base_url, tmp_path / "without", "prior", "--no-image")
+    answers = [{line["id"]: line["meta"]["trace"]["answer"] for line in _lines(tmp_path / folder)
+                if line["probe"] == "trace"} for folder in ("with", "without")]
+    assert answers[0] == answers[1] and all(answers[0].values())
