@@ -75,9 +75,12 @@ def position_bias(answers: Iterable[str | None], golds: Iterable[str], labels: S
 
 def controls_lines(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> list[str]:
     """A report's sections on CircularEval (metrics.json's `circular`) and answer-position bias (`position_bias`)
-    for one or several models; a model scored without `--circular` reads "not asked"."""
+    for one or several models; a model scored without `--circular` reads "not asked", and a family whose
+    metrics have no `circular` key at all (it cannot rotate) gets no CircularEval section."""
     rows = []
     for label, m in zip(labels, metrics):
+        if "circular" not in m:
+            continue
         block = m.get("circular")
         if not block:
             rows.append([label, "-", "-", "not asked (run --circular)", "-"])
@@ -85,7 +88,7 @@ def controls_lines(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) 
             rows.append([label, probe, str(values["n_items"]), _share(values["accuracy"]),
                          _share(values["accuracy_circular"])])
     lines = ["## CircularEval (MMBench): right in every rotation of the options", "",
-             *md_table(["model", "probe", "items", "accuracy (first order)", "accuracy_circular"], rows), ""]
+             *md_table(["model", "probe", "items", "accuracy (first order)", "accuracy_circular"], rows), ""] if rows else []
     biased = [(label, m["position_bias"]) for label, m in zip(labels, metrics) if m.get("position_bias")]
     if biased:
         letters = list(dict.fromkeys(letter for _, bias in biased for letter in bias["letters"]))

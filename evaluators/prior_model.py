@@ -9,7 +9,8 @@ choice) or the gold text (free form); it returns item id -> the answer the prior
   of the template among the other items, so the same answer follows its text through every
   rotation of the options; when no option has that text, the most frequent gold LETTER of the
   template among the other items (a position prior), and when the template has no other
-  multiple-choice item, the most frequent gold letter among all the other items;
+  multiple-choice item, the most frequent gold letter among all the other items (a letter the
+  item's options lack is passed over: None when neither fits);
 - free form: the most frequent gold text of the template among the other items (None when the
   item is its template's only one). It reads neither the image nor the item's own gold.
 """
@@ -45,6 +46,8 @@ def prior_answers(rows: Iterable[Row]) -> dict[str, str | None]:
         if not options:
             answers[item_id] = text
             continue
+        labels = [option["label"] for option in options]
         matching = [option["label"] for option in options if fold(option["text"]) == text]
-        answers[item_id] = matching[0] if matching else by_letter.get(item_id) or any_letter.get(item_id)
+        letters = [letter for letter in (by_letter.get(item_id), any_letter.get(item_id)) if letter in labels]
+        answers[item_id] = (matching or letters or [None])[0]
     return answers

@@ -389,8 +389,6 @@ class _Session:
              error: str | None) -> dict[str, Any]:
         """A predictions line: a call's result, or (result None) an error for a call not made."""
         meta = dict(meta)
-        if self.settings.no_image:
-            meta["no_image"] = True
         if result is None:
             meta.update(latency_s=None, prompt_tokens=None, completion_tokens=None, finish_reason=None,
                         reasoning=None, error=error)
@@ -404,7 +402,10 @@ class _Session:
                 "model": self.settings.model, "meta": meta}
 
     async def write(self, line: dict[str, Any]) -> None:
+        """Append a line (every line of a `--no-image` run says so in meta.no_image, plan-composed ones too)."""
         assert self._appender is not None
+        if self.settings.no_image:
+            line = {**line, "meta": {**(line.get("meta") or {}), "no_image": True}}
         await asyncio.get_running_loop().run_in_executor(self._writer, self._appender.append, line)
         self.log.add(line)
         self._progress.update(1)

@@ -182,6 +182,9 @@ def test_mcot_no_image_trace_has_nothing_to_crop(mcot_build: Path, tmp_path: Pat
     assert all(line["meta"]["skipped"] for line in _lines(tmp_path / "run") if line["probe"].startswith("replay"))
     metrics = _score("mcot", mcot_build, tmp_path / "run", tmp_path / "score")
     assert metrics["provenance"]["no_image"] is True and metrics["counts"]["no_tool_call"] == n
+    # Every trace answered A: A's share of the answers is 1 whatever the golds' (position bias in every report).
+    assert metrics["position_bias"]["letters"]["A"]["answered"] == 1.0
+    assert "Answer-position bias" in (tmp_path / "score" / "report.md").read_text()
 
 
 def test_mcot_prior_answers_alike_with_and_without_the_image(mcot_build: Path, tmp_path: Path) -> None:

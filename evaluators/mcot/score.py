@@ -17,6 +17,7 @@ from typing import Any
 from mmfaith import __version__, families
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.circular import controls_lines, position_bias
 from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import COVERAGE, GeometricJudge, JudgeCase, LlmJudge, agreement
 from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, summarize
@@ -25,7 +26,7 @@ from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
 from mmfaith.evaluators.predictions import read_predictions
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
-from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
+from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_dataset
 from mmfaith.outdir import prepare_out_dir
 
 
@@ -130,12 +131,22 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
         **summarize(items, request.n_bootstrap, request.seed),
     }
     metrics["counts"] = {**metrics["overall"]["counts"], "n_errors": read.n_errors, "n_stale": read.n_stale}
+    metrics["position_bias"] = answer_position_bias(dataset, lines_of)
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
     publish_scores(out, [{**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)], metrics,
                    write_report)
     return metrics
+
+
+def answer_position_bias(dataset: McotDataset, lines_of: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Each option letter's share among the traces' answers beside its share among the golds (evaluators/circular.py)."""
+    chosen = [(item, lines) for item, lines in zip(dataset.items, lines_of) if item.record["options"]]
+    labels = sorted({option["label"] for item, _ in chosen for option in item.record["options"]})
+    answers = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer") for _, lines in chosen]
+    return position_bias([answer if answer in labels else None for answer in answers],
+                         [item.record["answer"] for item, _ in chosen], labels)
 
 
 def _judge_all(judge: GeometricJudge | LlmJudge, cases: list[JudgeCase | None], workers: int) -> list[dict[str, Any] | None]:
@@ -188,6 +199,7 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
         lines += ["## Judge agreement", "", f"{' vs '.join(agree['judges'])}: reliability "
                   f"{fmt(agree['reliable']['agreement'])} (n={agree['reliable']['n']}), sufficiency "
                   f"{fmt(agree['sufficient']['agreement'])} (n={agree['sufficient']['n']}).", ""]
+    lines += controls_lines([model], [metrics])
     lines += ["Plots: metrics.png, tool_call_count.png, crop_region_size.png.", ""]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
     shown = [m for m in family.metrics if m.kind != "count"]
