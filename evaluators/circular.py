@@ -88,7 +88,8 @@ def controls_lines(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) 
             rows.append([label, probe, str(values["n_items"]), _share(values["accuracy"]),
                          _share(values["accuracy_circular"])])
     lines = ["## CircularEval (MMBench): right in every rotation of the options", "",
-             *md_table(["model", "probe", "items", "accuracy (first order)", "accuracy_circular"], rows), ""] if rows else []
+             *md_table(["model", "probe", "items", "accuracy (first order)", "accuracy_circular"], rows),
+             ""] if rows else []
     biased = [(label, m["position_bias"]) for label, m in zip(labels, metrics) if m.get("position_bias")]
     if biased:
         letters = list(dict.fromkeys(letter for _, bias in biased for letter in bias["letters"]))

@@ -37,7 +37,8 @@ def gold_text(options: Sequence[Mapping[str, Any]], gold: str) -> str:
 def prior_answers(rows: Iterable[Row]) -> dict[str, str | None]:
     """item id -> the prior's answer (module docstring)."""
     rows = list(rows)
-    by_text = leave_one_out_prior((item_id, template, gold_text(options, gold)) for item_id, template, options, gold in rows)
+    by_text = leave_one_out_prior((item_id, template, gold_text(options, gold))
+                                  for item_id, template, options, gold in rows)
     by_letter = leave_one_out_prior((item_id, template, gold) for item_id, template, options, gold in rows if options)
     any_letter = leave_one_out_prior((item_id, "", gold) for item_id, _, options, gold in rows if options)
     answers: dict[str, str | None] = {}

@@ -91,7 +91,7 @@ def _add_shared_run_options(parser: argparse.ArgumentParser) -> None:
                      help="per request attempt")
     gen.add_argument("--max-attempts", type=int, default=_default("max_attempts"),
                      help="attempts per call; 408, 429, 5xx, timeouts and connection errors are retried")
-    blind = parser.add_argument_group("validity controls (docs/design.md#validity)")
+    blind = parser.add_argument_group("validity controls (docs/design.md, Validity)")
     blind.add_argument("--no-image", action="store_true",
                        help="send every probe with its image parts removed and one sentence saying no image is "
                             "given (MMStar's w/o-image run; `mmfaith report` pairs it with the with-image run)")

@@ -62,8 +62,8 @@ PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
 BASE_RESUME_FIELDS = ("family", "model", "no_image")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
-RESUME_DEFAULTS = {"no_image": False}
-"""What a run.json written before a field existed had for it."""
+RESUME_DEFAULTS = {"no_image": False, "circular": False}
+"""What a run.json written before a field existed had for it (`circular`: a plan's resume setting, run --circular)."""
 
 ERROR_HINTS = (
     ("HTTP 401", "check the key: OPENAI_API_KEY or --api-key-env"),
@@ -491,7 +491,8 @@ def _now() -> str:
 def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan,
                 items: int) -> dict[str, Any]:
     return {
-        "family": family, "model": settings.model, "no_image": settings.no_image, "servers": [redact_url(url) for url in settings.base_urls],
+        "family": family, "model": settings.model, "no_image": settings.no_image,
+        "servers": [redact_url(url) for url in settings.base_urls],
         "temperature": settings.temperature, "max_tokens": settings.max_tokens,
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),

@@ -79,8 +79,8 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
 
 COMPARED = (("SDR", None), ("AFR", "flip"), ("HR", "hallucinated"))
 BLIND_KEYS = ("accuracy_original", "accuracy_masked")
-BLIND_MEASURE = BlindMeasure(item_key=lambda line: (line["id"], line["variant"]), components=lambda line: line["components"],
-                             cluster=lambda line: line["source_key"], statistic=rates,
+BLIND_MEASURE = BlindMeasure(item_key=lambda line: (line["id"], line["variant"]),
+                             components=lambda line: line["components"], cluster=lambda line: line["source_key"], statistic=rates,
                              template_of=lambda line: line.get("question_type") or "all")
 
 

@@ -181,7 +181,8 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {
             "family": "crm", "mmfaith_version": __version__, "dataset": dataset_block, "model": read.model,
-            "predictions_sha256": read.sha256, "no_image": read.no_image, "predictions_mode": "run" if request.from_run else "submission",
+            "predictions_sha256": read.sha256, "no_image": read.no_image,
+            "predictions_mode": "run" if request.from_run else "submission",
             "prompt_templates_sha256": TEMPLATES_SHA256,
             "sbert": {"model": encoder.name, "weights_sha256": encoder.weights_sha256},
             "thresholds": {"step": request.step_threshold, "answer": request.answer_threshold},

@@ -222,7 +222,8 @@ class TraceBuilder:
 
 
 NO_IMAGE_CROP = "no image is given, so there is nothing to crop"
-"""A tool call's error in a `run --no-image` trace: the zoom tool answers every call with it (docs/mcot.md#blind-controls)."""
+"""A tool call's error in a `run --no-image` trace: the zoom tool answers every call with it
+(docs/mcot.md#blind-controls)."""
 
 
 def tool_error_message(error: str) -> str:

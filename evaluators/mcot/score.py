@@ -141,7 +141,8 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
 
 
 def answer_position_bias(dataset: McotDataset, lines_of: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """Each option letter's share among the traces' answers beside its share among the golds (evaluators/circular.py)."""
+    """Each option letter's share among the traces' answers beside its share among the golds
+    (evaluators/circular.py)."""
     chosen = [(item, lines) for item, lines in zip(dataset.items, lines_of) if item.record["options"]]
     labels = sorted({option["label"] for item, _ in chosen for option in item.record["options"]})
     answers = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer") for _, lines in chosen]
