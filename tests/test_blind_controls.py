@@ -195,3 +195,19 @@ def test_mcot_prior_answers_alike_with_and_without_the_image(mcot_build: Path, t
     answers = [{line["id"]: line["meta"]["trace"]["answer"] for line in _lines(tmp_path / folder)
                 if line["probe"] == "trace"} for folder in ("with", "without")]
     assert answers[0] == answers[1] and all(answers[0].values())
+
+
+@pytest.mark.parametrize("family,says", [("spd-faith", "SPD-Faith's probes"), ("mcot", "not implemented for MCoT")])
+def test_circular_is_one_line_error_where_it_does_not_apply(family: str, says: str, tmp_path: Path, capsys) -> None:
+    assert main(["run", family, "--dataset", str(tmp_path), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                 "--out", str(tmp_path / "run"), "--circular"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mmfaith: error: --circular") and says in err and err.count("\n") == 1
+
+
+def test_a_no_image_run_dir_does_not_resume_with_images(vfaith_build: Path, tmp_path: Path, capsys) -> None:
+    with ChatServer(default=ALWAYS_A, model_ids=("m",)) as server:
+        _run("vfaith", vfaith_build, server.openai_base_url, tmp_path / "run", "m", "--no-image", "--limit", "1")
+        assert main(["run", "vfaith", "--dataset", str(vfaith_build), "--model", "m", "--base-url",
+                     server.openai_base_url, "--out", str(tmp_path / "run"), "--no-progress", "--limit", "1"]) == 2
+    assert "field 'no_image' is True but this run has False" in capsys.readouterr().err
