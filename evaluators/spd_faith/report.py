@@ -136,6 +136,9 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
                         for p in counts["n_unparsed"]]),
              "", "## Overall (items with at least one difference)", "",
              *md_table(["metric", "value [95% CI]"], [[m, _cell(metrics, m)] for m in CI_METRICS]),
+             "", "Beside DS and DQR, over differing and control pairs (docs/spd_faith_metrics.md, Headline): " +
+             ", ".join(f"{name} {fmt_ci(value, metrics['headline']['ci95'].get(name), 'no parsed answers of a kind')}"
+                       for name, value in metrics["headline"].items() if name != "ci95"),
              "", "Left out (undefined for the item): " +
              ", ".join(f"{k} {v}" for k, v in overall["n_left_out"].items()), "",
              "## By difficulty", "",
