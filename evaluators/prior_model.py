@@ -1,54 +1,43 @@
-"""The `prior` reference model's choice for any family's items (mmfaith/prior.py's leave-one-out prior).
+"""The `prior` reference model's choice for any family's items: the one prior definition of the builds.
 
 Contract
 --------
-`prior_answers(rows)` takes, per item, (item id, template key, options, gold) where options are the
-item's [{"label", "text"}] (empty for a free-form question) and gold is the gold label (multiple
-choice) or the gold text (free form); it returns item id -> the answer the prior gives:
-- multiple choice: the option whose text (case and spaces folded) is the most frequent gold TEXT
-  of the template among the other items, so the same answer follows its text through every
-  rotation of the options; when no option has that text, the most frequent gold LETTER of the
-  template among the other items (a position prior), and when the template has no other
-  multiple-choice item, the most frequent gold letter among all the other items (a letter the
-  item's options lack is passed over: None when neither fits);
-- free form: the most frequent gold text of the template among the other items (None when the
-  item is its template's only one). It reads neither the image nor the item's own gold.
+`prior_answers(rows)` takes, per item (or per probe, where a family's build keys its templates per
+probe), (key, template key, options, gold) where options are the item's [{"label", "text"}] (empty
+for a free-form question) and gold is the gold label (multiple choice) or the gold text (free
+form); it returns key -> the answer the prior gives:
+- multiple choice: `mmfaith.gold_balance.prior_choices`, the definition build.json's, the summary
+  line's and the card's "prior" scores use: of the item's own options, the one whose text is most
+  often the gold of the OTHER items of its template, ties by its letter's count, then the earliest
+  letter. The templates are the builds' (CRM: question type; MCoT: category; VFaith: question type
+  and probe side), so the served prior scores what build.json says it would.
+- free form: the most frequent gold text (case and spaces folded) of the template among the other
+  items (mmfaith/prior.py), None when the item is its template's only one.
+It reads neither the image nor the item's own gold.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from mmfaith.gold_balance import GoldItem, prior_choices
 from mmfaith.prior import leave_one_out_prior
 
-Row = tuple[str, str, Sequence[Mapping[str, Any]], str]
+Row = tuple[Hashable, str, Sequence[Mapping[str, Any]], str]
 
 
 def fold(text: str) -> str:
-    """An option's or gold's text compared case- and space-insensitively."""
+    """A free-form gold compared case- and space-insensitively."""
     return " ".join(str(text).lower().split())
 
 
-def gold_text(options: Sequence[Mapping[str, Any]], gold: str) -> str:
-    """The folded text of the gold: its option's text, or the gold itself for a free-form question."""
-    return fold(next((option["text"] for option in options if option["label"] == gold), gold))
-
-
-def prior_answers(rows: Iterable[Row]) -> dict[str, str | None]:
-    """item id -> the prior's answer (module docstring)."""
+def prior_answers(rows: Iterable[Row]) -> dict[Hashable, str | None]:
+    """key -> the prior's answer (module docstring)."""
     rows = list(rows)
-    by_text = leave_one_out_prior((item_id, template, gold_text(options, gold))
-                                  for item_id, template, options, gold in rows)
-    by_letter = leave_one_out_prior((item_id, template, gold) for item_id, template, options, gold in rows if options)
-    any_letter = leave_one_out_prior((item_id, "", gold) for item_id, _, options, gold in rows if options)
-    answers: dict[str, str | None] = {}
-    for item_id, _, options, _ in rows:
-        text = by_text[item_id]
-        if not options:
-            answers[item_id] = text
-            continue
-        labels = [option["label"] for option in options]
-        matching = [option["label"] for option in options if fold(option["text"]) == text]
-        letters = [letter for letter in (by_letter.get(item_id), any_letter.get(item_id)) if letter in labels]
-        answers[item_id] = (matching or letters or [None])[0]
+    chosen = [row for row in rows if row[2]]
+    answers: dict[Hashable, str | None] = dict(zip(
+        (key for key, _, _, _ in chosen),
+        prior_choices([GoldItem.of_record(template, options, gold) for _, template, options, gold in chosen])))
+    free = [(key, template, fold(gold)) for key, template, options, gold in rows if not options]
+    answers.update(leave_one_out_prior(free))  # type: ignore[arg-type]
     return answers

@@ -144,6 +144,11 @@ def test_crm_prior_and_no_image_pair_into_gain_and_leakage(crm_small: Path, tmp_
     block = with_image["circular"]["original"]
     # The prior follows its option's text through the rotations: right in every rotation exactly where right first.
     assert block["accuracy_circular"] == block["accuracy"]
+    # One definition: the served prior's first-order accuracy is build.json's prior score, items-weighted.
+    gold = json.loads((crm_small / "build.json").read_text())["gold"]
+    expected = sum(t["prior"] * t["items"] for t in gold.values()) / sum(t["items"] for t in gold.values())
+    assert block["n_items"] == sum(t["items"] for t in gold.values())
+    assert block["accuracy"] == pytest.approx(expected, abs=1e-3)
     assert main(["report", str(tmp_path / "score-with"), str(tmp_path / "score-without"), "--out",
                  str(tmp_path / "report"), "--bootstrap", "20"]) == 0
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())

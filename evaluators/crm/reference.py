@@ -9,9 +9,10 @@ question (questions on one image share its original), and by its turns: no assis
   Expected: SDR 1, AFR 1, HR 0 on specific masks; SDR 0, AFR 0 on random ones.
 - `hallucinator`: reasons and answers exactly as on the original whatever is masked: SDR 0,
   AFR 0 everywhere, HR 1 on specific masks (its steps name the hidden object with no occlusion cue).
-- `prior`: reads neither the image nor the item's gold (evaluators/prior_model.py): on every image it
-  gives one step saying it answers from the question alone, then the option whose text is the most
-  frequent gold text of the item's question type among the other items (free form: that text).
+- `prior`: reads neither the image nor the item's gold (evaluators/prior_model.py, the builds' one
+  definition): on every image it gives one step saying it answers from the question alone, then
+  the option whose text is most often the gold among the other items of its question type (free
+  form: the most frequent gold text).
   It answers requests with or without an image (`run --no-image`).
 Every model answers any rotation of the options (`run --circular`), naming its option's letter there.
 On random masks both models' steps name the (visible) evidence, which the HR rule flags: HR 1

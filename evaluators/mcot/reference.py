@@ -10,8 +10,8 @@
 - `blind`: never calls the tool and answers the first option: no visual component, left out of the
   intervention metrics and counted.
 - `prior`: never calls the tool and reads neither the image nor the item's gold: it answers the
-  option whose text is the most frequent gold text of the item's category among the other items
-  (evaluators/prior_model.py); left out of the intervention metrics like `blind`. It answers
+  option whose text is most often the gold among the other items of its category
+  (evaluators/prior_model.py, the builds' one definition); left out of the intervention metrics like `blind`. It answers
   requests with or without an image (`run --no-image`).
 Each speaks both protocols (function calling when the request carries `tools`, else text tags) and
 all three coordinate conventions (read from the system prompt).

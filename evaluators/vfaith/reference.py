@@ -11,11 +11,12 @@ about one image are told apart by their text, and the original and edited probes
   both probes, and for perception the statements true of the original image (`answers_original`).
   raw 1, edit 0, delta -1, repeat ratio 1 (and repeat_ratio_own 1), perception 0 (the edit changes
   which statements are true, so the original's set is never the edited one).
-- `prior`: reads neither the image nor the item's gold (evaluators/prior_model.py): for a pair, the
-  option whose text is the most frequent gold text (original and edited answers pooled: without
-  looking it cannot tell the two images apart) among the other pairs of its template (the build's
-  template, else its category); for perception, the most frequent true-statement set among the
-  other perception items.
+- `prior`: reads neither the image nor the item's gold (evaluators/prior_model.py, the builds' one
+  definition): for a pair's probe, the option whose text is most often the gold of the same probe
+  among the other pairs of its question type (build.json's gold summary keys templates so); for
+  perception, the most frequent true-statement set among the other perception items. Without an
+  image (`run --no-image`) the original and edited probes are the same request, answered as the
+  original's.
 The memorizer and the prior never look, so they also answer requests without an image (`run
 --no-image`: the question's text alone; the memorizer's answers are then the same as with it).
 
@@ -38,17 +39,13 @@ from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithItem, VfaithPerc
 MODELS = ("oracle", "memorizer", "prior")
 
 
-def template_of(item: VfaithItem) -> str:
-    """The prior's template key: the build's template, else the category (perception items: one key)."""
-    if isinstance(item, VfaithPerception):
-        return "perception"
-    return (item.record.get("build") or {}).get("template") or item.record["category"]
-
-
-def _prior(dataset: VfaithDataset) -> dict[str, str | None]:
-    rows = [(item.id, template_of(item), item.record["options"], item.record[f"answer_{probe}"])
-            for item in dataset.pairs for probe in ("original", "edited")]
-    sets = [(item.id, "perception", [], ", ".join(sorted(item.record["answers"]))) for item in dataset.perception]
+def _prior(dataset: VfaithDataset) -> dict[tuple[str, str], str | None]:
+    """(item id, probe) -> the prior's answer, its templates as the build's gold summary keys them
+    (question type and probe side; perception items: one template)."""
+    rows = [((item.id, probe), f"{item.record['question_type']}:{probe}", item.record["options"],
+             item.record[f"answer_{probe}"]) for item in dataset.pairs for probe in ("original", "edited")]
+    sets = [((item.id, "perception"), "perception", [], ", ".join(sorted(item.record["answers"])))
+            for item in dataset.perception]
     return prior_answers([*rows, *sets])
 
 
@@ -79,7 +76,7 @@ class VfaithReference:
         item, probe, k = found
         record = item.record
         if self.name == "prior":
-            guess = self._prior[item.id]
+            guess = self._prior[(item.id, probe)]
             if guess is not None and record["options"] and not isinstance(item, VfaithPerception):
                 guess = shown_label(record["options"], k, guess)
             return f"Answering from the question alone.\n\\boxed{{{guess or 'none'}}}"
