@@ -12,9 +12,9 @@ documents it.
 
 This is the blind baseline of MMStar's leakage (Chen et al. 2024, "Are We on the Right Way for
 Evaluating Large Vision-Language Models?", section 3): it never sees the image or the item's own
-gold, so what it scores is what the question's wording and the dataset's gold distribution give away.
-`prior_accuracy(rows)` is its expected accuracy: the share of items whose leave-one-out answer
-equals their gold (None for no rows).
+gold, so what it scores is what the question's wording and the dataset's gold distribution give
+away. For multiple choice the builds and the `prior` reference models use `prior_choices` (an option of the item's own); this module serves
+free-form and per-probe golds (SPD-Faith's same/different/count, VFaith's perception sets).
 """
 from __future__ import annotations
 
@@ -41,12 +41,3 @@ def leave_one_out_prior(rows: Iterable[tuple[str, str, G]]) -> dict[str, G | Non
                         key=lambda pair: (-pair[0], str(pair[1])))
         answers[item_id] = ranked[0][1] if ranked else None
     return answers
-
-
-def prior_accuracy(rows: Iterable[tuple[str, str, G]]) -> float | None:
-    """The share of items whose leave-one-out prior answer is their own gold; None without rows."""
-    rows = list(rows)
-    if not rows:
-        return None
-    answers = leave_one_out_prior(rows)
-    return sum(answers[item_id] == gold for item_id, _, gold in rows) / len(rows)
