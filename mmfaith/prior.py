@@ -14,7 +14,8 @@ This is the blind baseline of MMStar's leakage (Chen et al. 2024, "Are We on the
 Evaluating Large Vision-Language Models?", section 3): it never sees the image or the item's own
 gold, so what it scores is what the question's wording and the dataset's gold distribution give
 away. For multiple choice the builds and the `prior` reference models use mmfaith/gold_balance.py's
-`prior_choices` (an option of the item's own); this module serves free-form and per-probe golds (SPD-Faith's same/different/count, VFaith's perception sets).
+`prior_choices` (an option of the item's own); this module serves free-form and per-probe golds
+(SPD-Faith's same/different/count, VFaith's perception sets).
 """
 from __future__ import annotations
 
