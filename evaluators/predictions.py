@@ -25,6 +25,8 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   the compiled schema; the lines kept leave out `meta.images`, so memory is that of the answers.
 - Errors count: one line naming the file, the number of bad lines and the first few with their
   line numbers (`errors.first_few`), never the whole list.
+- `no_image`: every answered line was asked without images (`mmfaith run --no-image` sets
+  `meta.no_image`); a file mixing answers with and without images is refused.
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ class PredictionSet:
     sha256: str
     failed: frozenset[Key] = frozenset()
     """(id, probe)s with a failed call and no answered line."""
+    no_image: bool = False
 
 
 def shown_digest(shows: Mapping[str, Any]) -> str:
@@ -125,8 +128,12 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
     if model is None:
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
+    blind = {bool((line.get("meta") or {}).get("no_image")) for _, line in answered.values()}
+    if len(blind) > 1:
+        raise MmfaithError(f"{path}: mixes answers asked with and without images (meta.no_image); score a "
+                           "--no-image run apart from the run with images.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         digest.hexdigest(), frozenset(failed - set(answered)))
+                         digest.hexdigest(), frozenset(failed - set(answered)), blind == {True})
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:

@@ -93,6 +93,13 @@ def _add_shared_run_options(parser: argparse.ArgumentParser) -> None:
                      help="deadline of each attempt of a call, whole (connecting, sending, reading the answer)")
     gen.add_argument("--max-attempts", type=int, default=_default("max_attempts"),
                      help="attempts per call; 408, 429, 5xx, timeouts and connection errors are retried")
+    blind = parser.add_argument_group("validity controls (docs/design.md, Validity)")
+    blind.add_argument("--no-image", action="store_true",
+                       help="send every probe with its image parts removed and one sentence saying no image is "
+                            "given (MMStar's w/o-image run; `mmfaith report` pairs it with the with-image run)")
+    blind.add_argument("--circular", action="store_true",
+                       help="ask each multiple-choice question once per rotation of its options (MMBench's "
+                            "CircularEval); score reports accuracy_circular")
     gen.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing")
     gen.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -104,13 +111,14 @@ def _run(args: argparse.Namespace) -> int:
         raise MmfaithError("give --base-url URL (a running server) or --serve MODEL (mmfaith starts vLLM), not both.")
     family = families.get(args.family)
     parts = family.parts()
-    plan = parts.probe_plan({name: getattr(args, name) for name in args.family_options})
+    plan = parts.probe_plan({**{name: getattr(args, name) for name in args.family_options},
+                             "circular": args.circular})
     dataset = parts.open_dataset(args.dataset)
 
     def run(model: str, base_urls: tuple[str, ...], serve: dict[str, Any] | None = None) -> int:
         settings = RunSettings(dataset=args.dataset, model=model, base_urls=base_urls, out=args.out, limit=args.limit,
                                dry_run=args.dry_run, api_key_env=args.api_key_env, progress=not args.no_progress,
-                               serve=serve,
+                               serve=serve, no_image=args.no_image,
                                **{name: getattr(args, name) for name in SHARED_TUNABLE})
         summary = run_benchmark(family.name, settings, dataset, plan)
         if summary.dry_run:

@@ -70,6 +70,7 @@ from tqdm import tqdm
 from mmfaith import __version__
 from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.blind import without_images
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
@@ -82,8 +83,10 @@ from mmfaith.schema import check_record, schema_errors
 
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
-BASE_RESUME_FIELDS = ("family", "model", "generation")
+BASE_RESUME_FIELDS = ("family", "model", "generation", "no_image")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
+RESUME_DEFAULTS = {"no_image": False, "circular": False}
+"""What a run.json written before a field existed had for it (`circular`: a plan's resume setting, run --circular)."""
 
 ERROR_HINTS = (
     ("HTTP 401", "check the key: OPENAI_API_KEY or --api-key-env"),
@@ -262,6 +265,11 @@ class ItemAsker:
         return self._session.settings.model
 
     @property
+    def no_image(self) -> bool:
+        """Whether this run asks without images (`run --no-image`: the engine removes every image part)."""
+        return self._session.settings.no_image
+
+    @property
     def run_dir(self) -> Path:
         """RUN_DIR: where a plan keeps files it makes once per run (an agent's crops)."""
         return self._session.settings.out
@@ -328,7 +336,7 @@ def _run_locked(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
             print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
     provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
     _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
-    payloads = ImagePayloads(image for item in todo for image in plan.images(item))
+    payloads = ImagePayloads(() if settings.no_image else (image for item in todo for image in plan.images(item)))
     session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
@@ -417,6 +425,8 @@ class _Session:
                   temperature: float | None, dry_run_note: dict[str, Any] | None,
                   extra: dict[str, Any] | None = None, record: bool = True) -> dict[str, Any]:
         temperature = self.settings.temperature if temperature is None else temperature
+        if self.settings.no_image:
+            turns = without_images(turns)
         if self.settings.dry_run:
             self._print_request(item, probe, turns, meta, temperature, dry_run_note, extra)
             return self.line(item, probe, meta, None, "dry run: not sent")
@@ -471,11 +481,14 @@ class _Session:
                 "model": self.settings.model, "meta": meta}
 
     async def write(self, line: dict[str, Any]) -> None:
-        """Append a line, stamped with its settings and what its item shows (module docstring), redacted."""
+        """Append a line, stamped with its settings and what its item shows (module docstring), redacted;
+        every line of a `--no-image` run says so in meta.no_image, plan-composed ones too."""
         assert self._appender is not None
         meta = {"generation": self.settings.generation(), **(line.get("meta") or {})}
         if line["id"] in self._shown:
             meta["shown_sha256"] = self._shown[line["id"]]
+        if self.settings.no_image:
+            meta["no_image"] = True
         line = redact_record({**line, "meta": meta})
         await asyncio.get_running_loop().run_in_executor(self._writer, self._appender.append, line)
         self.log.add(line)
@@ -589,7 +602,7 @@ def _now() -> str:
 def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan,
                 items: int) -> dict[str, Any]:
     return {
-        "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
+        "family": family, "model": settings.model, "no_image": settings.no_image, "servers": [redact_url(url) for url in settings.base_urls],
         "generation": settings.generation(),
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
@@ -613,7 +626,7 @@ def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dic
     except (OSError, json.JSONDecodeError) as exc:
         raise MmfaithError(f"{run_json}: cannot read it ({exc}); use a new --out or restore the file.") from exc
     for name in (*BASE_RESUME_FIELDS, *plan.resume_settings()):
-        if previous.get(name) != provenance[name]:
+        if previous.get(name, RESUME_DEFAULTS.get(name)) != provenance[name]:
             raise MmfaithError(f"{run_json}: field {name!r} is {previous.get(name)!r} but this run has "
                                f"{provenance[name]!r}; resume with the same settings or use a new --out.")
     if previous.get("dataset_fingerprint", provenance["dataset_fingerprint"]) != provenance["dataset_fingerprint"]:

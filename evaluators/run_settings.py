@@ -28,6 +28,8 @@ class RunSettings:
     progress: bool = True
     backoff_s: float = 1.0
     """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""
+    no_image: bool = False
+    """--no-image: every image part is removed from every request (evaluators/blind.py)."""
     serve: dict[str, Any] | None = None
     """With --serve: the vLLM servers mmfaith started (model, arguments, replicas, GPU sets), for run.json."""
 

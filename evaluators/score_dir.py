@@ -12,7 +12,8 @@ replace the folder whole.
   then put in its place (`replace_folder`); every text file of it passes `mmfaith.redact` (a
   submission's answers may quote a key).
 - `load_score_dir(path)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`;
-  `score_labels(paths, metrics)`: each score's model name, with its folder where two share one.
+  `score_labels(paths, metrics)`: each score's model name ("(no image)" added for a --no-image score), with its
+  folder where two share one.
 """
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def load_score_dir(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def score_labels(paths: Sequence[Path], metrics: Sequence[dict[str, Any]]) -> list[str]:
-    """Each score's model name; with the folder's name where two scores share a model."""
-    models = [m["provenance"]["model"] for m in metrics]
+    """Each score's model name (with " (no image)" for a `run --no-image` score); with the folder's name where
+    two scores still share a label."""
+    models = [m["provenance"]["model"] + (" (no image)" if m["provenance"].get("no_image") else "") for m in metrics]
     return [model if models.count(model) == 1 else f"{model} ({path.name})" for model, path in zip(models, paths)]
 

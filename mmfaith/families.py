@@ -192,6 +192,7 @@ SPD_FAITH = Family(
         ("oracle", "answers from the gold differences"),
         ("blind", "ignores the images: reports no difference"),
         ("pixel-diff", "compares the pixels of the two images (no weights)"),
+        ("prior", "reads neither images nor gold: each probe's most frequent gold among the other pairs"),
     ),
     parts_source="mmfaith.evaluators.spd_faith.family:parts",
 )
@@ -228,6 +229,7 @@ VFAITH = Family(
     reference_models=(
         ("oracle", "answers each image's gold (every accuracy 1, repeat ratio undefined)"),
         ("memorizer", "ignores the image: always the original answer (raw 1, edit 0, repeat 1)"),
+        ("prior", "reads neither image nor gold: the most frequent gold of the template among the other items"),
     ),
     parts_source="mmfaith.evaluators.vfaith.family:parts",
 )
@@ -260,6 +262,7 @@ CRM = Family(
     reference_models=(
         ("grounded", "reasons from what it sees: says the evidence is hidden and abstains on specific masks"),
         ("hallucinator", "reasons and answers as on the original whatever is masked"),
+        ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
     parts_source="mmfaith.evaluators.crm.family:parts",
 )
@@ -299,6 +302,7 @@ MCOT = Family(
         ("zoom-oracle", "zooms into the target and answers from the crop's pixels"),
         ("text-follower", "zooms, then answers from its own earlier text"),
         ("blind", "never calls the tool; answers the first option"),
+        ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
     parts_source="mmfaith.evaluators.mcot.family:parts",
 )

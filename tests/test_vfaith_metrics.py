@@ -110,5 +110,5 @@ def test_every_headline_metric_is_declared_by_the_family() -> None:
     family = families.get("vfaith")
     assert {*HEADLINE, "mcnemar_raw_vs_edit.p_value"} == {metric.key for metric in family.metrics}
     assert [probe.name for probe in family.probes] == ["original", "edited", "perception"]
-    assert [name for name, _ in family.reference_models] == ["oracle", "memorizer"]
+    assert [name for name, _ in family.reference_models] == ["oracle", "memorizer", "prior"]
     assert all(metric.doc == "docs/vfaith.md#metrics" for metric in family.metrics)

@@ -105,6 +105,7 @@ def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit
     best = unit.step_similarity.max(axis=1).round(4).tolist() if unit.masked_steps else [None] * len(unit.original_steps)
     line = {
         "id": record["id"], "variant": variant, "mode": mode, "style": style, "source_key": source_key,
+        "question_type": record.get("question_type"),
         "original_steps": len(unit.original_steps), "masked_steps": len(unit.masked_steps),
         "best_similarity": best,
         "answer_similarity": None if unit.answer_similarity is None else round(unit.answer_similarity, 4),

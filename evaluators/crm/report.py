@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
+from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.crm.metrics import rates
 from mmfaith.evaluators.plots import line_chart, save_png
 from mmfaith.evaluators import coverage
@@ -64,6 +66,10 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
               *md_table(["threshold", *(f"SDR {g}" for g in groups), *(f"AFR {g}" for g in groups)],
                         [[f"{t:.2f}", *(fmt(table[(t, g)]["SDR"]) for g in groups),
                           *(fmt(table[(t, g)]["AFR"]) for g in groups)] for t in thresholds]), ""]
+    lines += controls_lines([provenance["model"]], [metrics])
+    if provenance.get("no_image"):
+        lines.insert(2, "Asked WITHOUT the images (`run --no-image`): pair it with the with-image score in "
+                        "`mmfaith report` for the multimodal gain.\n")
     counts = metrics["counts"]
     lines += [f"{counts['n_units']} units scored of {counts['n_items']} items; {counts['n_missing']} units lacked an "
               f"answer; {counts['n_errors']} failed calls.", "", *coverage.markdown(metrics["answers"])]
@@ -75,6 +81,10 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
 
 
 COMPARED = (("SDR", None), ("AFR", "flip"), ("HR", "hallucinated"))
+BLIND_KEYS = ("accuracy_original", "accuracy_masked")
+BLIND_MEASURE = BlindMeasure(item_key=lambda line: (line["id"], line["variant"]),
+                             components=lambda line: line["components"], cluster=lambda line: line["source_key"], statistic=rates,
+                             template_of=lambda line: line.get("question_type") or "all")
 
 
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
@@ -96,7 +106,11 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                   "by_mode": {label: {mode: {k: block["metrics"][k] for k in SHOWN}
                                       for mode, block in m["by_mode"].items()} for label, m in zip(labels, metrics)},
                   "pairs": [{"a": labels[i], "b": labels[j], **_compare_pair(loaded[i][1], loaded[j][1], n_bootstrap,
-                                                                             seed)} for i, j in pairs]}
+                                                                             seed)} for i, j in pairs],
+                  "no_image": [bool(m["provenance"].get("no_image")) for m in metrics],
+                  "circular": [m.get("circular") for m in metrics],
+                  "position_bias": [m.get("position_bias") for m in metrics],
+                  **gain_and_leakage(loaded, labels, BLIND_MEASURE, BLIND_KEYS, n_bootstrap, seed)}
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     lines = ["# CRM comparison", "", f"Dataset {comparison['dataset']['id']} ({comparison['dataset']['revision']}).", "",
@@ -110,6 +124,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                               fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
                              for mode, block in pair["by_mode"].items() for name, entry in block.items()
                              if name != "n_units"]), ""]
+    lines += [*blind_report_lines(comparison, BLIND_KEYS), *controls_lines(labels, metrics)]
     write_atomic(out / "comparison.md", "\n".join(lines).encode("utf-8"))
     return comparison
 

@@ -8,7 +8,11 @@ Contract
   the final-answer call (`{image}_answer`, at `answer_temperature`, default 0): the CRM paper's
   settings. The images' conversations run concurrently; an answer waits only for its own CoT, and
   is not asked (an error line) when that CoT failed.
-- A RUN_DIR resumes only with the same temperatures and prompt templates (`resume_settings`).
+- `circular` (`run --circular`, evaluators/circular.py): a multiple-choice item's original image is
+  also asked in every further rotation of its options, each its own conversation named
+  "original@r{k}" (probes `original@r{k}_cot`, `original@r{k}_answer`; meta `rotation`); the masked
+  variants are asked in the original order only (their accuracy is not a headline).
+- A RUN_DIR resumes only with the same temperatures, prompt templates and `circular` (`resume_settings`).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from mmfaith.evaluators.circular import rotate_options, rotated_probe, rotations
 from mmfaith.evaluators.crm.prompts import (TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt, cot_prompt,
                                             probe_names)
 from mmfaith.evaluators.image_payload import ImageRef, Shown
@@ -49,19 +54,33 @@ def item_shows(item: CrmItem) -> dict[str, Any]:
             "options": record["options"]}
 
 
+def conversations(item: CrmItem, circular: bool) -> list[tuple[str, ImageRef, int]]:
+    """(conversation name, image, rotation of the options): `shown`, then with `circular` the original image in
+    every further rotation ("original@r{k}")."""
+    rotated = [(rotated_probe("original", k), item.original, k)
+               for k in rotations(item.record["options"], circular) if k > 0]
+    return [(name, image, 0) for name, image in shown(item)] + rotated
+
+
+def rotated_record(record: dict[str, Any], k: int) -> dict[str, Any]:
+    """The record as rotation k of its options shows it (the prompts read its options)."""
+    return {**record, "options": rotate_options(record["options"], k)} if k else record
+
+
 class CrmProbePlan:
     """Two calls per image shown (see the module docstring)."""
 
-    def __init__(self, cot_temperature: float = 0.2, answer_temperature: float = 0.0) -> None:
+    def __init__(self, cot_temperature: float = 0.2, answer_temperature: float = 0.0, circular: bool = False) -> None:
         self.cot_temperature = cot_temperature
         self.answer_temperature = answer_temperature
+        self.circular = circular
 
     def expected_probes(self, item: CrmItem) -> tuple[str, ...]:
-        return tuple(probe for name, _ in shown(item) for probe in probe_names(name))
+        return tuple(probe for name, _, _ in conversations(item, self.circular) for probe in probe_names(name))
 
     def resume_settings(self) -> dict[str, Any]:
         return {"cot_temperature": self.cot_temperature, "answer_temperature": self.answer_temperature,
-                "prompt_templates_sha256": TEMPLATES_SHA256}
+                "prompt_templates_sha256": TEMPLATES_SHA256, "circular": self.circular}
 
     def provenance(self) -> dict[str, Any]:
         return {"prompt_template_version": TEMPLATE_VERSION}
@@ -73,10 +92,12 @@ class CrmProbePlan:
         return [image for _, image in shown(item)]
 
     async def run_item(self, item: CrmItem, asker: ItemAsker) -> None:
-        async def conversation(name: str, image: ImageRef) -> None:
+        async def conversation(name: str, image: ImageRef, k: int) -> None:
             cot_probe, answer_probe = probe_names(name)
-            meta = {"image": name, "temperature": self.cot_temperature}
-            first = [Turn("user", (image, cot_prompt(item.record)))]
+            record = rotated_record(item.record, k)
+            meta = {"image": name.split("@")[0], "temperature": self.cot_temperature,
+                    **({"rotation": k} if self.circular else {})}
+            first = [Turn("user", (image, cot_prompt(record)))]
             cot = asker.answered(cot_probe) or await asker.ask(cot_probe, first, meta, priority=PRIORITY["cot"],
                                                                temperature=self.cot_temperature)
             if not asker.pending(answer_probe):
@@ -85,21 +106,21 @@ class CrmProbePlan:
                 await asker.fail(answer_probe, {**meta, "temperature": self.answer_temperature}, COT_FAILED)
                 return
             turns = [*first, Turn("assistant", (cot["response"] or "<the model's steps>",)),
-                     Turn("user", (answer_prompt(item.record),))]
+                     Turn("user", (answer_prompt(record),))]
             await asker.ask(answer_probe, turns, {**meta, "temperature": self.answer_temperature},
                             priority=PRIORITY["answer"],
                             temperature=self.answer_temperature)
 
-        todo = [(name, image) for name, image in shown(item)
+        todo = [(name, image, k) for name, image, k in conversations(item, self.circular)
                 if any(asker.pending(probe) for probe in probe_names(name))]
         if asker.dry_run:
-            for name, image in todo:
-                await conversation(name, image)
+            for name, image, k in todo:
+                await conversation(name, image, k)
         else:
-            await asyncio.gather(*(conversation(name, image) for name, image in todo))
+            await asyncio.gather(*(conversation(name, image, k) for name, image, k in todo))
 
 
-def run_crm(request: CrmRunRequest) -> RunSummary:
+def run_crm(request: CrmRunRequest, circular: bool = False) -> RunSummary:
     """Ask every item's probes through the shared engine; see the module docstring."""
-    plan = CrmProbePlan(request.cot_temperature, request.answer_temperature)
+    plan = CrmProbePlan(request.cot_temperature, request.answer_temperature, circular)
     return run_benchmark("crm", request, open_crm_dataset(request.dataset), plan)

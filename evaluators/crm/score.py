@@ -30,11 +30,12 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm import hallucination
 from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
 from mmfaith.evaluators.crm.embed import load_encoder
-from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit,
-                                            final_answer, score_unit, summarize, sweep)
+from mmfaith.evaluators.circular import SEPARATOR, circular_correct, original_label, position_bias, rotate_options
+from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, final_answer,
+                                            score_unit, summarize, sweep)
 from mmfaith.evaluators.crm.prompts import TEMPLATES_SHA256, probe_names
 from mmfaith.evaluators.crm.report import write_score_report
-from mmfaith.evaluators.crm.run import item_shows, shown
+from mmfaith.evaluators.crm.run import CrmProbePlan, conversations, item_shows, shown
 from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
@@ -130,11 +131,48 @@ def answer_tally(dataset: CrmDataset, read: PredictionSet, threshold: float) -> 
     return tally
 
 
+def _original_label(record: dict[str, Any], response: str | None, k: int) -> str | None:
+    """The option (its label in the original order) a final answer to rotation k of the options names."""
+    picked = final_answer(response, rotate_options(record["options"], k))
+    return original_label(record["options"], k, picked)
+
+
+def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any] | None:
+    """metrics.json's `circular`: over the multiple-choice items whose original image was asked in every rotation
+    of the options (`run --circular`), the first-order accuracy of the original final answer beside
+    `accuracy_circular` (right in every rotation, evaluators/circular.py); None for a run without rotations."""
+    first, every = [], []
+    for item in dataset.items:
+        record = item.record
+        asked = [(k, answers.get((item.id, probe_names(name)[1]))) for name, _, k in conversations(item, True)
+                 if name.startswith("original")]
+        if not record["options"] or len(asked) < 2 or all(answer is None for _, answer in asked[1:]):
+            continue
+        rights = [answer is not None and _original_label(record, answer, k) == record["answer"] for k, answer in asked]
+        first.append(rights[0])
+        every.append(circular_correct(rights))
+    if not first:
+        return None
+    return {"original": {"n_items": len(first), "accuracy": round(sum(first) / len(first), 6),
+                         "accuracy_circular": round(sum(every) / len(every), 6)}}
+
+
+def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """Each option letter's share among the original image's first-order final answers (multiple choice)
+    beside its share among the golds."""
+    chosen = [item for item in dataset.items if item.record["options"]]
+    labels = sorted({option["label"] for item in chosen for option in item.record["options"]})
+    picked = [final_answer(answers.get((item.id, "original_answer")), item.record["options"]) for item in chosen]
+    return position_bias([label if label in labels else None for label in picked],
+                         [item.record["answer"] for item in chosen], labels)
+
+
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
     _check(request)
     dataset = open_crm_dataset(request.dataset)
-    expected = {item.id: tuple(p for name, _ in shown(item) for p in probe_names(name)) for item in dataset.items}
+    # Every probe a run may have asked (a circular run's rotations too); the scores use those it did ask.
+    expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
     images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
     read = read_predictions(request.predictions, expected, request.from_run, images, request.drop_stale,
                             {item.id: shown_digest(item_shows(item)) for item in dataset.items})
@@ -160,7 +198,8 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {
             "family": "crm", "mmfaith_version": __version__, "dataset": dataset_block, "model": read.model,
-            "predictions_sha256": read.sha256, "predictions_mode": "run" if request.from_run else "submission",
+            "predictions_sha256": read.sha256, "no_image": read.no_image,
+            "predictions_mode": "run" if request.from_run else "submission",
             "prompt_templates_sha256": TEMPLATES_SHA256,
             "sbert": {"model": encoder.name, "weights_sha256": encoder.weights_sha256},
             "thresholds": {"step": request.step_threshold, "answer": request.answer_threshold},
@@ -176,7 +215,10 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "answers": answer_tally(dataset, read, request.coverage_threshold).to_json(),
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
-                   "answered_share": round(len(read.answered) / sum(len(p) for p in expected.values()), 6)},
+                   "answered_share": round(sum(SEPARATOR not in probe for _, probe in read.answered)
+                                           / sum(2 * len(shown(item)) for item in dataset.items), 6)},
+        "circular": circular_block(dataset, answers),
+        "position_bias": answer_position_bias(dataset, answers),
     }
     if request.judge_agreement:
         metrics["judge_agreement"] = compared

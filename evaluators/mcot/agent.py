@@ -223,6 +223,11 @@ class TraceBuilder:
         return self.trace
 
 
+NO_IMAGE_CROP = "no image is given, so there is nothing to crop"
+"""A tool call's error in a `run --no-image` trace: the zoom tool answers every call with it
+(docs/mcot.md#blind-controls)."""
+
+
 def tool_error_message(error: str) -> str:
     """What the model is told about a tool call that could not be run."""
     return f"Error: {error}. Call {TOOL_NAME} again with a valid box, or answer."
@@ -253,7 +258,7 @@ async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, c
         if number == settings.max_turns - 1:
             builder.not_run(calls)
             break
-        answer_turns = await answer_calls(calls, builder, settings, crops)
+        answer_turns = await answer_calls(calls, builder, settings, crops, no_image=asker.no_image)
         assistant_fields = {"tool_calls": meta["tool_calls"]} if settings.protocol == "functions" else None
         turns += [Turn("assistant", (text,) if text else (), assistant_fields), *answer_turns]
     trace = builder.finish(item.record["options"])
@@ -274,14 +279,17 @@ class Crops(Protocol):
 
 
 async def answer_calls(calls: list[ToolCall], builder: TraceBuilder, settings: AgentSettings,
-                       crops: Crops) -> list[Turn]:
+                       crops: Crops, no_image: bool = False) -> list[Turn]:
     """Resolve and run one reply's tool calls (recorded in `builder`); the turns that answer them: functions, a
     `tool` turn per call ("crop attached" or the error) then the crops in one user turn; tags, one user turn
-    of `<tool_response>` pieces (the crop, or the error text)."""
+    of `<tool_response>` pieces (the crop, or the error text). With `no_image` no call is run: each is
+    answered with the error NO_IMAGE_CROP (a trace without crops, whose replays are skipped)."""
     pieces: list[Shown | str] = []
     tool_turns: list[Turn] = []
     for call in calls:
         region, record = builder.resolve(call)
+        if no_image and region is not None:
+            region, record["error"] = None, NO_IMAGE_CROP
         if region is None:
             message = tool_error_message(record["error"])
             if settings.protocol == "functions":

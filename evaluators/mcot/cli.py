@@ -62,6 +62,9 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
 
     if options["max_turns"] < 1:
         raise MmfaithError(f"--max-turns must be 1 or more, not {options['max_turns']}.")
+    if options["circular"]:
+        raise MmfaithError("--circular is not implemented for MCoT yet: a trace and its replays are one chain, "
+                           "asked in the options' original order (docs/mcot.md#blind-controls).")
     prompt_file = options.get("system_prompt")
     try:
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None

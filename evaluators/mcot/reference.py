@@ -10,6 +10,10 @@
   (a changed detail changes its answer), ATE_visual 0.
 - `blind`: never calls the tool and answers the first option: no visual component, left out of the
   intervention metrics and counted.
+- `prior`: never calls the tool and reads neither the image nor the item's gold: it answers the
+  option whose text is most often the gold among the other items of its category
+  (evaluators/prior_model.py, the builds' one definition); left out of the intervention metrics like `blind`. It answers
+  requests with or without an image (`run --no-image`).
 Each speaks both protocols (function calling when the request carries `tools`, else text tags) and
 all three coordinate conventions (read from the system prompt).
 """
@@ -24,12 +28,13 @@ import numpy as np
 from PIL import Image
 
 from mmfaith.evaluators.mcot.boxes import COORDS, Region, box_in, crop, map_box
+from mmfaith.evaluators.prior_model import prior_answers
 from mmfaith.evaluators.mcot.protocol import COORD_WORDS, FINAL_ANSWER_REQUEST, TOOL_NAME
 from mmfaith.evaluators.reference_server import RequestRefused
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.mcot.dataset import McotDataset, McotItem
 
-MODELS = ("zoom-oracle", "text-follower", "blind")
+MODELS = ("zoom-oracle", "text-follower", "blind", "prior")
 
 
 class McotReference:
@@ -39,9 +44,12 @@ class McotReference:
         if name not in MODELS:
             raise RequestRefused(404, f"unknown MCoT reference model {name!r}; known: {', '.join(MODELS)}")
         self.name = name
-        self._by_image: dict[str, list[McotItem]] = {}
+        self._by_image: dict[str | None, list[McotItem]] = {}
         for item in dataset.items:
             self._by_image.setdefault(item.record["image_sha256"], []).append(item)
+            self._by_image.setdefault(None, []).append(item)
+        self._prior = prior_answers((item.id, item.record["category"], item.record["options"], item.record["answer"])
+                                    for item in dataset.items) if name == "prior" else {}
 
     def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str | dict[str, Any]:
         messages = body["messages"]
@@ -53,6 +61,8 @@ class McotReference:
         target = self._target(item)
         options = item.record["options"]
         if not assistant_texts:  # the first turn
+            if self.name == "prior":
+                return f"I answer from the question alone. <answer>{self._prior[item.id] or 'unknown'}</answer>"
             if self.name == "blind" or target is None:
                 return f"I can answer directly. <answer>{options[0]['label'] if options else 'unknown'}</answer>"
             box = box_in(target, Region(0, 0, *item.size), coords)
@@ -76,7 +86,7 @@ class McotReference:
         return f"<answer>{letter}</answer>"
 
     def _item(self, text: str, images: list[bytes]) -> McotItem:
-        candidates = self._by_image.get(sha256_bytes(images[0])) if images else None
+        candidates = self._by_image.get(sha256_bytes(images[0]) if images else None if self.name == "prior" else "")
         for item in candidates or []:
             if item.record["question"] in text:
                 return item

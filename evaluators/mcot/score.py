@@ -17,6 +17,7 @@ from typing import Any
 from mmfaith import __version__, families
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.circular import controls_lines, position_bias
 from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
                                            grounding)
@@ -30,7 +31,7 @@ from mmfaith.evaluators.mcot.run import item_shows
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
-from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
+from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_dataset
 from mmfaith.outdir import prepare_out_dir
 
 
@@ -156,7 +157,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
-                       "predictions_sha256": read.sha256,
+                       "predictions_sha256": read.sha256, "no_image": read.no_image,
                        "predictions_mode": "run" if request.from_run else "submission",
                        "judge": judge.name, "max_crop_share": request.max_crop_share, "bootstrap": {"n": request.n_bootstrap, "seed": request.seed,
                                                           "unit": "source image", "method": "percentile",
@@ -168,6 +169,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
                                       {outcome.id: outcome.answers["trace"] for outcome in items}).to_json()
     if reader.endpoint is not None:
         metrics["reader"] = reader.agreement()
+    metrics["position_bias"] = answer_position_bias(dataset, lines_of)
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
@@ -196,6 +198,16 @@ def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float,
             tally.add(status_of(line, (item.id, probe) in read.failed,
                                 None if line is None else line["meta"].get("answer")))  # replies continue a trace
     return tally
+
+
+def answer_position_bias(dataset: McotDataset, lines_of: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Each option letter's share among the traces' answers beside its share among the golds
+    (evaluators/circular.py)."""
+    chosen = [(item, lines) for item, lines in zip(dataset.items, lines_of) if item.record["options"]]
+    labels = sorted({option["label"] for item, _ in chosen for option in item.record["options"]})
+    answers = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer") for _, lines in chosen]
+    return position_bias([answer if answer in labels else None for answer in answers],
+                         [item.record["answer"] for item, _ in chosen], labels)
 
 
 def _judge_all(judge: GeometricJudge | LlmJudge, cases: list[JudgeCase | None], workers: int) -> list[dict[str, Any] | None]:
@@ -255,6 +267,7 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
         lines += ["## Judge agreement", "", f"{' vs '.join(agree['judges'])}: reliability "
                   f"{fmt(agree['reliable']['agreement'])} (n={agree['reliable']['n']}), sufficiency "
                   f"{fmt(agree['sufficient']['agreement'])} (n={agree['sufficient']['n']}).", ""]
+    lines += controls_lines([model], [metrics])
     lines += ["Plots: metrics.png, tool_call_count.png, crop_region_size.png.", ""]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
     shown = [m for m in family.metrics if m.kind != "count"]

@@ -55,8 +55,13 @@ def _blocks_ratio(text: str) -> float:
 
 def probe_plan(options: dict[str, Any]) -> ProbePlan:
     """The plan for the parsed run options (`layout`, `order`, `seed`)."""
+    from mmfaith.errors import MmfaithError
     from mmfaith.evaluators.spd_faith.run import SpdProbePlan
 
+    options = dict(options)
+    if options.pop("circular"):
+        raise MmfaithError("--circular rotates multiple-choice options; SPD-Faith's probes (yes/no, a count, a "
+                           "description) have none.")
     return SpdProbePlan(**options)
 
 

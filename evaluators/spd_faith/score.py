@@ -90,6 +90,7 @@ class Predictions:
     sha256: str
     perturb: dict[str, Any] | None = None
     failed: frozenset[tuple[str, str]] = frozenset()
+    no_image: bool = False
 
 
 def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False) -> Predictions:
@@ -105,7 +106,7 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
         raise MmfaithError(f"{path}: lines of several image perturbations ({', '.join(sorted(perturbs))}); score each "
                            "run dir (one per --perturb ratio) on its own.")
     perturb = json.loads(perturbs.pop()) if perturbs else None
-    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb, read.failed)
+    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb, read.failed, read.no_image)
 
 
 def answer_tally(items: list[dict[str, Any]], predictions: Predictions, threshold: float) -> Tally:
@@ -142,6 +143,7 @@ def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predict
         "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
         "model": predictions.model,
         "predictions_sha256": predictions.sha256,
+        "no_image": predictions.no_image,
         "predictions_mode": "run" if request.from_run else "submission",
         "prompt_templates_sha256": TEMPLATES_SHA256,
         "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,

@@ -34,7 +34,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 def probe_plan(options: dict[str, Any]) -> ProbePlan:
     from mmfaith.evaluators.vfaith.run import VfaithProbePlan
 
-    return VfaithProbePlan()
+    return VfaithProbePlan(circular=options["circular"])
 
 
 def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:

@@ -16,6 +16,9 @@ counted apart (`counts.unparsed`, `counts.missing`).
   when the denominator is empty.
 - perception_accuracy: share of perception items whose parsed set of labels equals `answers`
   exactly (unparsed or missing: wrong).
+- circular (MMBench's CircularEval, evaluators/circular.py; only for a run made with `--circular`):
+  per probe, over the multiple-choice pairs whose rotations were asked, `accuracy` (first order:
+  the original option order) beside `accuracy_circular` (right in every rotation of the options).
 - mcnemar_raw_vs_edit: the exact two-sided McNemar test (evaluators/stats.py) on paired
   correctness: b = pairs right on the original and wrong on the edited image, c = the reverse;
   only pairs with both answers read count (the others: `n_left_out`; docs/answers.md).
@@ -53,6 +56,25 @@ def pair_scores(record: Mapping[str, Any], a_o: str | None, a_e: str | None, sta
         "repeat": (a_e == gt_o) if wrong_edit else None,
         "repeat_own": (a_e == a_o) if wrong_edit and a_o is not None else None,
     }
+
+
+def circular_fields(rights: Mapping[str, bool | None]) -> dict[str, bool | None]:
+    """The items.jsonl fields of a pair's CircularEval results: `circular_original`, `circular_edited`."""
+    return {f"circular_{probe}": right for probe, right in rights.items()}
+
+
+def circular_block(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """metrics.json's `circular`: per probe, first-order and circular accuracy over the pairs asked in every
+    rotation; None when no pair was (a run without --circular)."""
+    block = {}
+    for probe, first in (("original", "raw_correct"), ("edited", "edit_correct")):
+        asked = [item for item in pairs if item.get(f"circular_{probe}") is not None]
+        if asked:
+            block[probe] = {"n_items": len(asked),
+                            "accuracy": round(sum(item[first] for item in asked) / len(asked), _DECIMALS),
+                            "accuracy_circular": round(sum(item[f"circular_{probe}"] for item in asked) / len(asked),
+                                                       _DECIMALS)}
+    return block or None
 
 
 def perception_scores(record: Mapping[str, Any], chosen: frozenset[str] | None, status: str,
@@ -142,6 +164,7 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
         "overall": {key: _scalar(point[key]) for key in HEADLINE},
         "by_category": by_category,
         "ci95": {key: ci(key) for key in HEADLINE},
+        "circular": circular_block(pairs),
         "mcnemar_raw_vs_edit": {"p_value": stats.mcnemar_exact(b, c), "b_raw_right_edit_wrong": b,
                                 "c_raw_wrong_edit_right": c, "n_pairs": len(pairs),
                                 "n_left_out": sum(item["a_original"] is None or item["a_edited"] is None for item in pairs),
