@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from mmfaith.cli import parser
 from mmfaith.schema import schema_errors
