@@ -7,6 +7,7 @@ where the change must be visible. Regions are bool HxW arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -24,12 +25,38 @@ class EditOutcome:
     hole: np.ndarray | None = None  # the inpainted pixels left visible (remove, move), for the fill gate
 
 
+@lru_cache(maxsize=None)
+def _disk(radius: int) -> np.ndarray:
+    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+
+
+def mask_extent(mask: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(top, bottom, left, right) rows and columns holding the mask's pixels, inclusive; None when empty."""
+    rows = np.flatnonzero(mask.any(axis=1))
+    if rows.size == 0:
+        return None
+    columns = np.flatnonzero(mask[rows[0]:rows[-1] + 1].any(axis=0))
+    return int(rows[0]), int(rows[-1]), int(columns[0]), int(columns[-1])
+
+
 def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
-    """Grow a bool mask by `radius` pixels with an elliptical kernel."""
+    """Grow a bool mask by `radius` pixels with an elliptical kernel.
+
+    Only the mask's box grown by `radius` is dilated (nothing outside it can change), so the result
+    is the same bits as dilating the whole image, at the cost of the object's size.
+    """
     if radius <= 0:
         return mask.copy()
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
-    return cv2.dilate(mask.astype(np.uint8), kernel).astype(bool)
+    grown = np.zeros(mask.shape, dtype=bool)
+    extent = mask_extent(mask)
+    if extent is None:
+        return grown
+    top, bottom, left, right = extent
+    height, width = mask.shape
+    rows = slice(max(0, top - radius), min(height, bottom + radius + 1))
+    columns = slice(max(0, left - radius), min(width, right + radius + 1))
+    grown[rows, columns] = cv2.dilate(mask[rows, columns].astype(np.uint8), _disk(radius)).astype(bool)
+    return grown
 
 
 def mask_bbox(mask: np.ndarray) -> list[float]:

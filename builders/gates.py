@@ -25,6 +25,7 @@ import cv2
 import numpy as np
 
 from mmfaith.builders.colors import rgb_to_lab
+from mmfaith.builders.edits import dilate, mask_extent
 
 DEFAULT_MIN_DELTA_E = 12.0
 MIN_FILL_TEXTURE = 0.3
@@ -51,18 +52,26 @@ def outside_changes(original: np.ndarray, edited: np.ndarray, allowed: np.ndarra
     return int(changed.sum()), largest
 
 
-def _grow(mask: np.ndarray, radius: int) -> np.ndarray:
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
-    return cv2.dilate(mask.astype(np.uint8), kernel).astype(bool)
-
-
 def fill_texture_ratio(edited: np.ndarray, hole: np.ndarray) -> float | None:
-    """Texture inside a filled hole relative to its surround (module docstring); None: not judged."""
-    inner = ~_grow(~hole, FILL_INNER_MARGIN)
+    """Texture inside a filled hole relative to its surround (module docstring); None: not judged.
+
+    Measured on the hole's box grown by the ring and the Sobel kernel's reach (the same pixels and
+    values as on the whole image, at the cost of the hole's size).
+    """
+    extent = mask_extent(hole)
+    if extent is None:
+        return None
+    top, bottom, left, right = extent
+    reach = FILL_RING + 1
+    height, width = hole.shape
+    crop = (slice(max(0, top - reach), min(height, bottom + reach + 1)),
+            slice(max(0, left - reach), min(width, right + reach + 1)))
+    hole = hole[crop]
+    inner = ~dilate(~hole, FILL_INNER_MARGIN)
     if int(inner.sum()) < FILL_MIN_PIXELS:
         return None
-    ring = _grow(hole, FILL_RING) & ~hole
-    luma = cv2.cvtColor(edited, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    ring = dilate(hole, FILL_RING) & ~hole
+    luma = cv2.cvtColor(np.ascontiguousarray(edited[crop]), cv2.COLOR_RGB2GRAY).astype(np.float32)
     magnitude = np.hypot(cv2.Sobel(luma, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(luma, cv2.CV_32F, 0, 1, ksize=3))
     surround = float(magnitude[ring].mean()) if ring.any() else 0.0
     if surround < FILL_FLAT_RING:

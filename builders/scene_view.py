@@ -22,7 +22,7 @@ import numpy as np
 
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
-from mmfaith.builders.edits import dilate
+from mmfaith.builders.edits import dilate, mask_extent
 from mmfaith.builders.targets import TargetRules, movable_reason
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
@@ -54,9 +54,23 @@ class SceneView:
         self.instances = {inst.ann_id: inst for inst in scene.instances}
         self._colors: dict[int, ObjectColor] = {}
         self._monochrome: bool | None = None
+        self._areas: dict[int, int] = {}
+        self._holes: dict[int, np.ndarray] = {}
+
+    def area(self, ann_id: int) -> int:
+        """The object's mask's pixel count, cached."""
+        if ann_id not in self._areas:
+            self._areas[ann_id] = int(self.masks[ann_id].sum())
+        return self._areas[ann_id]
 
     def area_ratio(self, ann_id: int) -> float:
-        return float(self.masks[ann_id].sum()) / self.pixels
+        return float(self.area(ann_id)) / self.pixels
+
+    def hole(self, ann_id: int) -> np.ndarray:
+        """The object's mask grown by the inpainting dilation (what a removal fills), cached: do not modify."""
+        if ann_id not in self._holes:
+            self._holes[ann_id] = dilate(self.masks[ann_id], self.dilation)
+        return self._holes[ann_id]
 
     def color(self, ann_id: int) -> ObjectColor:
         """The object's color from its own pixels (colors.object_color), cached."""
@@ -76,7 +90,7 @@ class SceneView:
 
     def removal_blocker(self, ann_id: int) -> str | None:
         """Why the object may not be removed or moved (targets.movable_reason, hole limit), or None."""
-        hole = float(dilate(self.masks[ann_id], self.dilation).sum()) / self.pixels
+        hole = float(self.hole(ann_id).sum()) / self.pixels
         if hole > self.rules.max_hole_area:
             return (f"hole {hole:.3f} of the image exceeds the {self.rules.inpainter} limit "
                     f"{self.rules.max_hole_area}")
@@ -93,12 +107,17 @@ class SceneView:
 
     def spares_neighbours(self, ann_id: int) -> bool:
         """True when the dilated hole covers at most MAX_NEIGHBOUR_OVERLAP of every other instance."""
-        hole = dilate(self.masks[ann_id], self.dilation)
+        extent = mask_extent(self.hole(ann_id))
+        if extent is None:
+            return True
+        top, bottom, left, right = extent
+        box = (slice(top, bottom + 1), slice(left, right + 1))
+        hole = self.hole(ann_id)[box]
         for other_id, mask in self.masks.items():
             if other_id == ann_id:
                 continue
-            other_area = mask.sum()
-            if other_area and (hole & mask).sum() > MAX_NEIGHBOUR_OVERLAP * other_area:
+            other_area = self.area(other_id)
+            if other_area and (hole & mask[box]).sum() > MAX_NEIGHBOUR_OVERLAP * other_area:
                 return False
         return True
 
@@ -115,7 +134,7 @@ class SceneView:
         height, width = mask.shape
         crop = dilate(mask, self.blend_radius)[max(0, y0 - self.blend_radius): y1 + self.blend_radius + 1,
                                                max(0, x0 - self.blend_radius): x1 + self.blend_radius + 1]
-        occupied = blocked | self.others_union(ann_id) | dilate(mask, self.dilation)
+        occupied = blocked | self.others_union(ann_id) | self.hole(ann_id)
         top, left = max(0, y0 - self.blend_radius), max(0, x0 - self.blend_radius)
         span_y, span_x = height - crop.shape[0], width - crop.shape[1]
         if span_y < 0 or span_x < 0:

@@ -112,23 +112,30 @@ def movable_reason(ann_id: int, masks: dict[int, np.ndarray], boxes: dict[int, t
         return "crowd annotation"
     mask = masks[ann_id]
     height, width = mask.shape
-    box = box_mask(boxes[ann_id], height, width)
-    box_area = float(box.sum())
+    x, y, w, h = boxes[ann_id]
+    # Every count below is taken inside the box only (the same integers as with a whole-image box mask).
+    box = (slice(max(0, int(np.floor(y))), min(height, int(np.ceil(y + h)))),
+           slice(max(0, int(np.floor(x))), min(width, int(np.ceil(x + w)))))
+    inside = mask[box]
+    box_area = float(inside.size)
     if box_area == 0:
         return "empty box"
-    others = np.zeros_like(mask)
+    others = np.zeros_like(inside)
     for other_id, other in masks.items():
         if other_id == ann_id:
             continue
-        other_area = float(other.sum())
         _, _, ow, oh = boxes[other_id]
-        if other_area and ow * oh < box_area and float((other & box).sum()) >= SUPPORT_INSIDE * other_area:
-            return f"supports annotation {other_id}: {SUPPORT_INSIDE:.0%} or more of its mask lies inside this box"
-        others |= other
-    fill = float((mask & box).sum()) / box_area
+        other_inside = other[box]
+        if ow * oh < box_area:
+            other_area = float(other.sum())
+            if other_area and float(other_inside.sum()) >= SUPPORT_INSIDE * other_area:
+                return (f"supports annotation {other_id}: {SUPPORT_INSIDE:.0%} or more of its mask lies inside "
+                        "this box")
+        others |= other_inside
+    fill = float(inside.sum()) / box_area
     if fill < MIN_BOX_FILL:
         return f"partly hidden: its mask fills {fill:.2f} of its box (< {MIN_BOX_FILL})"
-    occluded = float((others & box & ~mask).sum()) / box_area
+    occluded = float((others & ~inside).sum()) / box_area
     if occluded > MAX_BOX_OCCLUSION:
         return f"partly hidden: other objects cover {occluded:.2f} of its box (> {MAX_BOX_OCCLUSION})"
     return None

@@ -148,7 +148,7 @@ class SceneView(SharedSceneView):
         mask = self.masks[edit.ann_id]
         if edit.type == "color":
             return mask
-        hole = dilate(mask, self.dilation)
+        hole = self.hole(edit.ann_id)
         if edit.type == "position" and edit.offset is not None:
             hole = hole | dilate(shift(mask, *edit.offset), self.blend_radius)
         return hole
