@@ -13,11 +13,16 @@
   importable) `telea`, said on the console and recorded as the spec's `note` (build.json).
 
 An inpainter is built from an `InpainterSpec` inside each worker process (TorchScript modules do
-not pickle), and it reports its own provenance for the records.
+not pickle), and it reports its own provenance for the records. `process_inpainter` builds it once
+per process; a deterministic one is wrapped in a `HoleCache`, so a hole filled once on the same
+pixels is never filled again in that build, whichever worker asks (a build retries the same object
+on the same image across slots, tiers and pair sizes).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -199,3 +204,54 @@ class LamaInpainter:
             "device": self.device,
             "torch": self._torch.__version__,
         }
+
+
+class HoleCache:
+    """A deterministic inpainter whose fills are kept in `folder` (shared by the build's workers).
+
+    The key is the inpainter's provenance, the image's pixels and the hole; the file holds the
+    hole's filled pixels, so a fill read back is the same bytes as one computed. Nothing but the
+    fills goes through the folder; the build removes it when it ends (staging.clear_staging).
+    """
+
+    def __init__(self, inner: Inpainter, folder: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.deterministic = inner.deterministic
+        self.folder = folder
+        self._salt = json.dumps(inner.provenance(), sort_keys=True).encode("utf-8")
+
+    def fill(self, rgb: np.ndarray, hole: np.ndarray) -> np.ndarray:
+        rgb = np.ascontiguousarray(rgb)
+        digest = hashlib.sha256(self._salt)
+        for part in (np.array(rgb.shape, dtype=np.int64), rgb, np.packbits(hole)):
+            digest.update(part.tobytes())
+        path = self.folder / f"{digest.hexdigest()}.npy"
+        filled = rgb.copy()
+        if path.is_file():
+            filled[hole] = np.load(path)
+            return filled
+        filled = self.inner.fill(rgb, hole)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(partial, "wb") as handle:
+            np.save(handle, filled[hole])
+        os.replace(partial, path)
+        return filled
+
+    def provenance(self) -> dict[str, Any]:
+        return self.inner.provenance()
+
+
+_BUILT: dict[tuple[InpainterSpec, Path | None], Inpainter] = {}
+
+
+def process_inpainter(spec: InpainterSpec, hole_cache: Path | None) -> Inpainter:
+    """This process's inpainter for `spec`, built once (weights load once per worker); fills of a
+    deterministic one go through the HoleCache in `hole_cache` when one is given."""
+    key = (spec, hole_cache)
+    if key not in _BUILT:
+        inpainter = spec.build()
+        _BUILT[key] = HoleCache(inpainter, hole_cache) if hole_cache is not None and inpainter.deterministic \
+            else inpainter
+    return _BUILT[key]

@@ -52,6 +52,11 @@ def discard_files(out: Path, staged: Mapping[str, str]) -> None:
         (out / path).unlink(missing_ok=True)
 
 
+def hole_cache_dir(out: Path) -> Path:
+    """Where a build's workers share their inpainted holes (inpainters.HoleCache); emptied with the staging folder."""
+    return out / STAGING_DIR / "holes"
+
+
 def clear_staging(out: Path) -> None:
     """Remove whatever units left in the staging folder (discarded, crashed, or still running when a build ended)."""
     shutil.rmtree(out / STAGING_DIR, ignore_errors=True)

@@ -34,10 +34,11 @@ from mmfaith.builders.spd_faith.planners import PlannerSpec
 from mmfaith.builders.spd_faith.planning import MAX_AREA, MIN_AREA, Slot, difficulty, plan_signature, seeded_rng
 from mmfaith.builders.spd_faith.preview import write_preview
 from mmfaith.builders.spd_faith.quotas import Quota, make_quotas
-from mmfaith.builders.spd_faith.pairs import PairSettings, SlotOutcome, make_pair, original_path
+from mmfaith.builders.spd_faith.pairs import PairSettings, SlotOutcome, duplicate_rejection, make_pair, original_path
+from mmfaith.builders.stage_clock import BuildClock
 from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
-from mmfaith.builders.staging import clear_staging, commit_files, discard_files, stage_files
+from mmfaith.builders.staging import clear_staging, commit_files, discard_files, hole_cache_dir, stage_files
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
@@ -85,6 +86,7 @@ class BuildSummary:
     shortfall: dict[str, int]
     skipped_images: dict[str, int]
     out: Path
+    clock: BuildClock = field(default_factory=BuildClock)
 
 
 def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
@@ -142,6 +144,8 @@ class _Journal:
         self.rejected_path = out / "rejected.jsonl"
         self.done: dict[str, bool] = {}
         self.signatures: set[str] = set()
+        self.taken_by: dict[tuple[str, str], set[str]] = {}
+        self.clock = BuildClock()
         self.used: dict[tuple[str, str], set[str]] = {}
         self.rejected_reasons: Counter[str] = Counter()
         self.repairs: list[tuple[dict[str, Any], frozenset[str]]] = []
@@ -179,11 +183,16 @@ class _Journal:
     def remember(self, record: dict[str, Any]) -> None:
         """Note a made pair: its signature (duplicates) and its (object, type) options (LLM planner)."""
         self.signatures.add(_signature(record))
+        self.taken_by.setdefault((record["source"]["file_name"], record["subset"]), set()).add(_signature(record))
         options = self.used.setdefault((record["source"]["file_name"], record["subset"]), set())
         options.update(f"{edit['ann_id']}:{edit['type']}" for edit in record["build"]["plan"])
 
     def used_options(self, file_name: str, subset: str) -> frozenset[str]:
         return frozenset(self.used.get((file_name, subset), ()))
+
+    def taken(self, file_name: str, subset: str) -> frozenset[str]:
+        """The plan signatures of the pairs made so far of this image and subset."""
+        return frozenset(self.taken_by.get((file_name, subset), ()))
 
     def close(self) -> None:
         self.records.close()
@@ -194,7 +203,7 @@ def _signature(record: dict[str, Any]) -> str:
     return plan_signature(record["source"]["file_name"], record["subset"], record["build"]["plan"])
 
 
-PairTask = tuple[Slot, Scene, PairSettings, "str | None", frozenset[str], Path]
+PairTask = tuple[Slot, Scene, PairSettings, "str | None", frozenset[str], frozenset[str], Path]
 
 
 def _make_pair_task(task: PairTask) -> SlotOutcome:
@@ -211,14 +220,32 @@ def _make_pair_task(task: PairTask) -> SlotOutcome:
     return outcome
 
 
+def _duplicate(outcome: SlotOutcome, journal: _Journal) -> dict[str, Any] | None:
+    """The duplicate rejection of a made or gate-rejected candidate whose plan an earlier pair took.
+
+    Checked before the gates' verdict, so a candidate is a duplicate whether or not its gates
+    passed, and whether the worker saw the earlier pair (make_pair's `taken`) or only the driver did.
+    """
+    if outcome.record is not None:
+        line, plan, source = outcome.record, outcome.record["build"]["plan"], outcome.record["source"]
+    else:
+        line = source = outcome.rejection or {}
+        plan = line.get("plan")  # a gate rejection's; plan and source rejections have none
+    if plan is None:
+        return None
+    if plan_signature(source["file_name"], Slot.from_key(outcome.slot_key).subset, plan) not in journal.signatures:
+        return None
+    return duplicate_rejection(outcome.slot_key, line["id"], source["image_id"], source["file_name"])
+
+
 def _write_outcome(out: Path, outcome: SlotOutcome, journal: _Journal) -> bool:
     """Journal one outcome (images first, then the line); True when it became a pair."""
+    duplicate = _duplicate(outcome, journal)
+    if duplicate is not None:
+        outcome.rejection = duplicate
+        outcome.record = None
     record = outcome.record
-    if record is not None and _signature(record) in journal.signatures:
-        outcome.rejection = {"slot": outcome.slot_key, "id": record["id"], "image_id": record["source"]["image_id"],
-                             "file_name": record["source"]["file_name"], "stage": "duplicate",
-                             "reason": "an earlier pair already edits the same objects the same way"}
-        record = None
+    journal.clock.count(outcome.clock, record is not None)
     if record is None:
         assert outcome.rejection is not None
         discard_files(out, outcome.staged)
@@ -264,7 +291,7 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
         min_delta_e=request.min_delta_e, min_fill_texture=request.min_fill_texture, max_pixels=request.max_pixels,
         inpainter=request.inpainter,
         planner=request.planner, dataset=source.dataset_name, split=source.split, version=__version__,
-        targets=TargetRules(request.inpainter.name, request.recolor_people))
+        targets=TargetRules(request.inpainter.name, request.recolor_people), hole_cache=hole_cache_dir(out))
 
     def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
         _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
@@ -304,7 +331,7 @@ def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], setti
     for key, missing in shortfall.items():
         print(f"warning: {key}: made {accepted[key]} of {accepted[key] + missing} pairs; the source has too few "
               "suitable objects (add images, allow more edit types, or lower the count).", file=sys.stderr)
-    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), out)
+    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), out, journal.clock)
 
 
 def _repair_missing_images(out: Path, journal: _Journal, source: CocoSource, settings: PairSettings) -> None:
@@ -387,7 +414,8 @@ class _Pipeline:
                 self.bar.update(1)
             return False
         task = (slot, scene, self.settings, self._known_original(scene),
-                self.journal.used_options(scene.file_name, slot.subset), self.request.out)
+                self.journal.used_options(scene.file_name, slot.subset),
+                self.journal.taken(scene.file_name, slot.subset), self.request.out)
         run.submitted.append(self.pool.submit(_make_pair_task, task))
         return True
 
@@ -435,5 +463,6 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
             "seconds": round(time.time() - started, 2),
             "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
                        "shortfall": summary.shortfall, "skipped_images": summary.skipped_images},
+            "cpu_seconds": summary.clock.as_json(),
         })
     write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))

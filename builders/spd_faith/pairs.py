@@ -6,16 +6,18 @@ a worker process is byte-identical to one made in the main process.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mmfaith.builders.coco_source import Scene
-from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox
-from mmfaith.builders.gates import fill_texture_ratio, mean_delta_e, outside_changes
-from mmfaith.builders.inpainters import Inpainter, InpainterSpec
+from mmfaith.builders.edits import EditOutcome, dilate, edit_color, edit_move, edit_remove, mask_bbox
+from mmfaith.builders.gates import FILL_RING, fill_texture_ratio, mean_delta_e, outside_changes
+from mmfaith.builders.inpainters import Inpainter, InpainterSpec, process_inpainter
 from mmfaith.builders.spd_faith.planners import PlannerSpec, SlotPlanner
-from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot
+from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot, plan_signature
+from mmfaith.builders.stage_clock import StageClock
 from mmfaith.builders.targets import TargetRules
 from mmfaith.images import UnreadableImage, place_name, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
@@ -41,6 +43,8 @@ class PairSettings:
     split: str
     version: str
     targets: TargetRules = TargetRules()
+    hole_cache: Path | None = None
+    """Folder where this build's workers share their fills (inpainters.HoleCache); None: no cache."""
 
 
 @dataclass
@@ -55,16 +59,23 @@ class SlotOutcome:
     edited_png: bytes | None = None
     planner_calls: int = 0
     staged: dict[str, str] = field(default_factory=dict)
+    clock: StageClock = field(default_factory=StageClock)
 
 
-_TOOLS: dict[PairSettings, tuple[Inpainter, SlotPlanner]] = {}
+_PLANNERS: dict[PlannerSpec, SlotPlanner] = {}
 
 
 def _tools(settings: PairSettings) -> tuple[Inpainter, SlotPlanner]:
     """The inpainter and planner of this process, built once (weights load once per worker)."""
-    if settings not in _TOOLS:
-        _TOOLS[settings] = (settings.inpainter.build(), settings.planner.build())
-    return _TOOLS[settings]
+    if settings.planner not in _PLANNERS:
+        _PLANNERS[settings.planner] = settings.planner.build()
+    return process_inpainter(settings.inpainter, settings.hole_cache), _PLANNERS[settings.planner]
+
+
+def duplicate_rejection(slot_key: str, record_id: str, image_id: int, file_name: str) -> dict[str, Any]:
+    """The rejection of a pair that edits the same objects the same way as an earlier pair of the build."""
+    return {"slot": slot_key, "id": record_id, "image_id": image_id, "file_name": file_name,
+            "stage": "duplicate", "reason": "an earlier pair already edits the same objects the same way"}
 
 
 def original_path(scene: Scene) -> str:
@@ -111,39 +122,103 @@ def _source(scene: Scene, settings: PairSettings) -> dict[str, Any]:
     }
 
 
-def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter,
-           settings: PairSettings) -> tuple[np.ndarray, list[EditOutcome]]:
+def _later_footprints(view: SceneView, edits: list[PlannedEdit], index: int) -> np.ndarray:
+    """Every pixel the edits after `index` may change."""
+    later = np.zeros(view.rgb.shape[:2], dtype=bool)
+    for edit in edits[index + 1:]:
+        later |= view.footprint(edit)
+    return later
+
+
+def _own_failure(view: SceneView, edits: list[PlannedEdit], index: int, outcome: EditOutcome,
+                 settings: PairSettings) -> tuple[float, float | None] | None:
+    """The edit's own gate measures (delta E, fill texture) when they fail and no later edit can change
+    them (their pixels, and the fill gate's ring and Sobel reach, lie outside every later footprint);
+    else None. Such a pair is rejected before the later edits are made."""
+    if index == len(edits) - 1:
+        return None
+    later = _later_footprints(view, edits, index)
+    if (outcome.allowed & later).any():
+        return None
+    delta_e = round(mean_delta_e(view.rgb, outcome.image, outcome.evidence), 3)
+    fill = None
+    if outcome.hole is not None and not (dilate(outcome.hole, FILL_RING + 1) & later).any():
+        fill = fill_texture_ratio(outcome.image, outcome.hole)
+    if delta_e < settings.min_delta_e or (fill is not None and fill < settings.min_fill_texture):
+        return delta_e, fill
+    return None
+
+
+def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter, settings: PairSettings,
+           clock: StageClock) -> tuple[np.ndarray, list[EditOutcome], tuple[int, float, float | None] | None]:
+    """Make the edits in order; stops at the first edit whose own gate fails for sure (_own_failure):
+    then (its index, delta E, fill texture) is the third element."""
     image = view.rgb
     outcomes = []
-    for edit in edits:
+    for index, edit in enumerate(edits):
         mask = view.masks[edit.ann_id]
-        if edit.type == "color":
-            outcome = edit_color(image, mask, edit.color_after or "")
-        elif edit.type == "remove":
-            outcome = edit_remove(image, mask, inpainter, settings.dilation)
-        else:
-            outcome = edit_move(image, mask, edit.offset or (0, 0), inpainter, settings.dilation, settings.blend_radius)
+        with clock.stage("inpaint"):
+            if edit.type == "color":
+                outcome = edit_color(image, mask, edit.color_after or "")
+            elif edit.type == "remove":
+                outcome = edit_remove(image, mask, inpainter, settings.dilation)
+            else:
+                outcome = edit_move(image, mask, edit.offset or (0, 0), inpainter, settings.dilation,
+                                    settings.blend_radius)
         image = outcome.image
         outcomes.append(outcome)
-    return image, outcomes
+        with clock.stage("gates"):
+            failure = _own_failure(view, edits, index, outcome, settings)
+        if failure is not None:
+            return image, outcomes, (index, *failure)
+    return image, outcomes, None
+
+
+def _early_rejection(common: dict[str, Any], record_id: str, edits: list[PlannedEdit], failure: tuple[int, float, float | None],
+                     plan: Any, settings: PairSettings) -> dict[str, Any]:
+    """The rejection of a pair stopped at edit `failure[0]` (its own gate failed; later edits not made)."""
+    index, delta_e, fill = failure
+    edit = edits[index]
+    reasons = []
+    if delta_e < settings.min_delta_e:
+        reasons.append(f"edit {index} ({edit.type} of annotation {edit.ann_id}) is invisible: "
+                       f"mean delta E {delta_e} < {settings.min_delta_e}")
+    if fill is not None and fill < settings.min_fill_texture:
+        reasons.append(f"edit {index} ({edit.type} of annotation {edit.ann_id}) left a smeared fill: "
+                       f"texture ratio {fill} < {settings.min_fill_texture}")
+    unmeasured: list[float | None] = [None] * len(edits)
+    gates = {"delta_e": [delta_e if i == index else None for i in range(len(edits))], "outside_changed_pixels": None,
+             "fill_texture": [fill if i == index else None for i in range(len(edits))],
+             "min_fill_texture": settings.min_fill_texture, "fill_measure": FILL_MEASURE, "color_share": unmeasured,
+             "stopped_at_edit": index}
+    return {**common, "id": record_id, "stage": "gate", "reason": "; ".join(reasons),
+            "plan": [e.as_json() for e in edits], "gates": gates, "planner": plan.provenance}
 
 
 def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256: str | None,
-              used: frozenset[str] = frozenset()) -> SlotOutcome:
+              used: frozenset[str] = frozenset(), taken: frozenset[str] = frozenset()) -> SlotOutcome:
     """Plan, edit and gate one slot; never raises for a bad plan, a failed gate or a source image that
     cannot be read, is too large or does not match its annotations (those are rejections, stage "source").
+
+    The checks run from cheap to dear: the plan; then whether an earlier pair of the build already
+    made the same edits (`taken`: the plan signatures of the image's and subset's pairs when the
+    slot was handed out); then the edits in order, each gated on its own as soon as later edits
+    cannot change its measures (_own_failure); then the gates on the finished image; PNG encoding
+    last, only for a pair that passed.
 
     `original_sha256`: the hash of the scene's original PNG when the build has it already (then it
     is not encoded again); None asks for its bytes in the outcome. `used`: the "ann_id:type" options
     that earlier pairs of this image and subset took (planners.SlotPlanner).
     """
     result = SlotOutcome(slot.key)
+    clock = result.clock
     common = {"slot": slot.key, "image_id": scene.image_id, "file_name": scene.file_name}
-    try:
-        rgb = read_rgb(scene.path, settings.max_pixels)
-    except UnreadableImage as exc:  # one bad source image is skipped, not the end of the build
-        result.rejection = {**common, "stage": "source", "reason": str(exc)}
-        return result
+    with clock.stage("plan"):
+        try:
+            rgb = read_rgb(scene.path, settings.max_pixels)
+        except UnreadableImage as exc:  # one bad source image is skipped, not the end of the build
+            result.rejection = {**common, "stage": "source", "reason": str(exc)}
+            return result
     if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
         result.rejection = {**common, "stage": "source",
                             "reason": f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations "
@@ -151,34 +226,43 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256:
         return result
     if slot.subset == "control":
         record_id = pair_id(settings.dataset, scene, "control", [])
-        original = png_bytes(rgb)
+        with clock.stage("encode"):
+            original = png_bytes(rgb)
+            digest = sha256_bytes(original)
         result.original_png = None if original_sha256 else original
         result.edited_png = original
-        digest = sha256_bytes(original)
         result.record = _record(record_id, slot, scene, settings, digest, digest, [], {"name": "none"},
                                 {"delta_e": [], "outside_changed_pixels": 0})
         return result
 
     inpainter, planner = _tools(settings)
-    view = SceneView(scene, rgb, settings.dilation, settings.blend_radius, settings.targets)
-    plan = planner.plan(view, slot, settings.seed, used)
+    with clock.stage("plan"):
+        view = SceneView(scene, rgb, settings.dilation, settings.blend_radius, settings.targets)
+        plan = planner.plan(view, slot, settings.seed, used)
     result.planner_calls = plan.calls
     if plan.edits is None:
         result.rejection = {**common, "stage": "plan", "reason": plan.failure or "no feasible plan",
                             "planner": plan.provenance}
         return result
-    edited, outcomes = _apply(view, plan.edits, inpainter, settings)
     record_id = pair_id(settings.dataset, scene, slot.subset, plan.edits)
-    delta_es = [round(mean_delta_e(rgb, edited, o.evidence), 3) for o in outcomes]
-    allowed = np.zeros(rgb.shape[:2], dtype=bool)
-    for outcome in outcomes:
-        allowed |= outcome.allowed
-    outside_pixels, outside_max = outside_changes(rgb, edited, allowed)
-    fills = [None if o.hole is None else fill_texture_ratio(edited, o.hole) for o in outcomes]
+    plan_json = [e.as_json() for e in plan.edits]
+    if plan_signature(scene.file_name, slot.subset, plan_json) in taken:
+        result.rejection = duplicate_rejection(slot.key, record_id, scene.image_id, scene.file_name)
+        return result
+    edited, outcomes, failure = _apply(view, plan.edits, inpainter, settings, clock)
+    if failure is not None:
+        result.rejection = _early_rejection(common, record_id, plan.edits, failure, plan, settings)
+        return result
+    with clock.stage("gates"):
+        delta_es = [round(mean_delta_e(rgb, edited, o.evidence), 3) for o in outcomes]
+        allowed = np.zeros(rgb.shape[:2], dtype=bool)
+        for outcome in outcomes:
+            allowed |= outcome.allowed
+        outside_pixels, outside_max = outside_changes(rgb, edited, allowed)
+        fills = [None if o.hole is None else fill_texture_ratio(edited, o.hole) for o in outcomes]
     shares = [round(view.color(e.ann_id).share, 3) if e.type == "color" else None for e in plan.edits]
     gates = {"delta_e": delta_es, "outside_changed_pixels": outside_pixels, "fill_texture": fills,
              "min_fill_texture": settings.min_fill_texture, "fill_measure": FILL_MEASURE, "color_share": shares}
-    plan_json = [e.as_json() for e in plan.edits]
     faint = [i for i, value in enumerate(delta_es) if value < settings.min_delta_e]
     smeared = [i for i, value in enumerate(fills) if value is not None and value < settings.min_fill_texture]
     if faint or outside_pixels or smeared:
@@ -209,11 +293,13 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256:
             "description": describe(edit, inst.category, before, bbox_before, outcome.bbox_after,
                                     rgb.shape[1], rgb.shape[0]),
         })
-    if original_sha256 is None:  # encoded only for pairs that passed, and only once per build
-        result.original_png = png_bytes(rgb)
-        original_sha256 = sha256_bytes(result.original_png)
-    result.edited_png = png_bytes(edited)
-    result.record = _record(record_id, slot, scene, settings, original_sha256, sha256_bytes(result.edited_png),
+    with clock.stage("encode"):
+        if original_sha256 is None:  # encoded only for pairs that passed, and only once per build
+            result.original_png = png_bytes(rgb)
+            original_sha256 = sha256_bytes(result.original_png)
+        result.edited_png = png_bytes(edited)
+        edited_sha256 = sha256_bytes(result.edited_png)
+    result.record = _record(record_id, slot, scene, settings, original_sha256, edited_sha256,
                             differences, plan.provenance, gates, inpainter.provenance(), plan_json)
     if slot.subset == "single":
         result.record["difficulty"] = view.tier_of(plan.edits[0].ann_id)
