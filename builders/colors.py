@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from mmfaith.builders.mask_box import grown_box
+
 COLOR_PROTOTYPES_RGB: dict[str, tuple[int, int, int]] = {
     "black": (25, 25, 25),
     "white": (245, 245, 245),
@@ -181,7 +183,20 @@ def inner_feather(mask: np.ndarray, width: float) -> np.ndarray:
 
 
 def recolor(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0) -> np.ndarray:
-    """The image with the masked object recolored to `target`; pixels outside the mask are untouched."""
+    """The image with the masked object recolored to `target`; pixels outside the mask are untouched.
+
+    Computed on the mask's box grown by one pixel (the feather's distance transform then sees the
+    zeros around the mask), the same bits as over the whole image.
+    """
+    out = rgb.copy()
+    box = grown_box(mask, 1)
+    if box is not None:
+        out[box] = recolor_whole(np.ascontiguousarray(rgb[box]), mask[box], target, feather)
+    return out
+
+
+def recolor_whole(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0) -> np.ndarray:
+    """`recolor` computed over every pixel of `rgb` (recolor calls it on the mask's box)."""
     lab = rgb_to_lab(rgb[mask])
     mean = lab.mean(axis=0)
     if object_color(rgb, mask).name == target:

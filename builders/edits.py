@@ -7,13 +7,14 @@ where the change must be visible. Regions are bool HxW arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import cv2
 import numpy as np
 
 from mmfaith.builders.colors import recolor
 from mmfaith.builders.inpainters import Inpainter
+from mmfaith.builders.mask_box import grown_box, mask_extent
 
 
 @dataclass
@@ -25,18 +26,9 @@ class EditOutcome:
     hole: np.ndarray | None = None  # the inpainted pixels left visible (remove, move), for the fill gate
 
 
-@lru_cache(maxsize=None)
+@cache
 def _disk(radius: int) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
-
-
-def mask_extent(mask: np.ndarray) -> tuple[int, int, int, int] | None:
-    """(top, bottom, left, right) rows and columns holding the mask's pixels, inclusive; None when empty."""
-    rows = np.flatnonzero(mask.any(axis=1))
-    if rows.size == 0:
-        return None
-    columns = np.flatnonzero(mask[rows[0]:rows[-1] + 1].any(axis=0))
-    return int(rows[0]), int(rows[-1]), int(columns[0]), int(columns[-1])
 
 
 def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
@@ -48,22 +40,19 @@ def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
     if radius <= 0:
         return mask.copy()
     grown = np.zeros(mask.shape, dtype=bool)
-    extent = mask_extent(mask)
-    if extent is None:
-        return grown
-    top, bottom, left, right = extent
-    height, width = mask.shape
-    rows = slice(max(0, top - radius), min(height, bottom + radius + 1))
-    columns = slice(max(0, left - radius), min(width, right + radius + 1))
-    grown[rows, columns] = cv2.dilate(mask[rows, columns].astype(np.uint8), _disk(radius)).astype(bool)
+    box = grown_box(mask, radius)
+    if box is not None:
+        grown[box] = cv2.dilate(mask[box].astype(np.uint8), _disk(radius)).astype(bool)
     return grown
 
 
 def mask_bbox(mask: np.ndarray) -> list[float]:
     """COCO xywh box of a bool mask (pixel extents)."""
-    ys, xs = np.nonzero(mask)
-    x0, y0 = int(xs.min()), int(ys.min())
-    return [float(x0), float(y0), float(xs.max() - x0 + 1), float(ys.max() - y0 + 1)]
+    extent = mask_extent(mask)
+    if extent is None:
+        raise ValueError("an empty mask has no box")
+    y0, y1, x0, x1 = extent
+    return [float(x0), float(y0), float(x1 - x0 + 1), float(y1 - y0 + 1)]
 
 
 def shift(array: np.ndarray, dx: int, dy: int) -> np.ndarray:

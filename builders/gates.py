@@ -25,7 +25,8 @@ import cv2
 import numpy as np
 
 from mmfaith.builders.colors import rgb_to_lab
-from mmfaith.builders.edits import dilate, mask_extent
+from mmfaith.builders.edits import dilate
+from mmfaith.builders.mask_box import grown_box
 
 DEFAULT_MIN_DELTA_E = 12.0
 MIN_FILL_TEXTURE = 0.3
@@ -58,14 +59,9 @@ def fill_texture_ratio(edited: np.ndarray, hole: np.ndarray) -> float | None:
     Measured on the hole's box grown by the ring and the Sobel kernel's reach (the same pixels and
     values as on the whole image, at the cost of the hole's size).
     """
-    extent = mask_extent(hole)
-    if extent is None:
+    crop = grown_box(hole, FILL_RING + 1)
+    if crop is None:
         return None
-    top, bottom, left, right = extent
-    reach = FILL_RING + 1
-    height, width = hole.shape
-    crop = (slice(max(0, top - reach), min(height, bottom + reach + 1)),
-            slice(max(0, left - reach), min(width, right + reach + 1)))
     hole = hole[crop]
     inner = ~dilate(~hole, FILL_INNER_MARGIN)
     if int(inner.sum()) < FILL_MIN_PIXELS:

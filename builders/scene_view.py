@@ -22,7 +22,8 @@ import numpy as np
 
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
-from mmfaith.builders.edits import dilate, mask_extent
+from mmfaith.builders.edits import dilate
+from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.builders.targets import TargetRules, movable_reason
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
@@ -107,11 +108,9 @@ class SceneView:
 
     def spares_neighbours(self, ann_id: int) -> bool:
         """True when the dilated hole covers at most MAX_NEIGHBOUR_OVERLAP of every other instance."""
-        extent = mask_extent(self.hole(ann_id))
-        if extent is None:
+        box = grown_box(self.hole(ann_id), 0)
+        if box is None:
             return True
-        top, bottom, left, right = extent
-        box = (slice(top, bottom + 1), slice(left, right + 1))
         hole = self.hole(ann_id)[box]
         for other_id, mask in self.masks.items():
             if other_id == ann_id:
@@ -129,8 +128,9 @@ class SceneView:
         object across another); None allows anywhere in the image.
         """
         mask = self.masks[ann_id]
-        ys, xs = np.nonzero(mask)
-        y0, y1, x0, x1 = int(ys.min()), int(ys.max()), int(xs.min()), int(xs.max())
+        extent = mask_extent(mask)
+        assert extent is not None, "an editable object has pixels"
+        y0, y1, x0, x1 = extent
         height, width = mask.shape
         crop = dilate(mask, self.blend_radius)[max(0, y0 - self.blend_radius): y1 + self.blend_radius + 1,
                                                max(0, x0 - self.blend_radius): x1 + self.blend_radius + 1]
@@ -154,7 +154,9 @@ class SceneView:
         return None
 
     def touches_border(self, ann_id: int) -> bool:
-        ys, xs = np.nonzero(self.masks[ann_id])
+        extent = mask_extent(self.masks[ann_id])
+        assert extent is not None, "an editable object has pixels"
+        top, bottom, left, right = extent
         height, width = self.masks[ann_id].shape
-        return bool(ys.min() < BORDER_MARGIN or xs.min() < BORDER_MARGIN
-                    or ys.max() >= height - BORDER_MARGIN or xs.max() >= width - BORDER_MARGIN)
+        return bool(top < BORDER_MARGIN or left < BORDER_MARGIN
+                    or bottom >= height - BORDER_MARGIN or right >= width - BORDER_MARGIN)

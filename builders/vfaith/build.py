@@ -40,7 +40,8 @@ from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, ope
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E, MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.scene_view import seeded_rng
-from mmfaith.builders.staging import clear_staging, commit_files, stage_files
+from mmfaith.builders.stage_clock import BuildClock
+from mmfaith.builders.staging import clear_staging, commit_files, hole_cache_dir, stage_files
 from mmfaith.builders.targets import TargetRules
 from mmfaith.gold_balance import DEFAULT_MARGIN, GoldCap, gold_summary
 from mmfaith.builders.vfaith.offline import (QUESTION_RULES, ImageOutcome, OfflineSettings, QuestionOutcome,
@@ -94,6 +95,7 @@ class BuildSummary:
     out: Path
     gold: dict[str, dict[str, Any]]
     """mmfaith/gold_balance.py's summary, templates as `<template>:original` and `<template>:edited`."""
+    clock: BuildClock = field(default_factory=BuildClock)
 
 
 def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
@@ -125,6 +127,7 @@ class Journal:
         self.rejected_reasons: Counter[str] = Counter()
         self.pairs: list[dict[str, Any]] = []
         self.perceived: set[str] = set()
+        self.clock = BuildClock()
         for path, kind in ((self.records_path, "pair"), (self.perception_path, "perception"),
                            (self.rejected_path, "rejection")):
             if not path.exists():
@@ -195,7 +198,7 @@ def _scene_order(source: CocoSource, request: BuildRequest) -> tuple[list[Scene]
     return [scenes[int(i)] for i in order], skipped
 
 
-ImageTask = tuple[Scene, OfflineSettings, frozenset[str], "str | None", Path]
+ImageTask = tuple[Scene, OfflineSettings, frozenset[str], "str | None", frozenset[str], Path]
 
 
 def _image_task(task: ImageTask) -> ImageOutcome:
@@ -240,7 +243,7 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
         seed=request.seed, templates=tuple(request.templates), per_image=request.per_image, dilation=request.dilation,
         blend_radius=request.blend_radius, min_delta_e=request.min_delta_e, min_fill_texture=request.min_fill_texture,
         max_pixels=request.max_pixels, inpainter=request.inpainter, dataset=source.dataset_name, split=source.split,
-        version=__version__, targets=TargetRules(request.inpainter.name))
+        version=__version__, targets=TargetRules(request.inpainter.name), hole_cache=hole_cache_dir(out))
 
     def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
         _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
@@ -283,7 +286,8 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
     letters = {side: dict(sorted(Counter(pair[f"answer_{side}"] for pair in journal.pairs).items()))
                for side in ("original", "edited")}
     gold = gold_summary(gold_items(journal.pairs))
-    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out, gold)
+    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out, gold,
+                        journal.clock)
 
 
 def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Journal, quotas: dict[str, int],
@@ -300,11 +304,14 @@ def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Jo
                 break
             path = out / original_path(scene)
             known = original_sha256.get(scene.image_id) or (sha256_file(path) if path.exists() else None)
-            pending.append((scene, pool.submit(_image_task, (scene, settings, frozenset(journal.done), known, out))))
+            open_templates = frozenset(t for t, q in quotas.items() if journal.made[t] < q)
+            pending.append((scene, pool.submit(_image_task, (scene, settings, frozenset(journal.done), known,
+                                                             open_templates, out))))
         if not pending:
             return
         scene, handle = pending.popleft()
         result: ImageOutcome = handle.get()
+        made = 0
         if result.rejection is not None:
             if result.rejection["slot"] not in journal.done:
                 journal.rejected.append(result.rejection)
@@ -313,11 +320,16 @@ def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Jo
             continue
         for outcome in result.outcomes:
             if journal.made[outcome.template] >= quotas.get(outcome.template, 0) or outcome.key in journal.done:
+                journal.clock.count(outcome.clock, False)
                 continue  # past a full quota: discarded unwritten (a larger quota later makes it)
             photo_sha256 = outcome.record["image_original_sha256"] if outcome.record is not None else None
-            if _write_outcome(out, result, outcome, journal, keeper):
+            kept = _write_outcome(out, result, outcome, journal, keeper)
+            journal.clock.count(outcome.clock, kept)
+            if kept:
+                made += 1
                 original_sha256[scene.image_id] = photo_sha256  # type: ignore[assignment]
                 bar.update(1)
+        journal.clock.count(result.clock, made > 0)
         bar.set_postfix(rejected=sum(journal.rejected_reasons.values()), refresh=False)
 
 
@@ -401,6 +413,7 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
             "seconds": round(time.time() - started, 2),
             "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
                        "shortfall": summary.shortfall, "skipped_images": summary.skipped_images},
+            "cpu_seconds": summary.clock.as_json(),
             "gold_letter_counts": summary.letters, "gold": summary.gold,
         })
     write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))

@@ -23,6 +23,9 @@ Gates, all recorded in `build.gates` (a failure is a rejection with its stage an
 - `gate`: nothing outside the edit's allowed region changed (0 pixels), the change inside is
   visible (mean delta E over the cue >= min_delta_e), a filled hole is not a smear
   (gates.fill_texture_ratio >= min_fill_texture).
+The checks run from cheap to dear, and the first that fails rejects: a move's new box is judged
+before the move is made (no hole is filled for a relation that would not flip; its rejection has
+no gate measures), then the edit, the pixel gates, a recolour's reading, and the PNG encoding.
 
 Everything depends only on the arguments, so a pair made in a worker is byte-identical to one made
 in the main process, and ids are a hash of (dataset, image, question key, edit).
@@ -30,6 +33,7 @@ in the main process, and ids are a hash of (dataset, image, question key, edit).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,10 +41,11 @@ import numpy as np
 from mmfaith.builders.coco_questions import Question, QuestionRules, scene_questions
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import object_color
-from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox
+from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox, shift
 from mmfaith.builders.gates import fill_texture_ratio, mean_delta_e, outside_changes
-from mmfaith.builders.inpainters import Inpainter, InpainterSpec
+from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
 from mmfaith.builders.scene_view import SceneView, seeded_rng
+from mmfaith.builders.stage_clock import StageClock
 from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.vfaith.perception import OTHER_SIDE
 from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
@@ -75,6 +80,8 @@ class OfflineSettings:
     version: str
     targets: TargetRules = TargetRules()
     rules: QuestionRules = QUESTION_RULES
+    hole_cache: Path | None = None
+    """Folder where this build's workers share their fills (inpainters.HoleCache); None: no cache."""
 
 
 @dataclass
@@ -87,6 +94,7 @@ class QuestionOutcome:
     record: dict[str, Any] | None = None
     rejection: dict[str, Any] | None = None
     edited_png: bytes | None = None
+    clock: StageClock = field(default_factory=StageClock)
 
 
 @dataclass
@@ -98,18 +106,10 @@ class ImageOutcome:
     original_png: bytes | None = None
     original_sha256: str | None = None
     rejection: dict[str, Any] | None = None
+    clock: StageClock = field(default_factory=StageClock)
+    """The image's share of the work (reading it, its questions and masks, its original PNG)."""
     staged: dict[str, str] = field(default_factory=dict)
     """Once a worker wrote the PNGs into the build's staging folder (builders/staging.py): final -> staged path."""
-
-
-_INPAINTERS: dict[InpainterSpec, Inpainter] = {}
-
-
-def _inpainter(spec: InpainterSpec) -> Inpainter:
-    """The inpainter of this process, built once (weights load once per worker)."""
-    if spec not in _INPAINTERS:
-        _INPAINTERS[spec] = spec.build()
-    return _INPAINTERS[spec]
 
 
 def original_path(scene: Scene) -> str:
@@ -130,34 +130,42 @@ def chosen_questions(questions: list[Question], settings: OfflineSettings, image
 
 
 def make_image_pairs(scene: Scene, settings: OfflineSettings, done: frozenset[str],
-                     original_sha256: str | None) -> ImageOutcome:
+                     original_sha256: str | None, templates: frozenset[str] | None = None) -> ImageOutcome:
     """Every chosen question of one scene not in `done`, edited and gated (module docstring); never raises for
-    a bad plan, a failed gate or a source image that cannot be read (those are rejections)."""
+    a bad plan, a failed gate or a source image that cannot be read (those are rejections).
+
+    `templates`: only questions of these templates are made (the build's quotas still open when the
+    image was handed out: a pair of a full quota would be discarded unwritten); None: all.
+    """
     result = ImageOutcome(scene.image_id)
     common = {"image_id": scene.image_id, "file_name": scene.file_name}
-    try:
-        rgb = read_rgb(scene.path, settings.max_pixels)
-    except UnreadableImage as exc:
-        result.rejection = {**common, "slot": f"image:{scene.image_id}", "stage": "source", "reason": str(exc)}
-        return result
+    with result.clock.stage("plan"):
+        try:
+            rgb = read_rgb(scene.path, settings.max_pixels)
+        except UnreadableImage as exc:
+            result.rejection = {**common, "slot": f"image:{scene.image_id}", "stage": "source", "reason": str(exc)}
+            return result
     if (rgb.shape[1], rgb.shape[0]) != (scene.width, scene.height):
         result.rejection = {**common, "slot": f"image:{scene.image_id}", "stage": "source",
                             "reason": f"{scene.path}: image is {rgb.shape[1]}x{rgb.shape[0]} but the annotations say "
                                       f"{scene.width}x{scene.height}."}
         return result
-    questions = [q for q in chosen_questions(scene_questions(scene, rgb, settings.seed, settings.templates,
-                                                             settings.rules, settings.targets), settings,
-                                             scene.image_id) if q.key not in done]
-    if not questions:
-        return result
-    view = SceneView(scene, rgb, settings.dilation, settings.blend_radius, settings.targets)
+    with result.clock.stage("plan"):
+        questions = [q for q in chosen_questions(scene_questions(scene, rgb, settings.seed, settings.templates,
+                                                                 settings.rules, settings.targets), settings,
+                                                 scene.image_id)
+                     if q.key not in done and (templates is None or q.template in templates)]
+        if not questions:
+            return result
+        view = SceneView(scene, rgb, settings.dilation, settings.blend_radius, settings.targets)
     for question in questions:
         outcome = QuestionOutcome(question.key, question.template)
         _make_pair(question, view, settings, outcome, common)
         if outcome.record is not None:
             if original_sha256 is None and result.original_sha256 is None:
-                result.original_png = png_bytes(rgb)
-                result.original_sha256 = sha256_bytes(result.original_png)
+                with result.clock.stage("encode"):
+                    result.original_png = png_bytes(rgb)
+                    result.original_sha256 = sha256_bytes(result.original_png)
             outcome.record["image_original_sha256"] = original_sha256 or result.original_sha256
         result.outcomes.append(outcome)
     return result
@@ -256,36 +264,47 @@ def _apply(plan: _Plan, template: str, view: SceneView, settings: OfflineSetting
         return edit_color(view.rgb, mask, plan.color)
     if template == "relation":
         assert plan.offset is not None
-        return edit_move(view.rgb, mask, plan.offset, _inpainter(settings.inpainter), settings.dilation,
-                         settings.blend_radius)
-    return edit_remove(view.rgb, mask, _inpainter(settings.inpainter), settings.dilation)
+        return edit_move(view.rgb, mask, plan.offset, process_inpainter(settings.inpainter, settings.hole_cache),
+                         settings.dilation, settings.blend_radius)
+    return edit_remove(view.rgb, mask, process_inpainter(settings.inpainter, settings.hole_cache), settings.dilation)
 
 
-def _answer_holds(question: Question, plan: _Plan, edit: EditOutcome, view: SceneView,
-                  settings: OfflineSettings) -> str | None:
-    """Why the edited image does not have the planned answer, or None when it does (module docstring)."""
-    if question.template == "color":
-        seen = object_color(edit.image, view.masks[plan.ann_id])
-        if seen.name != plan.color or not seen.dominant:
-            return (f"the recoloured {question.facts['category']} reads as {seen.name} ({seen.share:.2f} of its "
-                    f"pixels), not {plan.color}")
-    if question.template == "relation":
-        assert edit.bbox_after is not None
-        subject, reference = question.evidence[0], question.evidence[1]
-        boxes = {subject.ann_id: subject.bbox, reference.ann_id: reference.bbox, plan.ann_id: edit.bbox_after}
-        (x, _, w, _), (rx, _, rw, _) = boxes[subject.ann_id], boxes[reference.ann_id]
-        gap = settings.rules.min_relation_gap * view.rgb.shape[1]
-        side = "right" if x >= rx + rw + gap else "left" if x + w <= rx - gap else None
-        if side != plan.target_text:
-            return (f"after the move the {question.facts['subject']} is not clearly to the {plan.target_text} of the "
-                    f"{question.facts['reference']}")
+def _colour_answer_holds(question: Question, plan: _Plan, edit: EditOutcome, view: SceneView) -> str | None:
+    """Why the recoloured object does not read as the planned colour, or None when it does."""
+    seen = object_color(edit.image, view.masks[plan.ann_id])
+    if seen.name != plan.color or not seen.dominant:
+        return (f"the recoloured {question.facts['category']} reads as {seen.name} ({seen.share:.2f} of its "
+                f"pixels), not {plan.color}")
+    return None
+
+
+def _relation_answer_holds(question: Question, plan: _Plan, view: SceneView, settings: OfflineSettings) -> str | None:
+    """Why the moved object's box would not put the subject on the planned side, or None when it would.
+
+    Decided from the move's geometry alone (the moved mask's box), so it runs before any pixel is filled.
+    """
+    assert plan.offset is not None
+    moved = mask_bbox(shift(view.masks[plan.ann_id], *plan.offset))
+    subject, reference = question.evidence[0], question.evidence[1]
+    boxes = {subject.ann_id: subject.bbox, reference.ann_id: reference.bbox, plan.ann_id: moved}
+    (x, _, w, _), (rx, _, rw, _) = boxes[subject.ann_id], boxes[reference.ann_id]
+    gap = settings.rules.min_relation_gap * view.rgb.shape[1]
+    side = "right" if x >= rx + rw + gap else "left" if x + w <= rx - gap else None
+    if side != plan.target_text:
+        return (f"after the move the {question.facts['subject']} is not clearly to the {plan.target_text} of the "
+                f"{question.facts['reference']}")
     return None
 
 
 def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, outcome: QuestionOutcome,
                common: dict[str, Any]) -> None:
+    """Plan, edit and gate one question, cheap checks first: the plan, whether the planned answer is
+    another option, a move's geometry (relation), then the edit (inpainting), the gates, a recolour's
+    reading, and PNG encoding only for a pair that passed."""
     base = {**common, "slot": question.key, "template": question.template, "question": question.question}
-    plan = _plan(question, view, settings)
+    clock = outcome.clock
+    with clock.stage("plan"):
+        plan = _plan(question, view, settings)
     if isinstance(plan, str):
         outcome.rejection = {**base, "stage": "plan", "reason": plan}
         return
@@ -294,16 +313,29 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
         outcome.rejection = {**base, "stage": "answer",
                              "reason": f"the planned answer {plan.target_text!r} is not another option of the question"}
         return
-    edit = _apply(plan, question.template, view, settings)
     plan_json = {"ann_id": plan.ann_id, "operation": OPERATION[question.template], "target": plan.target_text,
                  "color": plan.color, "offset": list(plan.offset) if plan.offset else None}
     record_id = ID_PREFIX + sha256_bytes(canonical_json(
         {"dataset": settings.dataset, "file_name": view.scene.file_name, "question": question.key,
          "plan": plan_json}).encode("utf-8"))[:16]
+
+    def reject(stage: str, reason: str, gates: dict[str, Any] | None) -> None:
+        outcome.rejection = {**base, "id": record_id, "stage": stage, "reason": reason, "plan": plan_json,
+                             "gates": gates}
+
+    if question.template == "relation":
+        with clock.stage("plan"):
+            wrong = _relation_answer_holds(question, plan, view, settings)
+        if wrong is not None:
+            reject("answer", wrong, None)
+            return
+    with clock.stage("inpaint"):
+        edit = _apply(plan, question.template, view, settings)
     rgb = view.rgb
-    delta_e = round(mean_delta_e(rgb, edit.image, edit.evidence), 3)
-    outside_pixels, outside_max = outside_changes(rgb, edit.image, edit.allowed)
-    fill = None if edit.hole is None else fill_texture_ratio(edit.image, edit.hole)
+    with clock.stage("gates"):
+        delta_e = round(mean_delta_e(rgb, edit.image, edit.evidence), 3)
+        outside_pixels, outside_max = outside_changes(rgb, edit.image, edit.allowed)
+        fill = None if edit.hole is None else fill_texture_ratio(edit.image, edit.hole)
     gates = {"measure": GATE_MEASURE, "delta_e": delta_e, "min_delta_e": settings.min_delta_e,
              "outside_changed_pixels": outside_pixels, "outside_tolerance": 0, "fill_texture": fill,
              "min_fill_texture": settings.min_fill_texture, "dilation": settings.dilation,
@@ -316,17 +348,19 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
     if outside_pixels:
         reasons.append(f"{outside_pixels} pixels changed outside the edited region (largest change {outside_max})")
     if reasons:
-        outcome.rejection = {**base, "id": record_id, "stage": "gate", "reason": "; ".join(reasons), "plan": plan_json,
-                             "gates": gates}
+        reject("gate", "; ".join(reasons), gates)
         return
-    wrong = _answer_holds(question, plan, edit, view, settings)
-    if wrong is not None:
-        outcome.rejection = {**base, "id": record_id, "stage": "answer", "reason": wrong, "plan": plan_json,
-                             "gates": gates}
-        return
-    outcome.edited_png = png_bytes(edit.image)
+    if question.template == "color":
+        with clock.stage("gates"):
+            wrong = _colour_answer_holds(question, plan, edit, view)
+        if wrong is not None:
+            reject("answer", wrong, gates)
+            return
+    with clock.stage("encode"):
+        outcome.edited_png = png_bytes(edit.image)
+        edited_sha256 = sha256_bytes(outcome.edited_png)
     outcome.record = _record(record_id, question, plan, target_label, plan_json, gates, view.scene, settings,
-                             sha256_bytes(outcome.edited_png))
+                             edited_sha256)
 
 
 def _cues(question: Question, plan: _Plan) -> list[dict[str, Any]]:
