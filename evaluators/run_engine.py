@@ -23,6 +23,12 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   and retried later (evaluators/chat_client.py); its calls go to the others, each call still
   writes exactly one line, and run.json records each session's per-replica attempts, answers,
   errors and times taken out (`sessions[].replicas`).
+- Seeds and repeats: every request carries a `seed` (OpenAI and vLLM take it) derived from the
+  run's sampling seed, the item, the probe and the repeat (`request_seed`), so the same command asks the same
+  seeds. With `repeats` N every item's probes are asked N times (repeat 0 .. N-1; a repeat's
+  dependent probes chain within it). Every line records its call's settings in
+  `meta.generation` ({temperature, max_tokens, seed, repeat}); an answer is keyed by
+  (id, probe, repeat), repeat 0 where the line has none.
 - `dry_run` prints each request that would be sent (images abridged to their size) and a token
   estimate, and sends and writes nothing.
 - The API key is read from the environment (`api_key_env`, else OPENAI_API_KEY, else "EMPTY" for
@@ -51,6 +57,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
+from mmfaith.evaluators.predictions import repeat_of
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
 from mmfaith.outdir import prepare_out_dir
@@ -59,7 +66,7 @@ from mmfaith.schema import check_record
 
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
-BASE_RESUME_FIELDS = ("family", "model")
+BASE_RESUME_FIELDS = ("family", "model", "sampling_seed")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
 
 ERROR_HINTS = (
@@ -71,7 +78,7 @@ ERROR_HINTS = (
     ("timeout", "raise --timeout or lower --concurrency"),
 )
 """Substring of a call's error -> what to check; the first match is shown with the most common error."""
-ItemKey = tuple[str, str]  # (item id, probe)
+ItemKey = tuple[str, str, int]  # (item id, probe, repeat)
 T = TypeVar("T")
 
 
@@ -194,7 +201,7 @@ class PredictionLog:
 
     def add(self, line: dict[str, Any]) -> None:
         """Account for one line (already on disk)."""
-        key = (line["id"], line["probe"])
+        key = (line["id"], line["probe"], repeat_of(line))
         meta = line.get("meta") or {}
         self.prompt_tokens += meta.get("prompt_tokens") or 0
         self.completion_tokens += meta.get("completion_tokens") or 0
@@ -208,14 +215,15 @@ class PredictionLog:
 class ItemAsker:
     """What a plan asks one item's probes through: the answers so far, and asking (or recording a failure)."""
 
-    def __init__(self, session: _Session, item: EvalItem) -> None:
+    def __init__(self, session: _Session, item: EvalItem, repeat: int = 0) -> None:
         self._session = session
         self.item = item
+        self.repeat = repeat
         self.dry_run = session.settings.dry_run
 
     def answered(self, probe: str) -> dict[str, Any] | None:
-        """The answered line of this item's probe, None when it has no answer yet."""
-        return self._session.log.answered.get((self.item.id, probe))
+        """The answered line of this item's probe (in this repeat), None when it has no answer yet."""
+        return self._session.log.answered.get((self.item.id, probe, self.repeat))
 
     def pending(self, probe: str) -> bool:
         """Whether this probe still needs an answer."""
@@ -244,19 +252,33 @@ class ItemAsker:
         `dry_run_note`) and a line with response None is returned, nothing written.
         """
         return await self._session.ask(self.item, probe, turns, meta, priority, temperature, dry_run_note,
-                                       extra, record)
+                                       extra, record, self.repeat)
 
     async def write(self, line: dict[str, Any]) -> None:
-        """Append a line the plan composed (a multi-call probe's outcome; in a dry run: nothing)."""
+        """Append a line the plan composed (a multi-call probe's outcome; in a dry run: nothing), stamped
+        with this repeat."""
         if not self.dry_run:
-            await self._session.write(line)
+            await self._session.write(self._stamped(line))
 
     async def fail(self, probe: str, meta: dict[str, Any], error: str) -> dict[str, Any]:
         """Append an error line for a call that was not made (in a dry run: nothing)."""
-        line = self._session.line(self.item, probe, meta, None, error)
+        line = self._stamped(self._session.line(self.item, probe, meta, None, error))
         if not self.dry_run:
             await self._session.write(line)
         return line
+
+    def _stamped(self, line: dict[str, Any]) -> dict[str, Any]:
+        """The line with this repeat in its meta.generation (a composed or failed line may lack it)."""
+        meta = dict(line.get("meta") or {})
+        meta["generation"] = {**meta.get("generation", {}), "repeat": self.repeat}
+        return {**line, "meta": meta}
+
+
+def request_seed(run_seed: int, item_id: str, probe: str, repeat: int) -> int:
+    """The `seed` of a request: the first 31 bits of sha256 over (run seed, item, probe, repeat), so it fits
+    every server's integer and differs per repeat."""
+    digest = hashlib.sha256(canonical_json([run_seed, item_id, probe, repeat]).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
 
 
 def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
@@ -266,8 +288,9 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
     provenance = _provenance(family, settings, dataset, plan, len(items))
     previous = _previous_run(settings.out, provenance, plan)
     log = PredictionLog(settings.out / PREDICTIONS)
-    pending = {item.id: len(_pending(plan, log, item)) for item in items}
-    todo = [item for item in items if pending[item.id]]
+    pending = {(item.id, repeat): len(_pending(plan, log, item, repeat)) for item in items
+               for repeat in range(settings.repeats)}
+    todo = [(item, repeat) for repeat in range(settings.repeats) for item in items if pending[(item.id, repeat)]]
     if settings.dry_run:
         session = _Session(settings, plan, log, ImagePayloads(()), total=0)
         try:
@@ -283,7 +306,7 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
             print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
     provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
     _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
-    payloads = ImagePayloads(image for item in todo for image in plan.images(item))
+    payloads = ImagePayloads(image for item, _ in todo for image in plan.images(item))
     session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
@@ -318,7 +341,7 @@ class _Session:
         self._client: ChatClient | None = None
         self.replica_stats: list[dict[str, Any]] = []
 
-    async def run(self, items: list[EvalItem], api_key: str) -> None:
+    async def run(self, items: list[tuple[EvalItem, int]], api_key: str) -> None:
         settings = self.settings
         self._appender = JsonlAppender(self.log.path)
         async with ChatClient(settings.base_urls, api_key, concurrency=settings.concurrency,
@@ -330,9 +353,9 @@ class _Session:
             finally:
                 self.replica_stats = client.replica_stats()
 
-    async def dry_run(self, items: list[EvalItem]) -> None:
-        for item in items:
-            await self.plan.run_item(item, ItemAsker(self, item))
+    async def dry_run(self, items: list[tuple[EvalItem, int]]) -> None:
+        for item, repeat in items:
+            await self.plan.run_item(item, ItemAsker(self, item, repeat))
         settings = self.settings
         print(f"dry run: {self.requests} requests to {', '.join(settings.base_urls)}; about "
               f"{self.prompt_tokens_estimate} prompt tokens and at most {self.requests * settings.max_tokens} "
@@ -344,16 +367,21 @@ class _Session:
             self._appender.close()
         self._progress.close()
 
-    async def _item(self, item: EvalItem) -> None:
+    async def _item(self, work: tuple[EvalItem, int]) -> None:
+        item, repeat = work
         try:
-            await self.plan.run_item(item, ItemAsker(self, item))
+            await self.plan.run_item(item, ItemAsker(self, item, repeat))
         finally:
             self.payloads.release(self.plan.images(item))
 
     async def ask(self, item: EvalItem, probe: str, turns: Sequence[Turn], meta: dict[str, Any], priority: int,
                   temperature: float | None, dry_run_note: dict[str, Any] | None,
-                  extra: dict[str, Any] | None = None, record: bool = True) -> dict[str, Any]:
+                  extra: dict[str, Any] | None = None, record: bool = True, repeat: int = 0) -> dict[str, Any]:
         temperature = self.settings.temperature if temperature is None else temperature
+        seed = request_seed(self.settings.sampling_seed, item.id, probe, repeat)
+        extra = {**(extra or {}), "seed": seed}
+        meta = {**meta, "generation": {"temperature": temperature, "max_tokens": self.settings.max_tokens,
+                                       "seed": seed, "repeat": repeat}}
         if self.settings.dry_run:
             self._print_request(item, probe, turns, meta, temperature, dry_run_note, extra)
             return self.line(item, probe, meta, None, "dry run: not sent")
@@ -444,8 +472,8 @@ def dataset_fingerprint(items: Iterable[EvalItem], plan: ProbePlan) -> str:
     return hashlib.sha256(canonical_json(shown).encode("utf-8")).hexdigest()
 
 
-def _pending(plan: ProbePlan, log: PredictionLog, item: EvalItem) -> list[str]:
-    return [probe for probe in plan.expected_probes(item) if (item.id, probe) not in log.answered]
+def _pending(plan: ProbePlan, log: PredictionLog, item: EvalItem, repeat: int) -> list[str]:
+    return [probe for probe in plan.expected_probes(item) if (item.id, probe, repeat) not in log.answered]
 
 
 def _check_settings(settings: RunSettings) -> None:
@@ -456,6 +484,7 @@ def _check_settings(settings: RunSettings) -> None:
         (settings.max_tokens < 1, f"--max-tokens must be 1 or more, not {settings.max_tokens}"),
         (settings.timeout_s <= 0, f"--timeout must be more than 0 seconds, not {settings.timeout_s}"),
         (settings.max_attempts < 1, f"--max-attempts must be 1 or more, not {settings.max_attempts}"),
+        (settings.repeats < 1, f"--repeats must be 1 or more, not {settings.repeats}"),
     ]
     for bad, message in problems:
         if bad:
@@ -479,7 +508,8 @@ def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
                 items: int) -> dict[str, Any]:
     return {
         "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
-        "temperature": settings.temperature, "max_tokens": settings.max_tokens,
+        "temperature": settings.temperature, "max_tokens": settings.max_tokens, "sampling_seed": settings.sampling_seed,
+        "repeats": settings.repeats,
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
         "dataset": {"path": str(settings.dataset), "id": dataset.dataset_id, "revision": dataset.revision,
@@ -513,8 +543,13 @@ def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dic
     return previous
 
 
-def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem]) -> dict[str, int]:
-    keys = [(item.id, probe) for item in items for probe in plan.expected_probes(item)]
+def _expected_keys(plan: ProbePlan, items: list[EvalItem], repeats: int) -> list[ItemKey]:
+    return [(item.id, probe, repeat) for repeat in range(repeats) for item in items
+            for probe in plan.expected_probes(item)]
+
+
+def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem], repeats: int) -> dict[str, int]:
+    keys = _expected_keys(plan, items, repeats)
     return {"expected": len(keys), "answered": sum(key in log.answered for key in keys),
             "failed": sum(key in log.failed for key in keys)}
 
@@ -522,7 +557,7 @@ def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem]) -> dict[
 def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log: PredictionLog,
                     items: list[EvalItem], image_sizes: list[str]) -> None:
     sessions = provenance["sessions"]
-    document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items),
+    document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items, provenance["repeats"]),
                 "tokens": {"prompt": log.prompt_tokens, "completion": log.completion_tokens},
                 "started": sessions[0]["started"], "finished": sessions[-1]["finished"]}
     write_atomic(out / RUN_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
@@ -530,19 +565,18 @@ def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log:
 
 def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log: PredictionLog, requests: int,
              elapsed_s: float, payloads: ImagePayloads | None, dry_run: bool) -> RunSummary:
-    counts = _counts(plan, log, items)
+    counts = _counts(plan, log, items, settings.repeats)
     return RunSummary(out=settings.out, model=settings.model, items=len(items), expected=counts["expected"],
                       answered=counts["answered"], failed=counts["failed"], requests=requests, elapsed_s=elapsed_s,
                       prompt_tokens=log.prompt_tokens, completion_tokens=log.completion_tokens,
                       images_encoded=payloads.stats.encodings if payloads else 0,
                       image_cpu_s=payloads.stats.cpu_s if payloads else 0.0, dry_run=dry_run,
-                      top_error=_top_error(log, items, plan))
+                      top_error=_top_error(log, items, plan, settings.repeats))
 
 
-def _top_error(log: PredictionLog, items: list[EvalItem], plan: ProbePlan) -> str | None:
+def _top_error(log: PredictionLog, items: list[EvalItem], plan: ProbePlan, repeats: int) -> str | None:
     """'N x ERROR (hint)' for the most common error among the run's failed calls, None when none failed."""
-    errors = Counter(log.failed[key] for key in ((item.id, probe) for item in items
-                                                  for probe in plan.expected_probes(item)) if key in log.failed)
+    errors = Counter(log.failed[key] for key in _expected_keys(plan, items, repeats) if key in log.failed)
     if not errors:
         return None
     error, count = errors.most_common(1)[0]

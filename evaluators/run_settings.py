@@ -28,5 +28,9 @@ class RunSettings:
     progress: bool = True
     backoff_s: float = 1.0
     """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""
+    sampling_seed: int = 0
+    """The run's sampling seed: each request's `seed` is derived from it, the item, the probe and the repeat."""
+    repeats: int = 1
+    """How many times every item's probes are asked (repeat 0 .. repeats - 1), each with its own seeds."""
     serve: dict[str, Any] | None = None
     """With --serve: the vLLM servers mmfaith started (model, arguments, replicas, GPU sets), for run.json."""

@@ -38,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                             help="bootstrap replicates for the 95%% CIs")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+        parser.add_argument("--repeat", type=int, default=0, metavar="R",
+                            help="score the lines of repeat R of a `run --repeats N` (default 0); pool the repeats' "
+                                 "score dirs with `report --pool`")
         parser.add_argument("--overwrite", action="store_true",
                             help="replace a non-empty --out that is not a score of the same inputs (default: refuse)")
         parser.add_argument("--drop-stale", action="store_true",

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from mmfaith.evaluators.crm.answers import ABSTAIN, choice, is_abstention, normalised
-from mmfaith.evaluators.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
+from mmfaith.evaluators.stats import bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
 
 DEFINITIONS_VERSION = "crm-metrics/1"
 STEP_THRESHOLD = 0.80
@@ -143,7 +143,10 @@ def _block(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict
                      for name, interval in intervals.items()},
             "n_units": len(lines), "n_sdr_defined": int(totals["sdr_n"][0]), "n_with_gold": int(totals["gold_n"][0]),
             "mcnemar_accuracy": {"original_right_masked_wrong": b, "original_wrong_masked_right": c_,
-                                 "p_value": mcnemar_exact(b, c_)}}
+                                 "p_value": mcnemar_exact(b, c_),
+                                 "p_clustered": clustered_mcnemar(
+                                     discordance([c["correct_original"] for c in components],
+                                                 [c["correct_masked"] for c in components]), clusters)}}
 
 
 def summarize(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
@@ -155,6 +158,15 @@ def summarize(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> d
         "by_mode": {m: _block([l for l in lines if l["mode"] == m], n_bootstrap, seed) for m in modes},
         "specific_vs_random": specific_vs_random(lines, n_bootstrap, seed),
     }
+
+
+def noise_floor(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """The original against its re-sample (another seed, no mask): the block of `_block` (SDR and AFR are the
+    change sampling alone produces; HR the judge's level on unmasked steps). Every rate null without units."""
+    if not lines:
+        return {"metrics": {name: None for name in RATES}, "ci95": {name: None for name in RATES}, "n_units": 0}
+    found = _block(lines, n_bootstrap, seed)
+    return {key: found[key] for key in ("metrics", "ci95", "n_units", "n_sdr_defined")}
 
 
 def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
@@ -182,7 +194,9 @@ def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: 
             if key is not None:
                 b = sum(1 for s, r in zip(specific, random) if s[key] and not r[key])
                 c = sum(1 for s, r in zip(specific, random) if r[key] and not s[key])
-                entry |= {"specific_only": b, "random_only": c, "mcnemar_p": mcnemar_exact(b, c)}
+                entry |= {"specific_only": b, "random_only": c, "mcnemar_p": mcnemar_exact(b, c),
+                          "clustered_p": clustered_mcnemar(discordance([s[key] for s in specific],
+                                                                       [r[key] for r in random]), clusters)}
             block[name] = entry
         out[style] = block
     return out

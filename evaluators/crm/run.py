@@ -8,6 +8,8 @@ Contract
   the final-answer call (`{image}_answer`, at `answer_temperature`, default 0): the CRM paper's
   settings. The images' conversations run concurrently; an answer waits only for its own CoT, and
   is not asked (an error line) when that CoT failed.
+- Then the original once more (`resample_cot`, `resample_answer`): the same conversation, another
+  request seed; the change it shows against the original is the noise floor of SDR and AFR.
 - A RUN_DIR resumes only with the same temperatures and prompt templates (`resume_settings`).
 """
 from __future__ import annotations
@@ -16,8 +18,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from mmfaith.evaluators.crm.prompts import (TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt, cot_prompt,
-                                            probe_names)
+from mmfaith.evaluators.crm.prompts import (RESAMPLE, TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt,
+                                            cot_prompt, probe_names)
 from mmfaith.evaluators.image_payload import ImageRef, Shown
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
@@ -41,6 +43,11 @@ def shown(item: CrmItem) -> list[tuple[str, ImageRef]]:
     return [("original", item.original), *item.variants.items()]
 
 
+def asked(item: CrmItem) -> list[tuple[str, ImageRef]]:
+    """(image name, image) of every conversation a run asks: the images shown, then the original re-sampled."""
+    return [*shown(item), (RESAMPLE, item.original)]
+
+
 class CrmProbePlan:
     """Two calls per image shown (see the module docstring)."""
 
@@ -49,7 +56,7 @@ class CrmProbePlan:
         self.answer_temperature = answer_temperature
 
     def expected_probes(self, item: CrmItem) -> tuple[str, ...]:
-        return tuple(probe for name, _ in shown(item) for probe in probe_names(name))
+        return tuple(probe for name, _ in asked(item) for probe in probe_names(name))
 
     def resume_settings(self) -> dict[str, Any]:
         return {"cot_temperature": self.cot_temperature, "answer_temperature": self.answer_temperature,
@@ -85,7 +92,7 @@ class CrmProbePlan:
                             priority=PRIORITY["answer"],
                             temperature=self.answer_temperature)
 
-        todo = [(name, image) for name, image in shown(item)
+        todo = [(name, image) for name, image in asked(item)
                 if any(asker.pending(probe) for probe in probe_names(name))]
         if asker.dry_run:
             for name, image in todo:

@@ -99,6 +99,7 @@ def score(args: argparse.Namespace) -> int:
         dataset=Path(args.dataset) if args.dataset else None, predictions=args.predictions, out=args.out, judge=judge,
         judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
+        repeat=args.repeat,
         format=args.format))
     overall, counts = metrics["overall"], metrics["counts"]
     answered = (f"{counts['answered_share']:.0%} of the probes answered"

@@ -70,6 +70,7 @@ def score(args: argparse.Namespace) -> int:
     metrics = score_vfaith(ScoreRequest(
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
+        repeat=args.repeat,
         judge=judge))
     overall, counts = metrics["overall"], metrics["counts"]
     shown = ", ".join(f"{k} {'n/a' if overall[k] is None else f'{overall[k]:.3f}'}" for k in overall)
