@@ -309,6 +309,14 @@ def _ci(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict
     return {name: _interval(value) for name, value in sorted(bounds.items())}
 
 
+def _control_ci(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, list[float] | None]:
+    """Cluster-bootstrap 95% intervals of the control pairs' false-alarm rates (overall and per probe)."""
+    bounds = stats.bootstrap_ci([item_components(i) for i in items], [i["cluster"] for i in items],
+                                control_from_sums, n_bootstrap, seed)
+    names = {"false_alarm": "false_alarm_rate", **{f"fa_{p}": f"false_alarm_{p}" for p in ALARM_PROBES}}
+    return {names[name]: _interval(value) for name, value in sorted(bounds.items())}
+
+
 def scored_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Every metric of a group of items with differences (n_items 0: every rate null)."""
     if not items:
@@ -352,12 +360,13 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
     """overall, by_difficulty (each with its ci95), ci95 of overall, control, and the answer counts."""
     scored = [item for item in items if item["num_differences"] > 0]
     by_group = {group: [item for item in scored if item["group"] == group] for group in GROUPS}
+    controls = [item for item in items if item["num_differences"] == 0]
     return {
         "overall": scored_block(scored),
         "ci95": _ci(scored, n_bootstrap, seed),
         "by_difficulty": {group: {**scored_block(members), "ci95": _ci(members, n_bootstrap, seed)}
                           for group, members in by_group.items()},
-        "control": control_block([item for item in items if item["num_differences"] == 0]),
+        "control": {**control_block(controls), "ci95": _control_ci(controls, n_bootstrap, seed)},
         "counts": {"n_items": len(items), "n_scored": len(scored), "n_control": len(items) - len(scored),
                    **answer_counts(items)},
     }

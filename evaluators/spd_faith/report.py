@@ -68,9 +68,12 @@ def _info(key: str) -> MetricInfo:
 
 def _cell(metrics: Mapping[str, Any], key: str, block: Mapping[str, Any] | None = None,
           ci: Mapping[str, Any] | None = None) -> str:
-    """A table cell: the value with its interval, or "n/a (why)"."""
+    """A table cell: the value with its interval (a dotted key's from its own block), or "n/a (why)"."""
     value = metric_value(metrics, key, block)
     why = "" if value is not None else why_undefined(key, metric_block(metrics, key, block), WHY_LEFT_OUT)
+    if ci is None and "." in key:
+        head, _, key = key.partition(".")
+        ci = metrics[head].get("ci95", {})
     interval = (metrics["ci95"] if block is None else block.get("ci95", {})) if ci is None else ci
     return fmt_ci(value, interval.get(key), why)
 
@@ -146,7 +149,7 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
              "", "## DRF error classes (claim counts)", "",
              *md_table(list(DRF_ERRORS), [[str(overall["DRF_errors"][k]) for k in DRF_ERRORS]]),
              "", "## Control pairs (no difference)", "",
-             f"false alarm rate {_cell(metrics, 'control.false_alarm_rate', ci={})} over {control['n_items']} "
+             f"false alarm rate {_cell(metrics, 'control.false_alarm_rate')} over {control['n_items']} "
              f"controls ({control['n_left_out']} left out); by probe: " +
              ", ".join(f"{p} {fmt(v)}" for p, v in control["false_alarm_by_probe"].items()), "",
              *([f"Judge agreement ({metrics['judge_agreement']['measure']}): "
