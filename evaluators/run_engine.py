@@ -24,9 +24,9 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   writes exactly one line, and run.json records each session's per-replica attempts, answers,
   errors and times taken out (`sessions[].replicas`).
 - Seeds and repeats: every request carries a `seed` (OpenAI and vLLM take it) derived from the
-  run's sampling seed, the item, the probe and the repeat (`request_seed`), so the same command asks the same
-  seeds. With `repeats` N every item's probes are asked N times (repeat 0 .. N-1; a repeat's
-  dependent probes chain within it). Every line records its call's settings in
+  run's sampling seed, the item, the probe and the repeat (`request_seed`), so the same command
+  asks the same seeds. With `repeats` N every item's probes are asked N times (repeat 0 .. N-1; a
+  repeat's dependent probes chain within it). Every line records its call's settings in
   `meta.generation` ({temperature, max_tokens, seed, repeat}); an answer is keyed by
   (id, probe, repeat), repeat 0 where the line has none.
 - `dry_run` prints each request that would be sent (images abridged to their size) and a token
