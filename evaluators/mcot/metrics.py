@@ -101,7 +101,8 @@ def _rate_parts(item: ItemOutcome) -> dict[str, float]:
     parts = {"accuracy_trace": (float(item.correct["trace"]), 1.0)}
     if item.visual:
         parts |= {f"accuracy_{probe}": (float(item.correct[probe]), 1.0) for probe in REPLAYS if probe in item.correct}
-        parts["agreement_replay_none_trace"] = (float(item.answers.get("replay_none") == item.answers.get("trace")), 1.0)
+        agree = item.answers.get("replay_none") == item.answers.get("trace")
+        parts["agreement_replay_none_trace"] = (float(agree), 1.0)
         for name, label in (("reliability", item.reliable), ("sufficiency", item.sufficient)):
             if label is not None:
                 parts[name] = (float(label), 1.0)
