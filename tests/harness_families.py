@@ -22,9 +22,11 @@ from mmfaith.evaluators.reference_server import ReferenceServer
 from .harness_round_trip import harness_env, lines_by_key, scores_without_provenance
 
 
-RUN_ONLY_META = ("attempts", "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "reasoning")
+RUN_ONLY_META = ("attempts", "latency_s", "prompt_tokens", "completion_tokens", "finish_reason", "reasoning",
+                 "generation")
 """Meta that `mmfaith run`'s engine writes and a harness log tells differently or not at all (the rest of a
-run line's meta, the family's own and the images shown, must be imported as the run wrote it)."""
+run line's meta, the family's own and the images shown, must be imported as the run wrote it; `generation`
+holds the request seed mmfaith derives, which a harness does not send)."""
 
 
 def run_lmms_eval(python: Path, task: str, tasks: Path, model: str, base_url: str, out: Path) -> None:
