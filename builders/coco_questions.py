@@ -17,13 +17,23 @@ Templates (`Question.facts` in brackets):
   other basic colours; each at least DEFAULT_MIN_DELTA_E (CIE76) from the object's colour and
   carried by less than SECONDARY_SHARE of its pixels, so no distractor is also a fair answer.
 - count: "How many {objects} are there?" [category, count], 1 to max_count instances. Options are
-  n consecutive numbers that always hold count - 1 and count (a removal of one instance moves the
-  answer to another option); the window's start is drawn with the seed.
-- existence: "Is there {a object} in the image?" [category, count], answer yes; options yes / no.
+  n consecutive numbers from 0 up that hold the count, so the gold can sit at every rank (smallest
+  and largest included, as far as 0 allows); with `count_holds_one_less` (VFaith: a removal of one
+  instance moves the answer to another option) they also hold count - 1. The window's start is
+  drawn with the seed, or with a `QuestionBalance` the start that puts the gold at the rank least
+  used so far.
+- existence: "Is there {a object} in the image?" [category, count], options yes / no. Present
+  (answer yes, count >= 1, evidence every instance) for every countable category, and as many
+  absent ones (answer no, count 0) about categories from `absent` that the image has no
+  annotation of at all, crowd included: the caller passes categories plausible for the scene
+  (`plausible_absent`: they co-occur with one of its categories in another image of the source,
+  or share its supercategory). An absent question's evidence is the present instance that makes
+  the category plausible (its `anchor`): the object a model might infer the absent one from.
 - relation: "Is the {subject} to the left or to the right of the {reference}?" [subject,
   reference, relation], two categories with one instance each whose boxes are disjoint in x by at
   least min_relation_gap of the width; options left / right. Which of the two is the subject is
-  drawn with the seed.
+  drawn with the seed, or with a `QuestionBalance` the one whose answer (left or right) is the less
+  used so far.
 
 COCO annotates instances incompletely, and a crowd region stands for an uncounted group: a
 category with any crowd annotation in the image gets no question at all, and every instance a
@@ -32,21 +42,30 @@ likely unannotated twin could make count and existence wrong. Sizes are box area
 area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
+Balance (docs/questions.md): a build passes one `QuestionBalance` to every scene and records in it
+the questions it keeps; the generator's free choices (count window, relation subject, the gold's
+letter) then go to whatever is least used so far within the template, so a blind guess (always A,
+always "right", "the second smallest number") earns chance and not more. Without one, each choice
+is a seeded draw. What the source decides (which colour an object has, how many there are) is
+balanced by the build's cap (mmfaith/gold_balance.py).
+
 Determinism: questions come in a fixed order (template, then category or annotation ids), and each
-question's options are shuffled by a generator seeded from (seed, key), where the key names the
-template, the image and the annotations; the same scene and seed give the same questions.
+question's random choices come from a generator seeded from (seed, key), where the key names the
+template, the image and the annotations (and the balance's tallies, themselves fixed by the build
+order); the same scenes, order and seed give the same questions.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from mmfaith.builders.coco_source import Instance, Scene
+from mmfaith.builders.coco_source import CocoSource, Instance, Scene
 from mmfaith.builders.colors import COLOR_NAMES, is_monochrome, name_labs, object_color, rgb_to_lab, distinct_targets
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E
 from mmfaith.builders.targets import PEOPLE, TargetRules, movable_reason
@@ -74,6 +93,7 @@ class QuestionRules:
     min_relation_gap: float = 0.02
     max_subject_area: float | None = None
     n_options: int = 4
+    count_holds_one_less: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,10 +142,103 @@ def question_rng(seed: int, key: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "big"))
 
 
-def _shuffled_options(texts: Sequence[str], gold: str, rng: np.random.Generator) -> tuple[tuple[Option, ...], str]:
-    order = rng.permutation(len(texts))
-    options = tuple(Option(LETTERS[i], texts[j]) for i, j in enumerate(order))
-    return options, next(o.label for o in options if o.text == gold)
+class QuestionBalance:
+    """A build's running tallies, per template, of its kept questions' gold texts, gold letters, (count)
+    gold ranks and prior ranks; the generator's free choices go to the least used (module docstring).
+
+    The prior rank of a question is where its gold stands among its options ordered by how often each
+    option text has been a gold so far (0: the most frequent, what mmfaith/gold_balance.py's prior
+    answers); balancing it keeps the prior near chance where the source's golds are skewed (counts)."""
+
+    def __init__(self) -> None:
+        self.tallies: dict[tuple[str, str], Counter[Any]] = {}
+        self.pending: dict[tuple[str, str], Counter[Any]] = {}
+        """The choices made for the scene being asked, so its questions do not all take the same one."""
+
+    def begin_scene(self) -> None:
+        """Forget the pending choices of the previous scene (what was kept of it is recorded)."""
+        self.pending = {}
+
+    def _tally(self, kind: str, template: str) -> Counter[Any]:
+        return self.tallies.setdefault((kind, template), Counter())
+
+    def prior_rank(self, template: str, texts: Sequence[str], gold: str) -> int:
+        """Where `gold` stands among `texts` ordered by gold frequency so far (ties: the given order)."""
+        golds = self._tally("gold", template)
+        return sorted(texts, key=lambda t: (-golds[t], texts.index(t))).index(gold)
+
+    def record(self, question: Question) -> None:
+        """Count a question the build keeps."""
+        texts = [o.text for o in question.options]
+        prior_rank = self.prior_rank(question.template, texts, question.answer_text)
+        self._tally("prior_rank", question.template)[prior_rank] += 1
+        self._tally("gold", question.template)[question.answer_text] += 1
+        self._tally("letter", question.template)[question.answer] += 1
+        if question.template == "count":
+            numbers = sorted(int(text) for text in texts)
+            self._tally("rank", question.template)[numbers.index(int(question.answer_text))] += 1
+
+    def least(self, kind: str, template: str, choices: Sequence[Any], rng: np.random.Generator) -> Any:
+        """The choice used least so far (`kind` gold, letter, rank or prior_rank), ties drawn with `rng`."""
+        tally, pending = self._tally(kind, template), self.pending.setdefault((kind, template), Counter())
+        low = min(tally[c] + pending[c] for c in choices)
+        tied = [c for c in choices if tally[c] + pending[c] == low]
+        choice = tied[int(rng.integers(len(tied)))]
+        pending[choice] += 1
+        return choice
+
+    def most_frequent_first(self, template: str, texts: Sequence[str], rng: np.random.Generator) -> list[str]:
+        """`texts` ordered by how often each has been a gold so far, most first (ties in a seeded order)."""
+        golds, order = self._tally("gold", template), rng.permutation(len(texts))
+        return [texts[i] for i in sorted(order, key=lambda i: -golds[texts[i]])]
+
+
+def _placed_options(texts: Sequence[str], gold: str, rng: np.random.Generator, template: str,
+                    balance: QuestionBalance | None) -> tuple[tuple[Option, ...], str]:
+    """The options in letter order: a seeded shuffle, or with a balance the gold at its least used letter
+    (stratified assignment) and the distractors shuffled around it."""
+    if balance is None:
+        order = rng.permutation(len(texts))
+        options = tuple(Option(LETTERS[i], texts[j]) for i, j in enumerate(order))
+        return options, next(o.label for o in options if o.text == gold)
+    letter = balance.least("letter", template, list(LETTERS[:len(texts)]), rng)
+    others = [t for t in texts if t != gold]
+    placed = [others[i] for i in rng.permutation(len(others))]
+    placed.insert(LETTERS.index(letter), gold)
+    return tuple(Option(LETTERS[i], text) for i, text in enumerate(placed)), letter
+
+
+class CategoryContext:
+    """Which categories of a COCO source go together: in how many images each pair is annotated (crowd
+    included), and each category's supercategory; `plausible_absent` gives a scene's candidates for
+    absent existence questions. Built once per source (a pass over its annotations)."""
+
+    def __init__(self, source: CocoSource) -> None:
+        by_image: dict[int, set[str]] = {}
+        for ann in source.coco.dataset["annotations"]:
+            by_image.setdefault(ann["image_id"], set()).add(source.categories[ann["category_id"]])
+        self.together: Counter[tuple[str, str]] = Counter()
+        for categories in by_image.values():
+            self.together.update((a, b) for a in categories for b in categories if a != b)
+        self.supercategory = {c["name"]: c.get("supercategory") for c in source.coco.dataset["categories"]}
+
+    def plausible_absent(self, scene: Scene) -> dict[str, dict[str, int]]:
+        """{absent category: {present category: strength}}: categories with no annotation in the scene that
+        co-occur with a present one in other images (strength: how many; the scene cannot hold the pair,
+        it lacks the absent one) or share its supercategory (strength at least 1)."""
+        present = sorted({inst.category for inst in scene.instances})
+        found: dict[str, dict[str, int]] = {}
+        for absent in sorted(set(self.supercategory) - set(present)):
+            links = {}
+            for category in present:
+                shared = self.together[(absent, category)]
+                group = self.supercategory[absent]
+                same = group is not None and group == self.supercategory.get(category)
+                if shared or same:
+                    links[category] = max(shared, 1)
+            if links:
+                found[absent] = links
+        return found
 
 
 def _area(inst: Instance, scene: Scene) -> float:
@@ -170,7 +283,7 @@ class _SceneView:
 
 
 def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int,
-                    target_rules: TargetRules) -> Question | None:
+                    target_rules: TargetRules, balance: QuestionBalance | None) -> Question | None:
     scene, rules = view.scene, view.rules
     mask = view.masks[inst.ann_id]
     palette = target_rules.color_palette(inst.category)
@@ -187,40 +300,96 @@ def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int
     key = f"color:{scene.image_id}:{inst.ann_id}"
     rng = question_rng(seed, key)
     wanted = rules.n_options - 1
-    distractors = [plausible[i] for i in rng.permutation(len(plausible))][:wanted]
-    distractors += [others[i] for i in rng.permutation(len(others))][:wanted - len(distractors)]
+    if balance is None:
+        plausible = [plausible[i] for i in rng.permutation(len(plausible))]
+        others = [others[i] for i in rng.permutation(len(others))]
+    else:  # distractors that are frequent golds too, so the prior cannot tell the gold by its frequency
+        plausible = balance.most_frequent_first("color", plausible, rng)
+        others = balance.most_frequent_first("color", others, rng)
+    distractors = plausible[:wanted]
+    distractors += others[:wanted - len(distractors)]
     if len(distractors) < wanted:
         return None
-    options, answer = _shuffled_options([current.name, *distractors], current.name, rng)
+    options, answer = _placed_options([current.name, *distractors], current.name, rng, "color", balance)
     name = display_name(inst.category)
     verb = "are" if inst.category in PLURAL_ONLY else "is"
     return Question(key, "color", f"What color {verb} the {name}?", options, answer, (inst,),
                     {"category": inst.category, "color": current.name})
 
 
-def _count_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int) -> Question:
+def _count_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int,
+                    balance: QuestionBalance | None) -> Question:
     count, n = len(insts), view.rules.n_options
     key = f"count:{view.scene.image_id}:{'+'.join(str(i.ann_id) for i in insts)}"
     rng = question_rng(seed, key)
-    starts = [s for s in range(count - n + 1, count) if s >= 0]
-    start = starts[int(rng.integers(len(starts)))]
+    last = count - 1 if view.rules.count_holds_one_less else count
+    starts = list(range(max(0, count - n + 1), last + 1))
+    if balance is None:
+        start = starts[int(rng.integers(len(starts)))]
+    else:  # the least used prior rank, then the least used place among the numbers
+        windows = {s: [str(v) for v in range(s, s + n)] for s in starts}
+        prior = {s: balance.prior_rank("count", windows[s], str(count)) for s in starts}
+        low = balance.least("prior_rank", "count", sorted(set(prior.values())), rng)
+        tied = [s for s in starts if prior[s] == low]
+        start = count - balance.least("rank", "count", [count - s for s in tied], rng)
     texts = [str(value) for value in range(start, start + n)]
-    options, answer = _shuffled_options(texts, str(count), rng)
+    options, answer = _placed_options(texts, str(count), rng, "count", balance)
     name = display_name(category)
     noun = f"pairs of {name}" if category in PLURAL_ONLY else plural(name)
     return Question(key, "count", f"How many {noun} are there in the image?", options, answer, insts,
                     {"category": category, "count": count})
 
 
-def _existence_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int) -> Question:
-    key = f"existence:{view.scene.image_id}:{'+'.join(str(i.ann_id) for i in insts)}"
-    options, answer = _shuffled_options(["yes", "no"], "yes", question_rng(seed, key))
+def _existence_text(category: str) -> str:
     name = display_name(category)
-    text = f"Are there {name} in the image?" if category in PLURAL_ONLY else f"Is there {with_article(name)} in the image?"
-    return Question(key, "existence", text, options, answer, insts, {"category": category, "count": len(insts)})
+    if category in PLURAL_ONLY:
+        return f"Are there {name} in the image?"
+    return f"Is there {with_article(name)} in the image?"
 
 
-def _relation_question(view: _SceneView, first: Instance, second: Instance, seed: int) -> Question | None:
+def _existence_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int,
+                        balance: QuestionBalance | None) -> Question:
+    key = f"existence:{view.scene.image_id}:{'+'.join(str(i.ann_id) for i in insts)}"
+    options, answer = _placed_options(["yes", "no"], "yes", question_rng(seed, key), "existence", balance)
+    return Question(key, "existence", _existence_text(category), options, answer, insts,
+                    {"category": category, "count": len(insts)})
+
+
+def _absent_questions(view: _SceneView, countable: list[tuple[str, tuple[Instance, ...]]],
+                      absent: Mapping[str, Mapping[str, int]], seed: int,
+                      balance: QuestionBalance | None) -> list[Question]:
+    """As many absent existence questions as present ones (module docstring), drawn with weights = their
+    strongest link to a countable present category; the anchor is that category's first instance."""
+    anchors = dict(countable)
+    annotated = {inst.category for inst in view.scene.instances}
+    pool = []
+    for category, links in sorted(absent.items()):
+        linked = [(strength, present) for present, strength in links.items() if present in anchors]
+        if category not in annotated and linked:
+            strength, present = min(linked, key=lambda sp: (-sp[0], sp[1]))
+            pool.append((category, present, strength))
+    if not pool or not countable:
+        return []
+    rng = question_rng(seed, f"existence:{view.scene.image_id}:absent")
+    weights = np.array([strength for _, _, strength in pool], dtype=float)
+    picks = rng.choice(len(pool), size=min(len(countable), len(pool)), replace=False, p=weights / weights.sum())
+    questions = []
+    for index in sorted(int(i) for i in picks):
+        category, present, _ = pool[index]
+        anchor = anchors[present][0]
+        key = f"existence:{view.scene.image_id}:absent:{category}"
+        options, answer = _placed_options(["yes", "no"], "no", question_rng(seed, key), "existence", balance)
+        questions.append(Question(key, "existence", _existence_text(category), options, answer, (anchor,),
+                                  {"category": category, "count": 0, "anchor": present}))
+    return questions
+
+
+def _relation_of(subject: Instance, reference: Instance) -> str:
+    return "left" if subject.bbox[0] < reference.bbox[0] else "right"
+
+
+def _relation_question(view: _SceneView, first: Instance, second: Instance, seed: int,
+                       balance: QuestionBalance | None) -> Question | None:
     (x1, _, w1, _), (x2, _, w2, _) = first.bbox, second.bbox
     gap = max(x2 - (x1 + w1), x1 - (x2 + w2))
     if gap < view.rules.min_relation_gap * view.scene.width:
@@ -230,9 +399,13 @@ def _relation_question(view: _SceneView, first: Instance, second: Instance, seed
     pairs = [(s, r) for s, r in ((first, second), (second, first)) if view.small_enough(s)]
     if not pairs:
         return None
-    subject, reference = pairs[int(rng.integers(len(pairs)))]
-    relation = "left" if subject.bbox[0] < reference.bbox[0] else "right"
-    options, answer = _shuffled_options(["left", "right"], relation, rng)
+    if balance is None:
+        subject, reference = pairs[int(rng.integers(len(pairs)))]
+    else:
+        relation = balance.least("gold", "relation", [_relation_of(s, r) for s, r in pairs], rng)
+        subject, reference = next((s, r) for s, r in pairs if _relation_of(s, r) == relation)
+    relation = _relation_of(subject, reference)
+    options, answer = _placed_options(["left", "right"], relation, rng, "relation", balance)
     text = (f"Is the {display_name(subject.category)} to the left or to the right of the "
             f"{display_name(reference.category)}?")
     return Question(key, "relation", text, options, answer, (subject, reference),
@@ -240,32 +413,39 @@ def _relation_question(view: _SceneView, first: Instance, second: Instance, seed
 
 
 def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequence[str] = TEMPLATES,
-                    rules: QuestionRules = QuestionRules(), target_rules: TargetRules = TargetRules()) -> list[Question]:
+                    rules: QuestionRules = QuestionRules(), target_rules: TargetRules = TargetRules(),
+                    absent: Mapping[str, Mapping[str, int]] | None = None,
+                    balance: QuestionBalance | None = None) -> list[Question]:
     """Every question the templates allow on one scene (module docstring), in a deterministic order.
 
-    `rgb` is the scene's decoded HxWx3 uint8 image (colour questions read its pixels). Unknown
-    template names raise ValueError.
+    `rgb` is the scene's decoded HxWx3 uint8 image (colour questions read its pixels). `absent` is
+    `CategoryContext.plausible_absent(scene)` (none given: no absent existence questions); `balance`
+    steers the free choices (module docstring) and is only read here: the caller records what it
+    keeps. Unknown template names raise ValueError.
     """
     unknown = sorted(set(templates) - set(TEMPLATES))
     if unknown:
         raise ValueError(f"unknown question template(s) {', '.join(unknown)}; known: {', '.join(TEMPLATES)}")
     view = _SceneView(scene, rules)
+    if balance is not None:
+        balance.begin_scene()
     questions: list[Question] = []
     if "color" in templates and not is_monochrome(rgb):
         for inst in view.singles():
             if inst.category not in PEOPLE and view.small_enough(inst):
-                question = _color_question(view, inst, rgb, seed, target_rules)
+                question = _color_question(view, inst, rgb, seed, target_rules, balance)
                 if question is not None:
                     questions.append(question)
     if "count" in templates:
-        questions += [_count_question(view, cat, insts, seed) for cat, insts in view.countable()]
+        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in view.countable()]
     if "existence" in templates:
-        questions += [_existence_question(view, cat, insts, seed) for cat, insts in view.countable()]
+        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in view.countable()]
+        questions += _absent_questions(view, view.countable(), absent or {}, seed, balance)
     if "relation" in templates:
         singles = view.singles()
         for i, first in enumerate(singles):
             for second in singles[i + 1:]:
-                question = _relation_question(view, first, second, seed)
+                question = _relation_question(view, first, second, seed, balance)
                 if question is not None:
                     questions.append(question)
     return questions

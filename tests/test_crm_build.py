@@ -65,24 +65,32 @@ def test_records_are_schema_valid_and_gated(crm_build: Path) -> None:
 
 
 def test_coco_questions_come_from_the_shared_generator(crm_build: Path, sample: tuple[Path, Path]) -> None:
-    from mmfaith.builders.coco_questions import scene_questions
+    from mmfaith.builders.coco_questions import CategoryContext, QuestionBalance, scene_questions
     from mmfaith.builders.coco_source import CocoSource
     from mmfaith.images import read_rgb
 
     source = CocoSource(*sample)
     record = read_records(crm_build)[0]
     scene = source.scene(record["source"]["image_id"])
-    question = next(q for q in scene_questions(scene, read_rgb(scene.path), 0)
-                    if f"coco:{q.key}" == record["build"]["key"])
+    # The build's first image is asked with a fresh balance (nothing kept before it).
+    questions = scene_questions(scene, read_rgb(scene.path), 0, absent=CategoryContext(source).plausible_absent(scene),
+                                balance=QuestionBalance())
+    question = next(q for q in questions if f"coco:{q.key}" == record["build"]["key"])
     assert record["question"] == question.question and record["regions"] == question.regions()
     assert record["answer"] == question.answer and record["question_type"] == question.template
 
 
 def test_rejections_name_their_reason(crm_build: Path) -> None:
     rejected = read_records(crm_build, "rejected.jsonl")
-    assert rejected and all(r["stage"] == "placement" for r in rejected)
-    assert all(r["reason"].startswith("no place for a ") and r["reason"].endswith("after 2000 tries")
-               for r in rejected)
+    stages = {r["stage"] for r in rejected}
+    # The build asks for blur and mean too: every colour question is refused them (issue 27 item 6).
+    assert stages == {"placement", "mask_style"}
+    for r in rejected:
+        if r["stage"] == "placement":
+            assert r["reason"].startswith("no place for a ") and r["reason"].endswith("after 2000 tries")
+        else:
+            assert r["key"].startswith("coco:color:") and "blur keeps the region's average colour" in r["reason"]
+    assert not any(r["question_type"] == "color" for r in read_records(crm_build))
 
 
 def test_rebuild_is_byte_identical_and_resume_continues(crm_build: Path, tmp_path: Path) -> None:

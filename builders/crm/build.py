@@ -4,7 +4,11 @@ Flow: a source adapter (builders/crm/sources.py: COCO through the shared questio
 VisArgs-style rows) yields candidates in a fixed order -> in workers (local processes or Ray tasks,
 builders/executors.py): `variants.make_item` masks each one in every mode and style, gates it and
 writes its PNGs into the build's staging folder -> in candidate order: the files moved into place,
-then the record to records.jsonl or the reason to rejected.jsonl.
+then the record to records.jsonl or the reason to rejected.jsonl. A made item whose gold would
+break the per-template cap (mmfaith/gold_balance.py: one gold text's share at most chance +
+`gold_margin`, by one item) is rejected there too (stage `gold_balance`, the reason names the
+share), and build.json's `gold` gives each template's gold distribution with what an always-A and
+the prior model score (docs/questions.md).
 
 Determinism and resume: candidates come in the same order for the same source and seed, and every
 handled candidate is journaled under its key, so a re-run with the same arguments skips what is
@@ -39,6 +43,7 @@ from mmfaith.builders.executors import ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import DEFAULT_MARGIN, GoldCap, GoldItem, gold_summary
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
 from mmfaith.outdir import prepare_out_dir
@@ -61,6 +66,8 @@ class CrmBuildRequest:
     max_items: int = 50
     allow_noderivs: bool = False
     mask: MaskSettings = field(default_factory=MaskSettings)
+    gold_margin: float = DEFAULT_MARGIN
+    """The cap on a template's majority gold: chance + this (mmfaith/gold_balance.py)."""
     progress: bool = True
     workers: int = 1
     executor: ExecutorChoice | None = None
@@ -74,6 +81,12 @@ class CrmBuildSummary:
     regenerated: list[str]
     skipped_images: dict[str, int]
     out: Path
+    gold: dict[str, dict[str, Any]]
+
+
+def gold_items(records: list[dict[str, Any]]) -> list[GoldItem]:
+    """The multiple-choice records as the gold balance sees them (free-form VisArgs items have no options)."""
+    return [GoldItem.of_record(r["question_type"], r["options"], r["answer"]) for r in records if r["options"]]
 
 
 class _Source:
@@ -234,7 +247,7 @@ def build_crm(request: CrmBuildRequest) -> CrmBuildSummary:
     out = prepare_out_dir(request.out, "build")
     journal = _Journal(out)
     recipe = {"family": "crm", "source": source.recipe(), "seed": request.mask.seed,
-              "mask": request.mask.provenance()}
+              "mask": request.mask.provenance(), "gold_margin": request.gold_margin}
     build_json = out / "build.json"
     if build_json.exists():
         previous = read_json_object(build_json, "").get("recipe")
@@ -263,6 +276,7 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
     clear_staging(out)
     bar = tqdm(total=request.max_items, initial=min(made, request.max_items), unit="item", desc="crm",
                disable=not request.progress, dynamic_ncols=True)
+    cap = GoldCap(request.gold_margin, gold_items(journal.records))
     pool = open_executor(choice_for(request.executor, request.workers), reads=source.paths(), writes=[out])
     finished = False
     try:
@@ -277,6 +291,7 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
             if not pending:
                 break
             outcome: ItemOutcome = pending.popleft().get()
+            _apply_cap(cap, outcome)
             if outcome.record is None:
                 assert outcome.rejection is not None
                 journal.rejections.append(outcome.rejection)
@@ -286,6 +301,8 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
                 commit_files(out, outcome.staged)
                 journal.appender.append(outcome.record)
                 journal.records.append(outcome.record)
+                for item in gold_items([outcome.record]):
+                    cap.add(item)
                 made += 1
                 bar.update(1)
             journal.done.add(outcome.key)
@@ -295,7 +312,19 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
         pool.close(abort=not finished)
         clear_staging(out)
         journal.close()
-    return CrmBuildSummary(made, dict(journal.rejected), regenerated, dict(source.skipped), out)
+    return CrmBuildSummary(made, dict(journal.rejected), regenerated, dict(source.skipped), out,
+                           gold_summary(gold_items(journal.records)))
+
+
+def _apply_cap(cap: GoldCap, outcome: ItemOutcome) -> None:
+    """Turn a made item whose gold breaks the cap into a rejection (stage `gold_balance`) with the reason."""
+    items = gold_items([outcome.record]) if outcome.record is not None else []
+    reason = cap.refusal(items[0]) if items else None
+    if reason is not None:
+        record = outcome.record
+        outcome.rejection = {"key": outcome.key, "id": record["id"], "stage": "gold_balance", "reason": reason,
+                             "file_name": record["source"]["file_name"]}
+        outcome.record = None
 
 
 def _write_build_json(path: Path, recipe: dict[str, Any], request: CrmBuildRequest, started: float,
@@ -314,5 +343,6 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: CrmBuildReque
         document |= {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "seconds": round(time.time() - started, 2),
                      "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
-                                "regenerated": summary.regenerated, "skipped_images": summary.skipped_images}}
+                                "regenerated": summary.regenerated, "skipped_images": summary.skipped_images},
+                     "gold": summary.gold}
     write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mmfaith.builders.executors import add_executor_options, executor_choice
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import DEFAULT_MARGIN
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
   mmfaith build crm --out out/crm --max-items 20 --mask-style black,blur --seed 0
@@ -54,6 +55,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
                      help="mask the evidence's box, or its instance mask (COCO only)")
     how.add_argument("--margin", type=int, default=8, metavar="PX", help="random boxes stay this far from the evidence")
     how.add_argument("--max-tries", type=int, default=2000, help="random placement draws per item before rejecting it")
+    how.add_argument("--gold-margin", type=float, default=DEFAULT_MARGIN, metavar="X",
+                     help="cap on each template's majority gold share: chance + X (candidates beyond are rejected)")
     how.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_executor_options(how)
 
@@ -65,7 +68,10 @@ def run_build(args: argparse.Namespace) -> int:
     from mmfaith.builders.crm.sources import ColumnMap
     from mmfaith.builders.crm.variants import MODES, MaskSettings
     from mmfaith.builders.masks import MASK_STYLES
+    from mmfaith.gold_balance import summary_line
 
+    if not 0 <= args.gold_margin <= 1:
+        raise MmfaithError(f"--gold-margin must be in [0, 1], not {args.gold_margin}.")
     if args.per_image < 1 or args.margin < 0 or args.max_tries < 1:
         raise MmfaithError("--per-image and --max-tries must be 1 or more, --margin 0 or more.")
     mask = MaskSettings(seed=args.seed, styles=_listed(args.mask_style, MASK_STYLES, "--mask-style"),
@@ -76,9 +82,11 @@ def run_build(args: argparse.Namespace) -> int:
         columns=ColumnMap.parse(args.columns), question_template=args.question_template,
         license_name=args.license_name, templates=_listed(args.templates, TEMPLATES, "--templates"),
         per_image=args.per_image, max_items=args.max_items, allow_noderivs=args.allow_noderivs, mask=mask,
-        progress=not args.no_progress, workers=args.workers, executor=executor_choice(args)))
+        gold_margin=args.gold_margin, progress=not args.no_progress, workers=args.workers,
+        executor=executor_choice(args)))
     rejected = sum(summary.rejected.values())
     remade = f"; variants remade for {len(summary.regenerated)} corrected items" if summary.regenerated else ""
     print(f"built {summary.accepted} CRM items in {summary.out} ({rejected} candidates rejected; see "
           f"rejected.jsonl){remade}")
+    print(summary_line(summary.gold))
     return 0

@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 
 from mmfaith import __version__
+from mmfaith.builders.crm.build import gold_items
+from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
 from mmfaith.images import sha256_file
 from mmfaith.loaders.crm import open_crm_dataset, variant_name
 from mmfaith.loaders.crm.rows import RELEASE_FORMAT, features, record_to_row
@@ -102,4 +104,6 @@ def _card(request: ReleaseRequest, kept: list[dict[str, Any]], rows: dict[str, i
         noderivs_policy=("are included because the release was made with `--allow-noderivs`; check that you may "
                          "use them." if request.allow_noderivs else "are never released."),
         repo_id=request.name, first_config=next(iter(rows)),
+        gold_margin=f"{recipe.get('gold_margin', DEFAULT_MARGIN):.2f}",
+        gold_table=gold_table(gold_summary(gold_items(kept))),
         license_table="\n".join(f"- {name}: {count} items" for name, count in sorted(licenses.items())))

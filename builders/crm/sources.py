@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules, scene_questions
+from mmfaith.builders.coco_questions import (TEMPLATES, CategoryContext, Question, QuestionBalance, QuestionRules,
+                                             question_rng, scene_questions)
 from mmfaith.builders.coco_source import CocoSource, Instance, License, Scene
 from mmfaith.errors import MmfaithError
 from mmfaith.images import read_rgb
@@ -58,14 +59,25 @@ def coco_record_source(scene: Scene, dataset: str, split: str) -> dict[str, Any]
             "attribution": f"COCO image {scene.image_id} ({lic.name}){' ' + scene.flickr_url if scene.flickr_url else ''}"}
 
 
+def _pick(questions: list[Question], balance: QuestionBalance, seed: int, image_id: int) -> Question:
+    """The question whose gold is the template's least used so far (ties drawn with the seed)."""
+    template = questions[0].template
+    gold = balance.least("gold", template, sorted({q.answer_text for q in questions}),
+                         question_rng(seed, f"pick:{template}:{image_id}"))
+    return next(q for q in questions if q.answer_text == gold)
+
+
 def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = TEMPLATES, per_image: int = 2,
                     allow_noderivs: bool = False, max_pixels: int | None = None,
                     skipped: dict[str, int] | None = None) -> Iterator[Candidate]:
     """Candidates from COCO scenes, in image-id order: at most `per_image` questions per image, taken
     round-robin over the templates in `scene_questions`' order (so an image gives a colour and a
-    count question before a second colour one). NoDerivs images are skipped (counted in `skipped`)
-    unless `allow_noderivs`: a masked variant is a derivative."""
+    count question before a second colour one), within a template the one whose gold the build has
+    used least (existence alternates present and absent objects, docs/questions.md). One
+    `QuestionBalance` steers the whole build's choices. NoDerivs images are skipped (counted in
+    `skipped`) unless `allow_noderivs`: a masked variant is a derivative."""
     skipped = {} if skipped is None else skipped
+    context, balance = CategoryContext(source), QuestionBalance()
     for image_id in source.image_ids():
         scene = source.scene(image_id)
         if not scene.license.allows_derivatives and not allow_noderivs:
@@ -75,14 +87,18 @@ def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = 
             skipped["no_instances"] = skipped.get("no_instances", 0) + 1
             continue
         rgb = read_rgb(scene.path) if max_pixels is None else read_rgb(scene.path, max_pixels)
-        by_template: dict[str, list] = {}
-        for question in scene_questions(scene, rgb, seed, templates, QuestionRules()):
+        by_template: dict[str, list[Question]] = {}
+        for question in scene_questions(scene, rgb, seed, templates, QuestionRules(),
+                                        absent=context.plausible_absent(scene), balance=balance):
             by_template.setdefault(question.template, []).append(question)
         chosen = []
         while len(chosen) < per_image and any(by_template.values()):
             for template in templates:
                 if by_template.get(template) and len(chosen) < per_image:
-                    chosen.append(by_template[template].pop(0))
+                    question = _pick(by_template[template], balance, seed, image_id)
+                    by_template[template].remove(question)
+                    balance.record(question)
+                    chosen.append(question)
         if not chosen:
             skipped["no_question"] = skipped.get("no_question", 0) + 1
         for question in chosen:

@@ -14,6 +14,13 @@ Contract (`make_item(candidate, settings) -> ItemOutcome`)
   `variants/<id>/<mode>-<style>.png`; the original is decoded and written the same way to
   `originals/<file stem>.png` (models then see original and variants through one lossless
   codec). The same candidate and settings give byte-identical files and record.
+- A mask must not keep what the question asks about (issue 27 item 6). A style listed in
+  `KEEPS_ANSWER` for the question's type is refused for it (stage `mask_style`): `blur` leaves the
+  region's average colour and `mean` fills it with the image's average colour, either of which can
+  name a colour question's answer. And a pixel test (stage `mask_leak`): for a colour question,
+  the pixels under every specific variant's mask must not be named its gold colour by the rule the
+  generator used (colors.object_color, dominant share): a black box over a black object shows its
+  answer too, and such an item is rejected with the reason.
 - `build.regions_sha256` is the hash of the regions the variants were made from: a build that
   finds it differs from the record's `regions` (a corrected box) remakes that item's variants.
 """
@@ -27,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from mmfaith import __version__
+from mmfaith.builders.colors import object_color
 from mmfaith.builders.crm.sources import Candidate
 from mmfaith.builders.masks import (MaskRegion, apply_mask, check_covers, check_outside_unchanged, mask_union,
                                     pixel_box, random_boxes, segment_region)
@@ -34,6 +42,9 @@ from mmfaith.images import DEFAULT_MAX_PIXELS, UnreadableImage, png_bytes, rgb_f
 from mmfaith.jsonl import canonical_json
 
 MODES = ("specific", "random")
+KEEPS_ANSWER = {"color": {"blur": "blur keeps the region's average colour",
+                          "mean": "mean fills the region with the image's average colour"}}
+"""Mask styles that keep what a question type asks about: never paired with it (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -96,12 +107,29 @@ def _reject(candidate: Candidate, stage: str, reason: str) -> ItemOutcome:
                                                  "reason": reason, "file_name": candidate.source["file_name"]})
 
 
+def answer_leak(candidate: Candidate, masked: np.ndarray, mask: list[MaskRegion], height: int,
+                width: int) -> str | None:
+    """Why the masked pixels still show a colour question's answer, or None (module docstring)."""
+    gold = candidate.facts.get("color") if candidate.question_type == "color" else None
+    if gold is None:
+        return None
+    named = object_color(masked, mask_union(mask, height, width))
+    if named.dominant and named.name == gold:
+        return f"the masked region is still named {gold!r}, the gold colour ({named.share:.0%} of its pixels)"
+    return None
+
+
 def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[str, Any]] | None = None,
               original: bytes | None = None) -> ItemOutcome:
     """The record and files of one candidate (module docstring). `regions` replaces the candidate's
     (a corrected version); `original` gives the original PNG when the build already holds it."""
     regions = [dict(region) for region in (regions if regions is not None else candidate.regions)]
     identifier = item_id(candidate.key)
+    kept = [f"{style}: {why}" for style, why in KEEPS_ANSWER.get(candidate.question_type, {}).items()
+            if style in settings.styles]
+    if kept and "specific" in settings.modes:
+        return _reject(candidate, "mask_style", f"a {candidate.question_type} question is not masked in a style that "
+                                                f"keeps its answer ({'; '.join(kept)}); use black, gray or noise")
     try:
         data = original if original is not None else candidate.image_path.read_bytes()
     except OSError as exc:
@@ -139,6 +167,9 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
                 check_covers(mask, evidence, height, width) if mode == "specific" else None)
             if problem:  # the masking operation guarantees both; a failure is a bug, not a bad item
                 raise AssertionError(f"{identifier} {mode}-{style}: {problem}")
+            leak = answer_leak(candidate, masked, mask, height, width) if mode == "specific" else None
+            if leak:
+                return _reject(candidate, "mask_leak", f"{mode}-{style}: {leak}")
             png = png_bytes(masked)
             path = f"variants/{identifier}/{mode}-{style}.png"
             files[path] = png

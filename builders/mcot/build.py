@@ -9,7 +9,11 @@ Contract
 - `records.jsonl`: one record per question (schemas/mcot_item.schema.json), in source order, written
   whole and atomically (every source is read again on a re-run: adapters are cheap, so a killed
   build is re-run, never half-read).
-- `build.json`: the recipe (`family` "mcot", source, origin, columns, seed, rules), counts, version.
+- `rejected.jsonl`: the COCO source's questions refused by the gold cap (builders/mcot/coco.py), with
+  the reason; empty for the published sources, which are kept whole.
+- `build.json`: the recipe (`family` "mcot", source, origin, columns, seed, rules), counts, version,
+  and `gold`: each category's gold distribution with what always-A and the prior score
+  (mmfaith/gold_balance.py).
 Same source and arguments give byte-identical files. `limit` keeps the first N questions.
 """
 from __future__ import annotations
@@ -29,12 +33,14 @@ from tqdm import tqdm
 from mmfaith import __version__
 from mmfaith.builders.mcot.sources import SourceItem, read_source, resolve_origin
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import DEFAULT_MARGIN, GoldItem, gold_summary
 from mmfaith.images import DEFAULT_MAX_PIXELS, png_bytes, sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
 RECORDS = "records.jsonl"
+REJECTED = "rejected.jsonl"
 BUILD_JSON = "build.json"
 IMAGES = "images"
 
@@ -53,6 +59,7 @@ class McotBuildRequest:
     coco_annotations: Path | None = None
     coco_images: Path | None = None
     max_subject_area: float = 0.01
+    gold_margin: float = DEFAULT_MARGIN
     progress: bool = True
 
 
@@ -62,19 +69,21 @@ class BuildSummary:
     items: int
     images: int
     by_category: dict[str, int]
+    gold: dict[str, dict[str, Any]]
 
 
 def build_mcot(request: McotBuildRequest) -> BuildSummary:
     """Read the source, write the build dir (module docstring)."""
     if request.limit is not None and request.limit < 1:
         raise MmfaithError(f"--limit must be 1 or more, not {request.limit}.")
+    rejected: list[dict[str, Any]] = []
     if request.source == "coco":
         from mmfaith.builders.mcot.coco import coco_items
 
-        items: Iterable[SourceItem] = coco_items(request)
+        items: Iterable[SourceItem] = coco_items(request, rejected)
         origin, revision = str(request.coco_annotations or "embedded COCO sample"), None
         rules: dict[str, Any] | None = {"max_subject_area": request.max_subject_area,
-                                        "templates": ["color", "relation"]}
+                                        "templates": ["color", "relation"], "gold_margin": request.gold_margin}
     else:
         if not request.source_path:
             raise MmfaithError(f"--source {request.source} needs --source-path (a dataset folder, a parquet/TSV file "
@@ -116,14 +125,17 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
     if not records:
         raise MmfaithError(f"{origin}: the source gave no questions; check --source and --source-path.")
     write_atomic(request.out / RECORDS, "".join(canonical_json(r) + "\n" for r in records).encode("utf-8"))
+    write_atomic(request.out / REJECTED, "".join(canonical_json(r) + "\n" for r in rejected).encode("utf-8"))
     by_category: dict[str, int] = {}
     for record in records:
         by_category[record["category"]] = by_category.get(record["category"], 0) + 1
+    gold = gold_summary([GoldItem.of_record(r["category"], r["options"], r["answer"]) for r in records])
     document = {"family": "mcot", "recipe": {"family": "mcot", **build, "origin": origin, "limit": request.limit},
-                "counts": {"items": len(records), "images": len(by_source_hash), "by_category": by_category},
-                "status": "complete"}
+                "counts": {"items": len(records), "images": len(by_source_hash), "by_category": by_category,
+                           "rejected": len(rejected)},
+                "gold": gold, "status": "complete"}
     write_atomic(request.out / BUILD_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    return BuildSummary(request.out, len(records), len(by_source_hash), by_category)
+    return BuildSummary(request.out, len(records), len(by_source_hash), by_category, gold)
 
 
 def _write_png(out: Path, data: bytes, max_pixels: int, where: str) -> tuple[str, int, int]:

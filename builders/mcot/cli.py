@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mmfaith.gold_balance import DEFAULT_MARGIN
+
 BUILD_EXAMPLE = """examples:
   mmfaith build mcot --out out/mcot --limit 20                 # offline: V*-style questions from the COCO sample
   mmfaith build mcot --source vstar --source-path ./vstar_bench --out out/vstar
@@ -27,6 +29,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--images", type=Path, metavar="DIR", help="folder of the images the COCO annotations list")
     parser.add_argument("--max-subject-area", type=float, default=0.01, metavar="SHARE",
                         help="COCO: the asked-about object's box covers less than this share of the image (default 0.01)")
+    parser.add_argument("--gold-margin", type=float, default=DEFAULT_MARGIN, metavar="X",
+                        help="COCO: cap on each template's majority gold share, chance + X (beyond: rejected.jsonl)")
     parser.add_argument("--limit", type=int, default=None, metavar="N", help="keep the first N questions")
     parser.add_argument("--seed", type=int, default=0, help="seed of every choice (COCO option order)")
     parser.add_argument("--max-pixels", type=int, default=None, help="refuse larger images (default 50,000,000)")
@@ -39,8 +43,11 @@ def run_build(args: argparse.Namespace) -> int:
     from mmfaith.builders.mcot.build import McotBuildRequest, build_mcot
     from mmfaith.builders.mcot.sources import parse_columns
     from mmfaith.errors import MmfaithError
+    from mmfaith.gold_balance import summary_line
     from mmfaith.images import DEFAULT_MAX_PIXELS
 
+    if not 0 <= args.gold_margin <= 1:
+        raise MmfaithError(f"--gold-margin must be in [0, 1], not {args.gold_margin}.")
     if args.source == "coco" and (args.source_path or args.columns):
         raise MmfaithError("--source-path and --columns are for --source vstar|hrbench-4k|hrbench-8k; the COCO source "
                            "takes --coco-annotations and --images.")
@@ -48,8 +55,10 @@ def run_build(args: argparse.Namespace) -> int:
                                columns=parse_columns(args.columns), seed=args.seed, limit=args.limit,
                                max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
                                coco_annotations=args.coco_annotations, coco_images=args.images,
-                               max_subject_area=args.max_subject_area, progress=not args.no_progress)
+                               max_subject_area=args.max_subject_area, gold_margin=args.gold_margin,
+                               progress=not args.no_progress)
     summary = build_mcot(request)
     categories = ", ".join(f"{name} {count}" for name, count in sorted(summary.by_category.items()))
     print(f"built {summary.items} MCoT questions on {summary.images} images in {summary.out} ({categories})")
+    print(summary_line(summary.gold))
     return 0

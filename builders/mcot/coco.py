@@ -7,16 +7,25 @@ the image by its box, V*'s "small target"), options shuffled with the build seed
 `targets` are the question's evidence regions (`Question.regions()`: the object, and for a relation
 the reference object too); `category` is the template ("color" stands for V*'s direct attributes,
 "relation" for its relative position). Images are read in the annotations' order.
+
+Balance (docs/questions.md): one `QuestionBalance` steers the generator's free choices over the
+whole build (which object of a relation is the subject, which letter the gold takes), and a
+`GoldCap` (mmfaith/gold_balance.py, margin `gold_margin`) refuses a question whose gold would
+push its template's majority share past chance + margin by more than one item; refused questions
+go to `rejected` with the reason (the build writes them to rejected.jsonl).
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from mmfaith.builders.coco_questions import QuestionRules, scene_questions
+from typing import Any
+
+from mmfaith.builders.coco_questions import QuestionBalance, QuestionRules, scene_questions
 from mmfaith.builders.coco_source import CocoSource, embedded_sample
 from mmfaith.builders.mcot.sources import SourceItem
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import GoldCap, GoldItem
 from mmfaith.images import read_rgb
 
 if TYPE_CHECKING:
@@ -25,8 +34,9 @@ if TYPE_CHECKING:
 TEMPLATES = ("color", "relation")
 
 
-def coco_items(request: McotBuildRequest) -> Iterator[SourceItem]:
-    """Every small-target question of every image, in image order then the generator's order."""
+def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Iterator[SourceItem]:
+    """Every small-target question of every image the cap admits, in image order then the generator's
+    order; the refused ones are appended to `rejected` ({key, stage, reason, file_name})."""
     if (request.coco_annotations is None) != (request.coco_images is None):
         raise MmfaithError("--coco-annotations and --images go together (or give neither: the embedded sample).")
     annotations, images = ((request.coco_annotations, request.coco_images) if request.coco_annotations
@@ -35,11 +45,20 @@ def coco_items(request: McotBuildRequest) -> Iterator[SourceItem]:
         raise MmfaithError(f"--max-subject-area must be in (0, 1], not {request.max_subject_area}.")
     source = CocoSource(annotations, images)
     rules = QuestionRules(max_subject_area=request.max_subject_area)
+    balance, cap = QuestionBalance(), GoldCap(request.gold_margin)
     for image_id in source.image_ids():
         scene = source.scene(image_id)
         questions = scene_questions(scene, read_rgb(scene.path, request.max_pixels), seed=request.seed,
-                                    templates=TEMPLATES, rules=rules)
+                                    templates=TEMPLATES, rules=rules, balance=balance)
         for question in questions:
+            gold = GoldItem(question.template, tuple((o.label, o.text) for o in question.options), question.answer)
+            reason = cap.refusal(gold)
+            if reason is not None:
+                rejected.append({"key": question.key, "stage": "gold_balance", "reason": reason,
+                                 "file_name": scene.file_name})
+                continue
+            cap.add(gold)
+            balance.record(question)
             yield SourceItem(
                 item_id=question.key, question=question.question,
                 options=tuple((option.label, option.text) for option in question.options), answer=question.answer,

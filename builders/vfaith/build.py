@@ -31,7 +31,7 @@ from typing import Any
 from tqdm import tqdm
 
 from mmfaith import __version__
-from mmfaith.builders.coco_questions import TEMPLATES, QuestionRules
+from mmfaith.builders.coco_questions import TEMPLATES
 from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
@@ -40,8 +40,9 @@ from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.scene_view import seeded_rng
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
 from mmfaith.builders.targets import TargetRules
-from mmfaith.builders.vfaith.offline import (ImageOutcome, OfflineSettings, QuestionOutcome, make_image_pairs,
-                                             original_path)
+from mmfaith.gold_balance import GoldItem, gold_summary
+from mmfaith.builders.vfaith.offline import (QUESTION_RULES, ImageOutcome, OfflineSettings, QuestionOutcome,
+                                             make_image_pairs, original_path)
 from mmfaith.builders.vfaith.perception import perception_item
 from mmfaith.builders.vfaith.preview import write_preview
 from mmfaith.builders.worker_pool import Pending
@@ -86,6 +87,8 @@ class BuildSummary:
     letters: dict[str, dict[str, int]]
     """How often each letter is the gold answer, of the original and of the edited question."""
     out: Path
+    gold: dict[str, dict[str, Any]]
+    """mmfaith/gold_balance.py's summary, templates as `<question_type>:original` and `:edited`."""
 
 
 def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
@@ -96,7 +99,7 @@ def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
         "seed": request.seed, "templates": list(request.templates), "per_image": request.per_image,
         "inpainter": {"name": request.inpainter.name}, "allow_noderivs": request.allow_noderivs,
         "dilation": request.dilation, "blend_radius": request.blend_radius, "min_delta_e": request.min_delta_e,
-        "min_fill_texture": request.min_fill_texture, "question_rules": asdict(QuestionRules()),
+        "min_fill_texture": request.min_fill_texture, "question_rules": asdict(QUESTION_RULES),
     }
 
 
@@ -239,7 +242,9 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
               "suitable questions (add images, raise --per-image, or lower --per-template).", file=sys.stderr)
     letters = {side: dict(sorted(Counter(pair[f"answer_{side}"] for pair in journal.pairs).items()))
                for side in ("original", "edited")}
-    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out)
+    gold = gold_summary([GoldItem.of_record(f"{pair['question_type']}:{side}", pair["options"], pair[f"answer_{side}"])
+                         for pair in journal.pairs for side in ("original", "edited")])
+    return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out, gold)
 
 
 def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Journal, quotas: dict[str, int],
@@ -351,6 +356,6 @@ def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest,
             "seconds": round(time.time() - started, 2),
             "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
                        "shortfall": summary.shortfall, "skipped_images": summary.skipped_images},
-            "gold_letter_counts": summary.letters,
+            "gold_letter_counts": summary.letters, "gold": summary.gold,
         })
     write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))

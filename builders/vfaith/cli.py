@@ -76,6 +76,7 @@ def run_build(args: argparse.Namespace) -> int:
     from mmfaith.builders.gates import MIN_FILL_TEXTURE
     from mmfaith.builders.inpainters import resolve_inpainter
     from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
+    from mmfaith.gold_balance import summary_line
     from mmfaith.images import DEFAULT_MAX_PIXELS
 
     if args.source is not None:
@@ -96,6 +97,7 @@ def run_build(args: argparse.Namespace) -> int:
     print(f"built {made} pairs ({', '.join(f'{t} {n}' for t, n in summary.accepted.items())}) in {summary.out}; "
           f"rejected: {rejected} (see rejected.jsonl); gold letters {summary.letters}; "
           f"preview: {summary.out / 'preview.png'}")
+    print(summary_line(summary.gold))
     return 0
 
 

@@ -47,6 +47,8 @@ from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 ID_PREFIX = "vf-"
+QUESTION_RULES = QuestionRules(count_holds_one_less=True)
+"""The shared generator's rules for VFaith: count options hold count - 1, the answer after one removal."""
 TEMPLATE_CATEGORY = {"color": "RWS", "existence": "RWS", "count": "REA", "relation": "REA"}
 """The paper's subset each template belongs to: colour and existence are real-world perception
 (RWS), counting and left/right relations ask for a reasoning step (REA). PFK, CRE and TIF come only
@@ -72,7 +74,7 @@ class OfflineSettings:
     split: str
     version: str
     targets: TargetRules = TargetRules()
-    rules: QuestionRules = QuestionRules()
+    rules: QuestionRules = QUESTION_RULES
 
 
 @dataclass

@@ -42,6 +42,17 @@ its parsed answers reports a difference: `different` yes, `same` no, or `count` 
 false_alarm_rate = false alarms / control items with at least one of those three parsed;
 false_alarm_by_probe gives each probe's share among its parsed answers.
 
+Headline beside DS and DQR (issue 27; `summarize`'s `headline`, each with a cluster-bootstrap
+95% interval): every scored pair differs, so "same?" alone has gold "no" on most probes and a model
+that always reports a difference would look perfect on it. `same_different_balanced_accuracy` is
+the mean of the same/different answers' accuracy on differing pairs (different yes, same no) and
+on control pairs (different no, same yes), each over the parsed answers of its kind: a model that
+always says "different" scores 0.5. `false_alarm_rate` is the control rate above, with its
+interval. They are reported beside DS and DQR rather than folded into them: the paper defines DS
+and DQR only on pairs with g >= 1 differences (appendix B.2.1, eq. 8-9; DS divides by g), and its
+benchmark has no control pairs, so a penalty would change its numbers' meaning; the balanced
+accuracy and the false-alarm rate tell what DS and DQR cannot.
+
 Every aggregate is a function of sums of per-item components (`item_components`), so bootstrap
 replicates (stats.py) recompute them exactly as the point estimate does.
 """
@@ -243,7 +254,8 @@ def item_components(item: Mapping[str, Any]) -> dict[str, float]:
     if item["num_differences"] == 0:
         alarms = control_alarms({probe: answers[probe]["value"] for probe in ALARM_PROBES})
         parts = {"false_alarm": scores["false_alarm"], **{f"fa_{probe}": alarm for probe, alarm in alarms.items()}}
-        return {f"{key}{suffix}": v for key, value in parts.items() for suffix, v in zip(("", "_n"), _flag(value))}
+        return {**{f"{key}{suffix}": v for key, value in parts.items() for suffix, v in zip(("", "_n"), _flag(value))},
+                **_same_different(answers, differs=False)}
     types, drf = item["type_counts"], item["drf"]["classes"]
     parts = {"contradiction": scores["contradiction"], "consistency": scores["consistency"], "DRF": scores["DRF"],
              "yes_same": scores["yes_same"]}
@@ -254,7 +266,38 @@ def item_components(item: Mapping[str, Any]) -> dict[str, float]:
     for t in CLAIM_TYPES:
         components.update({f"claims_{t}": types["claims"][t], f"gold_{t}": types["gold"][t], f"tp_{t}": types["tp"][t]})
     components.update({f"drf_{name}": float(count) for name, count in drf.items()})
+    components.update(_same_different(answers, differs=True))
     return components
+
+
+def _same_different(answers: Mapping[str, Any], differs: bool) -> dict[str, float]:
+    """Right and parsed same/different answers of one item, under `sd_diff_*` or `sd_ctrl_*` (module docstring)."""
+    expected = {"same": not differs, "different": differs}
+    parsed = [answers[p]["value"] == expected[p] for p in expected if answers[p]["value"] is not None]
+    kind = "diff" if differs else "ctrl"
+    return {f"sd_{kind}_right": float(sum(parsed)), f"sd_{kind}_n": float(len(parsed))}
+
+
+def headline_beside_from_sums(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The balanced same/different accuracy and the false-alarm rate over all items (module docstring)."""
+    zero = np.zeros(np.shape(next(iter(sums.values()))))
+
+    def get(key: str) -> np.ndarray:  # a build may lack one kind of pair
+        return np.asarray(sums[key], dtype=float) if key in sums else zero
+
+    differing, control = _ratio(get("sd_diff_right"), get("sd_diff_n")), _ratio(get("sd_ctrl_right"), get("sd_ctrl_n"))
+    return {"same_different_balanced_accuracy": (differing + control) / 2,
+            "same_different_accuracy_differing": differing, "same_different_accuracy_control": control,
+            "false_alarm_rate": _ratio(get("false_alarm"), get("false_alarm_n"))}
+
+
+def headline_beside(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """`headline_beside_from_sums` over every item (differing and control), with cluster-bootstrap intervals."""
+    block: dict[str, Any] = {name: _scalar(value) for name, value in headline_beside_from_sums(_sums(items)).items()}
+    bounds = stats.bootstrap_ci([item_components(i) for i in items], [i["cluster"] for i in items],
+                                headline_beside_from_sums, n_bootstrap, seed)
+    block["ci95"] = {name: _interval(value) for name, value in sorted(bounds.items())}
+    return block
 
 
 def _ratio(num: np.ndarray, den: np.ndarray, empty: float = np.nan) -> np.ndarray:
@@ -309,14 +352,6 @@ def _ci(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict
     return {name: _interval(value) for name, value in sorted(bounds.items())}
 
 
-def _control_ci(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, list[float] | None]:
-    """Cluster-bootstrap 95% intervals of the control pairs' false-alarm rates (overall and per probe)."""
-    bounds = stats.bootstrap_ci([item_components(i) for i in items], [i["cluster"] for i in items],
-                                control_from_sums, n_bootstrap, seed)
-    names = {"false_alarm": "false_alarm_rate", **{f"fa_{p}": f"false_alarm_{p}" for p in ALARM_PROBES}}
-    return {names[name]: _interval(value) for name, value in sorted(bounds.items())}
-
-
 def scored_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Every metric of a group of items with differences (n_items 0: every rate null)."""
     if not items:
@@ -360,13 +395,13 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
     """overall, by_difficulty (each with its ci95), ci95 of overall, control, and the answer counts."""
     scored = [item for item in items if item["num_differences"] > 0]
     by_group = {group: [item for item in scored if item["group"] == group] for group in GROUPS}
-    controls = [item for item in items if item["num_differences"] == 0]
     return {
         "overall": scored_block(scored),
         "ci95": _ci(scored, n_bootstrap, seed),
         "by_difficulty": {group: {**scored_block(members), "ci95": _ci(members, n_bootstrap, seed)}
                           for group, members in by_group.items()},
-        "control": {**control_block(controls), "ci95": _control_ci(controls, n_bootstrap, seed)},
+        "control": control_block([item for item in items if item["num_differences"] == 0]),
+        "headline": headline_beside(items, n_bootstrap, seed),
         "counts": {"n_items": len(items), "n_scored": len(scored), "n_control": len(items) - len(scored),
                    **answer_counts(items)},
     }

@@ -68,12 +68,9 @@ def _info(key: str) -> MetricInfo:
 
 def _cell(metrics: Mapping[str, Any], key: str, block: Mapping[str, Any] | None = None,
           ci: Mapping[str, Any] | None = None) -> str:
-    """A table cell: the value with its interval (a dotted key's from its own block), or "n/a (why)"."""
+    """A table cell: the value with its interval, or "n/a (why)"."""
     value = metric_value(metrics, key, block)
     why = "" if value is not None else why_undefined(key, metric_block(metrics, key, block), WHY_LEFT_OUT)
-    if ci is None and "." in key:
-        head, _, key = key.partition(".")
-        ci = metrics[head].get("ci95", {})
     interval = (metrics["ci95"] if block is None else block.get("ci95", {})) if ci is None else ci
     return fmt_ci(value, interval.get(key), why)
 
@@ -138,6 +135,9 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
                         for p in counts["n_unparsed"]]),
              "", "## Overall (items with at least one difference)", "",
              *md_table(["metric", "value [95% CI]"], [[m, _cell(metrics, m)] for m in CI_METRICS]),
+             "", "Beside DS and DQR, over differing and control pairs (docs/spd_faith_metrics.md, Headline): " +
+             ", ".join(f"{name} {fmt_ci(value, metrics['headline']['ci95'].get(name), 'no parsed answers of a kind')}"
+                       for name, value in metrics["headline"].items() if name != "ci95"),
              "", "Left out (undefined for the item): " +
              ", ".join(f"{k} {v}" for k, v in overall["n_left_out"].items()), "",
              "## By difficulty", "",
@@ -149,7 +149,7 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
              "", "## DRF error classes (claim counts)", "",
              *md_table(list(DRF_ERRORS), [[str(overall["DRF_errors"][k]) for k in DRF_ERRORS]]),
              "", "## Control pairs (no difference)", "",
-             f"false alarm rate {_cell(metrics, 'control.false_alarm_rate')} over {control['n_items']} "
+             f"false alarm rate {_cell(metrics, 'control.false_alarm_rate', ci={})} over {control['n_items']} "
              f"controls ({control['n_left_out']} left out); by probe: " +
              ", ".join(f"{p} {fmt(v)}" for p, v in control["false_alarm_by_probe"].items()), "",
              *([f"Judge agreement ({metrics['judge_agreement']['measure']}): "

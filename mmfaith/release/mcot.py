@@ -19,6 +19,7 @@ import yaml
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import GoldItem, gold_summary, gold_table
 from mmfaith.loaders.mcot.dataset import check_item
 from mmfaith.loaders.mcot.rows import features, record_to_row, row_to_record
 from mmfaith.images import sha256_bytes, sha256_file
@@ -101,7 +102,9 @@ def _card(request: ReleaseRequest, rows: dict[str, int], kept: list[dict[str, An
                      "Released with `--include all`: " + ", ".join(
                          f"{n} {status}" for status, n in verification["released_statuses"].items())
                      + " (pending: not yet checked by an annotator; rejected items are never released)."),
-        default_config=next(iter(rows)))
+        default_config=next(iter(rows)),
+        gold_table=gold_table(gold_summary([GoldItem.of_record(r["category"], r["options"], r["answer"])
+                                            for r in kept])))
 
 
 def verify_mcot_release(folder: Any) -> VerifyReport:
