@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from mmfaith.evaluators.crm.hallucination import flags
 from mmfaith.evaluators.crm.metrics import Unit, score_unit, step_disruption
 from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.reference_server import ReferenceServer
+from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.crm import open_crm_dataset
 
 
@@ -265,11 +267,15 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
     specific = comparison["pairs"][0]["by_mode"]["specific"]
     assert specific["n_units"] == 10
-    # Clustered (Durkalski): the 5 items come from 3 source images (2, 2 and 1 items, 2 styles each), so
-    # the per-image b - c are 4, 4, 2: X^2 = 10^2 / (16 + 16 + 4) = 2.78, p = erfc(sqrt(2.78 / 2)) = 0.0956.
+    # Clustered (Durkalski): every discordant unit is b, so b_k - c_k is the number of specific units of source
+    # image k (e.g. images of 2, 2 and 1 items, 2 styles each: 4, 4, 2): X^2 = 10^2 / sum_k n_k^2,
+    # p = erfc(sqrt(X^2 / 2)).
+    per_image = Counter(line["source_key"] for _, line in read_jsonl(tmp_path / "score-grounded" / "items.jsonl")
+                        if line["mode"] == "specific")
+    clustered = math.erfc(math.sqrt(100 / sum(n * n for n in per_image.values()) / 2))
     assert specific["AFR"] == {"difference": 1.0, "ci95": [1.0, 1.0], "a_only": 10, "b_only": 0,
-                               "mcnemar_p": 2 / 2 ** 10,
-                               "clustered_p": pytest.approx(math.erfc(math.sqrt(100 / 36 / 2)))}
+                               "mcnemar_p": 2 / 2 ** 10, "clustered_p": pytest.approx(clustered)}
+    assert clustered > 0.01 > 2 / 2 ** 10  # the images, not the 10 units, are the evidence
     assert specific["SDR"]["difference"] == 1.0
     assert specific["HR"]["difference"] == -1.0 and specific["HR"]["b_only"] == 10
     random = comparison["pairs"][0]["by_mode"]["random"]
