@@ -25,12 +25,12 @@ from label_studio_sdk.core.api_error import ApiError
 
 from mmfaith.annotation.family import Family
 from mmfaith.annotation.merge import merge_record
+from mmfaith.annotation.status import RECORDS, read_records
 from mmfaith.annotation.votes import Misfit, Vote
 from mmfaith.errors import MmfaithError
+from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.redact import register_secret, url_secrets
 from mmfaith.schema import check_record
-from mmfaith.jsonl import canonical_json, read_jsonl, write_atomic
-
-RECORDS = "records.jsonl"
 
 
 def connect(url: str, api_key_env: str) -> LabelStudio:
@@ -39,6 +39,7 @@ def connect(url: str, api_key_env: str) -> LabelStudio:
     if not key:
         raise MmfaithError(f"environment variable {api_key_env} is empty: set it to your Label Studio "
                            f"access token (Account & Settings), or name another variable with --api-key-env.")
+    register_secret(key, *url_secrets(url))
     return LabelStudio(base_url=url.rstrip("/"), api_key=key)
 
 
@@ -51,14 +52,9 @@ def _api(what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
                            f"check the URL, the token and your role in the project.") from exc
     except (httpx.TransportError, OSError) as exc:
         raise MmfaithError(f"could not reach Label Studio to {what} ({exc}); is the server running at that URL?") from exc
-
-
-def read_records(build_dir: Path) -> list[dict[str, Any]]:
-    """The build's records in file order (MmfaithError when BUILD_DIR/records.jsonl is missing)."""
-    path = build_dir / RECORDS
-    if not path.is_file():
-        raise MmfaithError(f"{path}: not found; give the folder `mmfaith build` wrote as BUILD_DIR.")
-    return [record for _, record in read_jsonl(path)]
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # an answer of another shape: not Label Studio
+        raise MmfaithError(f"the server did not answer as Label Studio does when asked to {what} "
+                           f"({type(exc).__name__}: {str(exc)[:200]}); check --url names a Label Studio server.") from exc
 
 
 def find_project(client: LabelStudio, title: str) -> Any | None:

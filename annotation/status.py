@@ -11,7 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.annotation.agreement import cohen_kappa, fleiss_kappa
-from mmfaith.annotation.label_studio import read_records
+from mmfaith.errors import MmfaithError
+from mmfaith.jsonl import read_jsonl
+
+RECORDS = "records.jsonl"
+
+
+def read_records(build_dir: Path) -> list[dict[str, Any]]:
+    """The build's records in file order (MmfaithError when BUILD_DIR/records.jsonl is missing)."""
+    path = build_dir / RECORDS
+    if not path.is_file():
+        raise MmfaithError(f"{path}: not found; give the folder `mmfaith build` wrote as BUILD_DIR.")
+    return [record for _, record in read_jsonl(path)]
 
 
 @dataclass

@@ -7,6 +7,10 @@ build dir made with another recipe, and record the build's status in build.json 
   skipped, by reason (`noderivs`, `no_instances`).
 - `check_recipe(build_json, recipe)`: MmfaithError naming the settings that differ when build.json
   holds another recipe (resuming it would mix two builds).
+- `check_requested(build_json, requested)`: MmfaithError when a count asked for now (--per-template,
+  --max-items, --per-tier...) is smaller than the one build.json records: the folder holds more than
+  asked, and keeping it would make build.json lie (a larger count resumes the build and grows it).
+- `resume_note(out, made, total, unit)`: the "resuming: 14 of 26 pairs" line a resumed build prints.
 - `with_status(write_status, body)`: build.json says "running" while `body` runs, then "complete"
   (with its result), or "failed" (an MmfaithError, with it) or "interrupted" (anything else,
   Ctrl-C included), never "running" after the fact.
@@ -15,6 +19,7 @@ build dir made with another recipe, and record the build's status in build.json 
 from __future__ import annotations
 
 import platform
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +70,24 @@ def check_recipe(build_json: Path, recipe: dict[str, Any]) -> None:
         changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
         raise MmfaithError(f"{build_json.parent} holds a build made with other settings ({', '.join(changed)} differ); "
                            "re-run with the same arguments to resume, or choose a new --out.")
+
+
+def check_requested(build_json: Path, requested: dict[str, Any]) -> None:
+    """Refuse counts smaller than those of the build the folder holds (module docstring)."""
+    if not build_json.exists():
+        return
+    previous = read_json_object(build_json, "").get("requested") or {}
+    smaller = [f"--{name.replace('_', '-')} {value} < {previous[name]}" for name, value in requested.items()
+               if isinstance(value, int) and isinstance(previous.get(name), int) and value < previous[name]]
+    if smaller:
+        raise MmfaithError(f"{build_json.parent} holds a larger build ({', '.join(smaller)}); re-run with its counts "
+                           "(or larger ones, to grow it), or choose a new --out for a smaller build.")
+
+
+def resume_note(out: Path, made: int, total: int, unit: str) -> None:
+    """Say what a resumed build found (nothing for a fresh one)."""
+    if made:
+        print(f"resuming: {min(made, total)} of {total} {unit} already in {out}", file=sys.stderr, flush=True)
 
 
 def with_status(write_status: Callable[..., None], body: Callable[[], T]) -> T:

@@ -193,7 +193,7 @@ class QuestionBalance:
         return [texts[i] for i in sorted(order, key=lambda i: -golds[texts[i]])]
 
 
-def _placed_options(texts: Sequence[str], gold: str, rng: np.random.Generator, template: str,
+def placed_options(texts: Sequence[str], gold: str, rng: np.random.Generator, template: str,
                     balance: QuestionBalance | None) -> tuple[tuple[Option, ...], str]:
     """The options in letter order: a seeded shuffle, or with a balance the gold at its least used letter
     (stratified assignment) and the distractors shuffled around it."""
@@ -206,6 +206,23 @@ def _placed_options(texts: Sequence[str], gold: str, rng: np.random.Generator, t
     placed = [others[i] for i in rng.permutation(len(others))]
     placed.insert(LETTERS.index(letter), gold)
     return tuple(Option(LETTERS[i], text) for i, text in enumerate(placed)), letter
+
+
+def balanced_window(balance: QuestionBalance, template: str, windows: Sequence[tuple[int, int]], n: int,
+                    rng: np.random.Generator) -> tuple[int, int]:
+    """Of candidate count options `(gold, start)` (the numbers start .. start + n - 1, gold among them), the
+    one whose gold has the least used prior rank, then the least used place among the numbers, then (when
+    candidates differ in gold: VFaith's two directions) the least used gold; ties drawn with `rng`."""
+    texts = {w: [str(v) for v in range(w[1], w[1] + n)] for w in windows}
+    prior = {w: balance.prior_rank(template, texts[w], str(w[0])) for w in windows}
+    low = balance.least("prior_rank", template, sorted(set(prior.values())), rng)
+    tied = [w for w in windows if prior[w] == low]
+    rank = balance.least("rank", template, list(dict.fromkeys(gold - start for gold, start in tied)), rng)
+    tied = [w for w in tied if w[0] - w[1] == rank]
+    if len(tied) > 1:
+        gold = balance.least("gold", template, [str(g) for g, _ in tied], rng)
+        tied = [w for w in tied if str(w[0]) == gold]
+    return tied[0]
 
 
 class CategoryContext:
@@ -310,7 +327,7 @@ def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int
     distractors += others[:wanted - len(distractors)]
     if len(distractors) < wanted:
         return None
-    options, answer = _placed_options([current.name, *distractors], current.name, rng, "color", balance)
+    options, answer = placed_options([current.name, *distractors], current.name, rng, "color", balance)
     name = display_name(inst.category)
     verb = "are" if inst.category in PLURAL_ONLY else "is"
     return Question(key, "color", f"What color {verb} the {name}?", options, answer, (inst,),
@@ -326,14 +343,10 @@ def _count_question(view: _SceneView, category: str, insts: tuple[Instance, ...]
     starts = list(range(max(0, count - n + 1), last + 1))
     if balance is None:
         start = starts[int(rng.integers(len(starts)))]
-    else:  # the least used prior rank, then the least used place among the numbers
-        windows = {s: [str(v) for v in range(s, s + n)] for s in starts}
-        prior = {s: balance.prior_rank("count", windows[s], str(count)) for s in starts}
-        low = balance.least("prior_rank", "count", sorted(set(prior.values())), rng)
-        tied = [s for s in starts if prior[s] == low]
-        start = count - balance.least("rank", "count", [count - s for s in tied], rng)
+    else:
+        _, start = balanced_window(balance, "count", [(count, s) for s in starts], n, rng)
     texts = [str(value) for value in range(start, start + n)]
-    options, answer = _placed_options(texts, str(count), rng, "count", balance)
+    options, answer = placed_options(texts, str(count), rng, "count", balance)
     name = display_name(category)
     noun = f"pairs of {name}" if category in PLURAL_ONLY else plural(name)
     return Question(key, "count", f"How many {noun} are there in the image?", options, answer, insts,
@@ -350,7 +363,7 @@ def _existence_text(category: str) -> str:
 def _existence_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int,
                         balance: QuestionBalance | None) -> Question:
     key = f"existence:{view.scene.image_id}:{'+'.join(str(i.ann_id) for i in insts)}"
-    options, answer = _placed_options(["yes", "no"], "yes", question_rng(seed, key), "existence", balance)
+    options, answer = placed_options(["yes", "no"], "yes", question_rng(seed, key), "existence", balance)
     return Question(key, "existence", _existence_text(category), options, answer, insts,
                     {"category": category, "count": len(insts)})
 
@@ -378,7 +391,7 @@ def _absent_questions(view: _SceneView, countable: list[tuple[str, tuple[Instanc
         category, present, _ = pool[index]
         anchor = anchors[present][0]
         key = f"existence:{view.scene.image_id}:absent:{category}"
-        options, answer = _placed_options(["yes", "no"], "no", question_rng(seed, key), "existence", balance)
+        options, answer = placed_options(["yes", "no"], "no", question_rng(seed, key), "existence", balance)
         questions.append(Question(key, "existence", _existence_text(category), options, answer, (anchor,),
                                   {"category": category, "count": 0, "anchor": present}))
     return questions
@@ -405,7 +418,7 @@ def _relation_question(view: _SceneView, first: Instance, second: Instance, seed
         relation = balance.least("gold", "relation", [_relation_of(s, r) for s, r in pairs], rng)
         subject, reference = next((s, r) for s, r in pairs if _relation_of(s, r) == relation)
     relation = _relation_of(subject, reference)
-    options, answer = _placed_options(["left", "right"], relation, rng, "relation", balance)
+    options, answer = placed_options(["left", "right"], relation, rng, "relation", balance)
     text = (f"Is the {display_name(subject.category)} to the left or to the right of the "
             f"{display_name(reference.category)}?")
     return Question(key, "relation", text, options, answer, (subject, reference),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 
-from mmfaith.clients import ModelCallError, ModelEndpoint, gemini_client
+from mmfaith.clients import ModelCallError, ModelEndpoint, gemini_client, openai_client
 from mmfaith.errors import MmfaithError
 from mmfaith.redact import redact
 
@@ -35,10 +35,7 @@ def edit_image(endpoint: ModelEndpoint, png: bytes, instruction: str) -> bytes:
 
 
 def _openai(endpoint: ModelEndpoint, png: bytes, instruction: str) -> bytes:
-    import openai
-
-    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key() or "EMPTY",
-                           timeout=endpoint.timeout_s, max_retries=endpoint.max_retries)
+    client = openai_client(endpoint)
     response = client.images.edit(model=endpoint.model, image=("image.png", png, "image/png"), prompt=instruction)
     data = response.data[0] if response.data else None
     if data is None or not data.b64_json:

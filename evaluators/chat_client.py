@@ -14,11 +14,13 @@ manager. `await client.complete(body)` POSTs a request body made by `chat_body` 
   doubles each time (capped at MAX_COOLDOWN_S); after it the replica gets traffic again. While a
   replica is out its calls go to the others; when every replica is out, the one that comes back
   first is tried. `replica_stats()` reports each replica's share, errors and times out;
-- retries 408, 429, 5xx, timeouts (an attempt times out when connecting, sending or waiting
-  for the answer's next bytes takes longer than `timeout_s`: httpx's timeouts), connection
+- retries 408, 429, 5xx, timeouts (`timeout_s` is a deadline for the whole attempt: connecting,
+  sending and reading the whole answer, so a server trickling a byte at a time cannot hold a
+  call longer than `timeout_s` per attempt), connection
   errors and bodies that are not a chat completion, with exponential backoff and full jitter
   (`backoff_s` doubling per attempt, capped at MAX_BACKOFF_S), or the server's Retry-After
-  (`retry-after-ms` or `Retry-After` seconds, capped at MAX_RETRY_AFTER_S); other 4xx fail at once;
+  (`retry-after-ms` or `Retry-After` seconds, capped at MAX_RETRY_AFTER_S, plus up to
+  RETRY_AFTER_JITTER of it); other 4xx fail at once;
 - sends the body's bytes as they are: images are serialized once (`image_part`) and spliced into
   every body that shows them, not re-serialized by the client per request;
 - never raises for a server or transport failure: the returned `ChatResult` carries the answer,
@@ -52,6 +54,8 @@ RETRYABLE_STATUS = frozenset({408, 429})
 """Client errors worth another attempt: a timeout and a rate limit; any other 4xx fails at once."""
 MAX_BACKOFF_S = 60.0
 MAX_RETRY_AFTER_S = 120.0
+RETRY_AFTER_JITTER = 0.1
+"""A Retry-After wait is stretched by up to this share, so many clients told the same wait do not return at once."""
 TEXT_CHARS_PER_TOKEN = 4
 IMAGE_PATCH_PX = 28
 POOL_CONNECTIONS = 16
@@ -264,7 +268,8 @@ class ChatClient:
             start = time.perf_counter()
             try:
                 # cast_to=object: the parsed JSON as is; pydantic models per answer cost CPU for nothing.
-                completion = await client.post("/chat/completions", cast_to=object, content=body)
+                completion = await asyncio.wait_for(  # a deadline for the whole attempt, not only each read
+                    client.post("/chat/completions", cast_to=object, content=body), self.timeout_s)
                 failure = _malformed(completion)
             except Exception as exc:  # classified; anything unexpected is a bug and re-raised there
                 failure = _classify(exc, self.timeout_s)
@@ -277,7 +282,8 @@ class ChatClient:
             if not failure.retryable or attempt >= self.max_attempts:
                 return ChatResult(None, None, None, None, None, attempt, latency,
                                   redact(failure.message, self._secrets))
-            await asyncio.sleep(failure.retry_after_s if failure.retry_after_s is not None
+            await asyncio.sleep(failure.retry_after_s * random.uniform(1.0, 1.0 + RETRY_AFTER_JITTER)
+                                if failure.retry_after_s is not None
                                 else random.uniform(0, min(MAX_BACKOFF_S, self.backoff_s * 2 ** (attempt - 1))))
 
 
@@ -288,7 +294,7 @@ def _http_library() -> ModuleType:
 
 def _classify(exc: Exception, timeout_s: float) -> _Failure:
     """What went wrong in one attempt, and whether another attempt may help."""
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError)):
         return _Failure(f"timeout: no answer after waiting {timeout_s:g} s", retryable=True, kind="timeout",
                         unreachable=True)
     if isinstance(exc, openai.APIConnectionError):

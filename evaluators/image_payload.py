@@ -150,12 +150,14 @@ class ImagePayloads:
     `uses` lists every image once per item that will show it; `part(image)` gives its serialized
     message part, made on first use; `release(images)` says an item that showed them is finished, and
     drops what no later item needs. Images not listed in `uses` (made from answers, e.g. crops)
-    are made when asked and kept until released.
+    are made when asked and kept until released. Stored and derived images are cached apart
+    (`_slot`): a derived image may have a stored one's bytes (a crop of the whole image) and still
+    needs its own provenance.
     """
 
     def __init__(self, uses: Iterable[Shown]) -> None:
         self.stats = PayloadStats()
-        self._uses: Counter[str] = Counter(image.key for image in uses)
+        self._uses: Counter[str] = Counter(_slot(image) for image in uses)
         self._parts_made: dict[str, asyncio.Future[bytes]] = {}
         self._made_sha256: dict[str, str] = {}
         self._stats_lock = threading.Lock()
@@ -166,9 +168,10 @@ class ImagePayloads:
         Made in a worker thread (a canvas costs about 0.1 s of CPU) so the event loop keeps serving
         the requests in flight; items that need an image being made wait for that one making.
         """
-        if image.key not in self._parts_made:
-            self._parts_made[image.key] = asyncio.ensure_future(asyncio.to_thread(self._encode, image))
-        return await self._parts_made[image.key]
+        slot = _slot(image)
+        if slot not in self._parts_made:
+            self._parts_made[slot] = asyncio.ensure_future(asyncio.to_thread(self._encode, image))
+        return await self._parts_made[slot]
 
     def provenance(self, image: Shown) -> dict[str, Any]:
         """What a request showed, for its prediction line: the sha256 of the bytes sent and, for a
@@ -181,9 +184,10 @@ class ImagePayloads:
     def release(self, images: Iterable[Shown]) -> None:
         """One item that shows these images is finished; drop what no later item needs."""
         for image in images:
-            self._uses[image.key] -= 1
-            if self._uses[image.key] <= 0:
-                self._parts_made.pop(image.key, None)
+            slot = _slot(image)
+            self._uses[slot] -= 1
+            if self._uses[slot] <= 0:
+                self._parts_made.pop(slot, None)
 
     def _encode(self, image: Shown) -> bytes:
         start = time.thread_time()
@@ -199,3 +203,6 @@ class ImagePayloads:
         return part
 
 
+def _slot(image: Shown) -> str:
+    """The payload cache's name of an image: stored and derived images never share one."""
+    return image.key if isinstance(image, ImageRef) else f"derived:{image.key}"

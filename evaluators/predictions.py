@@ -1,35 +1,53 @@
 """Reading predictions.jsonl (a run's, or a submission) for any family's scorer.
 
-Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, repeat)`)
--------------------------------------------------------------------------------------------------
+Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id, repeat)`)
+--------------------------------------------------------------------------------------------------------------
 - A submission (the default) is validated as a whole and every problem is reported at once, each
   with its line number: bad JSON, schema violations (schemas/prediction.schema.json), unknown
   ids, probes the item does not have, a second answered line for one (id, probe), and lines of a
   second model. With `from_run` (predictions `mmfaith run` wrote, where retries append lines) the
   last answered line of an (id, probe) wins and a torn last line (a crash mid-write) is ignored.
-- A line whose response is null is a failed call (counted in `n_errors`), never an answer.
+- A line whose response is null is a failed call (counted in `n_errors`), never an answer; the
+  (id, probe)s with a failed call and no answer are `failed` (evaluators/coverage.py).
 - Stale lines: a line that records the images its request showed (`meta.images`) must have shown
   this dataset's images for that item: each image's sha256, or for a derived image (a canvas, a
   crop) every source's sha256, must be among `images_by_id[id]`. A line that showed other images
   (the dataset was rebuilt after the run) is an error listing the lines, or with `drop_stale`
   is dropped and counted (`n_stale`). Lines without `meta.images` (submissions) are not checked.
+  Likewise a line that records what its item showed (`meta.shown_sha256`, written by `mmfaith
+  run`: `shown_digest` of the plan's `shows`: images, question, options) must match
+  `shown_by_id[id]`: a build with the same ids and images but options in another order (MCoT or
+  VFaith built with another seed) is refused, or with `drop_stale` only the matching lines are
+  scored and the others counted (a warning says how many).
+- A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
+  is refused after reading that much, not read whole).
+- Cost: the file is read one line at a time (its sha256 computed on the way), each line checked by
+  the compiled schema; the lines kept leave out `meta.images`, so memory is that of the answers.
+- Errors count: one line naming the file, the number of bad lines and the first few with their
+  line numbers (`errors.first_few`), never the whole list.
 - Repeats: a line's repeat is `meta.generation.repeat` (0 where absent; `run --repeats N` writes
   0 .. N-1). Every line is validated; only the lines of `repeat` are read as answers and errors,
   and `repeats` says how many repeats the file holds (the highest repeat seen, plus one).
+- `no_image`: every answered line was asked without images (`mmfaith run --no-image` sets
+  `meta.no_image`); a file mixing answers with and without images is refused.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from mmfaith.errors import MmfaithError
-from mmfaith.images import sha256_bytes
+from mmfaith.errors import SHOWN, MmfaithError, first_few
+from mmfaith.jsonl import canonical_json
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
+MAX_LINE_BYTES = 64 << 20
+"""The longest prediction line read (64 MiB; `mmfaith run` stores answers of at most 100000 characters)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,9 @@ class PredictionSet:
     n_errors: int
     n_stale: int
     sha256: str
+    failed: frozenset[Key] = frozenset()
+    """(id, probe)s with a failed call and no answered line."""
+    no_image: bool = False
     repeats: int = 1
 
 
@@ -49,22 +70,29 @@ def repeat_of(line: dict[str, Any]) -> int:
     return int(((line.get("meta") or {}).get("generation") or {}).get("repeat", 0))
 
 
+def shown_digest(shows: Mapping[str, Any]) -> str:
+    """sha256 of what one item shows (a plan's `shows`: images' sha256, question, options): `meta.shown_sha256`."""
+    return hashlib.sha256(canonical_json(shows).encode("utf-8")).hexdigest()
+
+
 def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
-                     repeat: int = 0) -> PredictionSet:
+                     shown_by_id: Mapping[str, str] | None = None, repeat: int = 0) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
     try:
-        data = path.read_bytes()
+        handle = path.open("rb")
     except OSError as exc:
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
+    digest = hashlib.sha256()
     probes_of = {item_id: tuple(probes) for item_id, probes in expected_probes.items()}
     problems: list[str] = []
     stale: list[int] = []
     answered: dict[Key, tuple[int, dict[str, Any]]] = {}
     model: tuple[str, int] | None = None
     n_errors = 0
+    failed: set[Key] = set()
     repeats = 1
-    for number, raw, torn in _lines(data):
+    for number, raw, torn in _lines(path, handle, digest):
         try:
             line = json.loads(raw)
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -91,27 +119,38 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
             problems.append(f"line {number}: " + "; ".join(bad))
         elif repeat_of(line) != repeat:
             continue
-        elif images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(line["id"], set())):
+        elif ((images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(line["id"], set())))
+              or not _shows_dataset_content(line, (shown_by_id or {}).get(line["id"]))):
             stale.append(number)
         elif line["response"] is None:
             n_errors += 1
+            failed.add(key)
         else:
-            answered[key] = (number, line)
+            answered[key] = (number, _kept(line))
     if problems:
-        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again: " + "; ".join(problems))
+        raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
+                           f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
     if stale and not drop_stale:
-        shown = ", ".join(str(number) for number in stale[:20]) + (" ..." if len(stale) > 20 else "")
-        raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images than this dataset's (lines "
-                           f"{shown}): the dataset was rebuilt after the run; run again into a new --out, or add "
-                           "--drop-stale to score without them.")
+        shown = first_few([str(number) for number in stale], sep=", ")
+        raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images, questions or options than "
+                           f"this dataset's (lines {shown}): the predictions were made on another build; run again "
+                           "into a new --out, or add --drop-stale to score only the lines that match.")
     if repeat >= repeats:
         raise MmfaithError(f"{path}: holds {repeats} repeat(s) (0 .. {repeats - 1}), not repeat {repeat}; "
                            "pass --repeat with one of them.")
+    if stale:
+        print(f"mmfaith: warning: {path}: {len(stale)} line(s) made on another build dropped (--drop-stale); "
+              f"scoring the {len(answered)} answered line(s) that match.", file=sys.stderr, flush=True)
     if model is None:
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
+    blind = {bool((line.get("meta") or {}).get("no_image")) for _, line in answered.values()}
+    if len(blind) > 1:
+        raise MmfaithError(f"{path}: mixes answers asked with and without images (meta.no_image); score a "
+                           "--no-image run apart from the run with images.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         sha256_bytes(data), repeats)
+                         digest.hexdigest(), frozenset(failed - set(answered)), blind == {True},
+                         repeats)
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:
@@ -121,9 +160,30 @@ def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> boo
     return all(set(image.get("sources") or [image["sha256"]]) <= dataset_images for image in shown)
 
 
-def _lines(data: bytes) -> Iterable[tuple[int, bytes, bool]]:
-    """(line number, raw line, whether it is a last line without newline) for each non-blank line."""
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        if raw.strip():
-            yield number, raw, number == len(lines) and raw != b""
+def _shows_dataset_content(line: dict[str, Any], expected: str | None) -> bool:
+    recorded = (line.get("meta") or {}).get("shown_sha256")
+    return recorded is None or expected is None or recorded == expected
+
+
+def _kept(line: dict[str, Any]) -> dict[str, Any]:
+    """The line as scorers read it: `meta.images` (checked above, the bulk of a line) left out."""
+    meta = line.get("meta")
+    if not isinstance(meta, dict) or "images" not in meta:
+        return line
+    return {**line, "meta": {name: value for name, value in meta.items() if name != "images"}}
+
+
+def _lines(path: Path, handle: BinaryIO, digest: Any) -> Iterable[tuple[int, bytes, bool]]:
+    """(line number, raw line, whether it is a last line without newline) for each non-blank line, read one at a
+    time and never more than MAX_LINE_BYTES of one line (MmfaithError naming the line past it); every byte read
+    goes into `digest`; the file is closed at the end."""
+    with handle:
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise MmfaithError(f"{path}: line {number} is longer than {MAX_LINE_BYTES} bytes; not a predictions "
+                                   "file (one JSON object per line).")
+            digest.update(raw)
+            if raw.strip():
+                yield number, raw, not raw.endswith(b"\n")

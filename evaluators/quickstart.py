@@ -1,9 +1,15 @@
 """`mmfaith quickstart`: the whole SPD-Faith flow offline on the embedded COCO sample, in one command.
 
-build a small set -> for each reference model (pixel-diff, oracle, blind): start the reference
-server on 127.0.0.1, run the real client against it over HTTP, score -> one report comparing the
-three. A newcomer sees what the benchmark measures: the oracle reads perfect, the blind model
-finds nothing, and pixel-diff (a perception baseline without weights) lands in between.
+build a small set -> for each reference model (pixel-diff, oracle, blind, prior): start the reference
+server on 127.0.0.1, run the real client against it over HTTP, score -> one report comparing them.
+A newcomer sees what the benchmark measures: the oracle reads perfect, the blind model finds
+nothing, pixel-diff (a perception baseline without weights) lands in between, and the prior
+(the question's template alone, leave one out) shows what a blind guess earns. The prior is also
+run with `--no-image`, so the report shows MMStar's multimodal gain and leakage (docs/design.md#validity).
+
+VFaith's quickstart runs its models with `--circular` (CircularEval: accuracy_circular beside every
+first-order accuracy) and the memorizer, which never looks, also with `--no-image`: its multimodal
+gain reads 0.
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 
-REFERENCE_MODELS = ("pixel-diff", "oracle", "blind")
+REFERENCE_MODELS = ("pixel-diff", "oracle", "blind", "prior")
 
 
 @dataclass
@@ -48,12 +54,18 @@ def quickstart(request: QuickstartRequest) -> Path:
         score_spd_faith(ScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
                                      from_run=True, seed=request.seed))
         score_dirs.append(score_dir)
+    blind_run, blind_score = request.out / "runs" / "prior-no-image", request.out / "scores" / "prior-no-image"
+    with ReferenceServer(dataset, "prior") as server:
+        run_spd_faith(RunRequest(dataset=build_dir, model="prior", base_urls=(server.base_url,), out=blind_run,
+                                 seed=request.seed, progress=request.progress, no_image=True))
+    score_spd_faith(ScoreRequest(dataset=build_dir, predictions=blind_run / "predictions.jsonl", out=blind_score,
+                                 from_run=True, seed=request.seed))
     report_dir = request.out / "report"
-    compare_scores(score_dirs, report_dir, seed=request.seed)
+    compare_scores([*score_dirs, blind_score], report_dir, seed=request.seed)
     return report_dir
 
 
-VFAITH_REFERENCE_MODELS = ("oracle", "memorizer")
+VFAITH_REFERENCE_MODELS = ("oracle", "memorizer", "prior")
 
 
 def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: int = 1, progress: bool = True) -> Path:
@@ -72,11 +84,12 @@ def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: 
                                     inpainter=resolve_inpainter("auto", None), progress=progress))
     dataset = open_vfaith_dataset(build_dir)
     score_dirs = []
-    for model in VFAITH_REFERENCE_MODELS:
-        run_dir, score_dir = out / "runs" / model, out / "scores" / model
+    for model, no_image in [(model, False) for model in VFAITH_REFERENCE_MODELS] + [("memorizer", True)]:
+        name = f"{model}-no-image" if no_image else model
+        run_dir, score_dir = out / "runs" / name, out / "scores" / name
         with ReferenceServer(dataset, model, family="vfaith") as server:
             run_vfaith(RunSettings(dataset=build_dir, model=model, base_urls=(server.base_url,), out=run_dir,
-                                   progress=progress))
+                                   progress=progress, no_image=no_image), circular=not no_image)
         score_vfaith(VfaithScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
                                         from_run=True, seed=seed))
         score_dirs.append(score_dir)

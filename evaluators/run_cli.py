@@ -12,7 +12,8 @@ import argparse
 import contextlib
 import ipaddress
 import shlex
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
 from mmfaith.errors import MmfaithError
+from mmfaith.nouns import plural
 
 RUN_EXAMPLE = """examples:
   mmfaith serve-reference {family} --model {model} --dataset out/{short} --port 8011 &
@@ -94,9 +96,16 @@ def _add_shared_run_options(parser: argparse.ArgumentParser) -> None:
                           "score each with `score --repeat R`, pool them with `report --pool`)")
     gen.add_argument("--concurrency", type=int, default=_default("concurrency"), help="requests in flight at most")
     gen.add_argument("--timeout", type=float, default=_default("timeout_s"), dest="timeout_s", metavar="SECONDS",
-                     help="per request attempt")
+                     help="deadline of each attempt of a call, whole (connecting, sending, reading the answer)")
     gen.add_argument("--max-attempts", type=int, default=_default("max_attempts"),
                      help="attempts per call; 408, 429, 5xx, timeouts and connection errors are retried")
+    blind = parser.add_argument_group("validity controls (docs/design.md, Validity)")
+    blind.add_argument("--no-image", action="store_true",
+                       help="send every probe with its image parts removed and one sentence saying no image is "
+                            "given (MMStar's w/o-image run; `mmfaith report` pairs it with the with-image run)")
+    blind.add_argument("--circular", action="store_true",
+                       help="ask each multiple-choice question once per rotation of its options (MMBench's "
+                            "CircularEval); score reports accuracy_circular")
     gen.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing")
     gen.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -108,13 +117,14 @@ def _run(args: argparse.Namespace) -> int:
         raise MmfaithError("give --base-url URL (a running server) or --serve MODEL (mmfaith starts vLLM), not both.")
     family = families.get(args.family)
     parts = family.parts()
-    plan = parts.probe_plan({name: getattr(args, name) for name in args.family_options})
+    plan = parts.probe_plan({**{name: getattr(args, name) for name in args.family_options},
+                             "circular": args.circular})
     dataset = parts.open_dataset(args.dataset)
 
     def run(model: str, base_urls: tuple[str, ...], serve: dict[str, Any] | None = None) -> int:
         settings = RunSettings(dataset=args.dataset, model=model, base_urls=base_urls, out=args.out, limit=args.limit,
                                dry_run=args.dry_run, api_key_env=args.api_key_env, progress=not args.no_progress,
-                               serve=serve,
+                               serve=serve, no_image=args.no_image,
                                **{name: getattr(args, name) for name in SHARED_TUNABLE})
         summary = run_benchmark(family.name, settings, dataset, plan)
         if summary.dry_run:
@@ -176,11 +186,19 @@ def _serve_reference(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise MmfaithError(f"--port {args.port}: cannot listen on {args.host}:{args.port} ({exc.strerror}); "
                            "pick a free port.") from exc
-    print(f"serving {family.name} {args.model} over {len(dataset.items)} items at {server.base_url} (Ctrl-C stops)",
+    print(f"serving {family.name} {args.model} over {items_phrase(dataset.items)} at {server.base_url} (Ctrl-C stops)",
           flush=True)
     server.serve_forever()
     print("stopped", flush=True)
     return 0
+
+
+def items_phrase(items: Sequence[Any]) -> str:
+    """How many items of each kind, in order of first appearance, by each item class's NOUN: "16 pairs and 16
+    perception items"."""
+    counts = Counter(type(item).NOUN for item in items)
+    parts = [f"{n} {noun if n == 1 else plural(noun)}" for noun, n in counts.items()]
+    return " and ".join(parts) if parts else "0 items"
 
 
 def _is_loopback(host: str) -> bool:

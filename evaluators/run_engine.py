@@ -13,7 +13,15 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   that was not made (e.g. its prerequisite failed). For an (id, probe) the last answered line wins.
 - Resume: the same settings on the same RUN_DIR ask only the (id, probe) without an answer
   (failed calls included). RUN_DIR/run.json holds the provenance; a RUN_DIR whose run.json names
-  another family, model or any of the plan's `resume_settings` is refused.
+  another family, model, generation settings (`RunSettings.generation`: temperature, max_tokens,
+  ...), dataset fingerprint or any of the plan's `resume_settings` is refused. A run holds RUN_DIR's
+  lock (`mmfaith.dirlock`) while it writes: a second run into it is refused, naming the pid.
+- Binding: every line records `meta.generation` (the run's generation settings, with the call's own
+  temperature) and `meta.shown_sha256` (`shown_digest` of what its item shows: images, question,
+  options), so `score` refuses a line made on another build of the same ids (predictions.py).
+- Secrets: every line and run.json pass `mmfaith.redact` (the key in use, the base URLs' secrets,
+  bearer and basic credentials), so a server echoing the request's headers or URL cannot put a
+  credential on disk.
 - Scheduling: requests, not items, are bounded by `concurrency` (the client's slots serve
   waiting calls lowest `priority` first: a plan gives the calls that close an item the lowest);
   at most `concurrency` items are open at once, which bounds the images held in memory. Images are
@@ -26,9 +34,19 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
 - Seeds and repeats: every request carries a `seed` (OpenAI and vLLM take it) derived from the
   run's sampling seed, the item, the probe and the repeat (`request_seed`), so the same command
   asks the same seeds. With `repeats` N every item's probes are asked N times (repeat 0 .. N-1; a
-  repeat's dependent probes chain within it). Every line records its call's settings in
-  `meta.generation` ({temperature, max_tokens, seed, repeat}); an answer is keyed by
-  (id, probe, repeat), repeat 0 where the line has none.
+  repeat's dependent probes chain within it). Every line's `meta.generation` adds the call's
+  `seed` and `repeat` to the run's settings; an answer is keyed by (id, probe, repeat), repeat 0
+  where the line has none. More repeats resume a run (the sampling seed is a generation setting).
+- Failure isolation: any exception while one item runs (a plan's bug, an agent loop's bad crop)
+  becomes that item's recorded error (an error line for each of its probes without an answer,
+  `item failed: TYPE: message`) and the run goes on. A server that cannot be reached for
+  DEAD_SERVER_CALLS calls in a row (every attempt's connection refused, no answer between) ends the
+  run early (`ServerGone`, with the resume hint) instead of failing every remaining call.
+- Size: an answer (and its reasoning) longer than MAX_ANSWER_CHARS is stored cut to that length,
+  the cut recorded (`meta.cut`: {"response": original length, "reasoning": ...}), so a server
+  sending megabytes cannot blow up predictions.jsonl (nor what a dependent probe re-sends).
+- Interruption: Ctrl-C and SIGTERM end the run with one line saying how far it got (answered of
+  expected, where) and how to resume; every finished call is already on disk.
 - `dry_run` prints each request that would be sent (images abridged to their size) and a token
   estimate, and sends and writes nothing.
 - The API key is read from the environment (`api_key_env`, else OPENAI_API_KEY, else "EMPTY" for
@@ -37,13 +55,16 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -53,21 +74,25 @@ from typing import Any, Protocol, TypeVar
 from tqdm import tqdm
 
 from mmfaith import __version__
+from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.blind import without_images
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
-from mmfaith.evaluators.predictions import repeat_of
+from mmfaith.evaluators.predictions import repeat_of, shown_digest
 from mmfaith.evaluators.run_settings import RunSettings
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_text_atomic
 from mmfaith.outdir import prepare_out_dir
-from mmfaith.redact import redact_url
-from mmfaith.schema import check_record
+from mmfaith.redact import redact_record, redact_url, register_secret, url_secrets
+from mmfaith.schema import check_record, schema_errors
 
 PREDICTIONS = "predictions.jsonl"
 RUN_JSON = "run.json"
-BASE_RESUME_FIELDS = ("family", "model", "sampling_seed")
+BASE_RESUME_FIELDS = ("family", "model", "generation", "no_image")
 """run.json fields that must match for a run to resume, before the plan's own `resume_settings`."""
+RESUME_DEFAULTS = {"no_image": False, "circular": False}
+"""What a run.json written before a field existed had for it (`circular`: a plan's resume setting, run --circular)."""
 
 ERROR_HINTS = (
     ("HTTP 401", "check the key: OPENAI_API_KEY or --api-key-env"),
@@ -78,7 +103,16 @@ ERROR_HINTS = (
     ("timeout", "raise --timeout or lower --concurrency"),
 )
 """Substring of a call's error -> what to check; the first match is shown with the most common error."""
+MAX_ANSWER_CHARS = 100_000
+"""The longest answer (or reasoning) stored; a longer one is cut and the cut recorded (`meta.cut`)."""
+DEAD_SERVER_CALLS = 3
+"""Calls in a row that could not connect to any server (every attempt refused) before the run stops."""
+UNREACHABLE_ERRORS = ("connection error",)
 ItemKey = tuple[str, str, int]  # (item id, probe, repeat)
+
+
+class ServerGone(MmfaithError):
+    """The servers could not be reached for DEAD_SERVER_CALLS calls in a row: the run stops early."""
 T = TypeVar("T")
 
 
@@ -161,7 +195,7 @@ class RunSummary:
     model: str
     items: int
     expected: int  # (id, probe) items over the run's items
-    answered: int  # items with an answer, over all sessions
+    answered: int  # items with an answer, over all sessions (`skipped` among them)
     failed: int  # items whose last call failed and that have no answer
     requests: int  # calls this session made (for a dry run: would make)
     elapsed_s: float
@@ -171,11 +205,14 @@ class RunSummary:
     image_cpu_s: float  # CPU seconds this session spent on images
     dry_run: bool
     top_error: str | None = None  # the most common error of the failed calls, with its count and a hint
+    skipped: int = 0  # answered items not asked (meta.skipped: e.g. an MCoT replay of a trace without a tool call)
 
     def line(self) -> str:
         """The one-line summary the CLI prints after a run (a dry run prints its own last line)."""
         rate = self.requests / self.elapsed_s if self.elapsed_s > 0 else 0.0
-        text = (f"{self.model}: {self.answered}/{self.expected} answered, {self.failed} failed; "
+        skipped = f", {self.skipped} skipped (not asked; why: meta.skipped)" if self.skipped else ""
+        text = (f"{self.model}: {self.answered - self.skipped}/{self.expected} answered{skipped}, "
+                f"{self.failed} failed; "
                 f"{self.requests} requests in {self.elapsed_s:.1f} s ({rate:.1f}/s); "
                 f"predictions: {self.out / PREDICTIONS}")
         if self.failed:
@@ -235,6 +272,11 @@ class ItemAsker:
         return self._session.settings.model
 
     @property
+    def no_image(self) -> bool:
+        """Whether this run asks without images (`run --no-image`: the engine removes every image part)."""
+        return self._session.settings.no_image
+
+    @property
     def run_dir(self) -> Path:
         """RUN_DIR: where a plan keeps files it makes once per run (an agent's crops)."""
         return self._session.settings.out
@@ -270,7 +312,8 @@ class ItemAsker:
     def _stamped(self, line: dict[str, Any]) -> dict[str, Any]:
         """The line with this repeat in its meta.generation (a composed or failed line may lack it)."""
         meta = dict(line.get("meta") or {})
-        meta["generation"] = {**meta.get("generation", {}), "repeat": self.repeat}
+        meta["generation"] = {**self._session.settings.generation(), **meta.get("generation", {}),
+                              "repeat": self.repeat}
         return {**line, "meta": meta}
 
 
@@ -284,6 +327,16 @@ def request_seed(run_seed: int, item_id: str, probe: str, repeat: int) -> int:
 def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
     """Ask every item's probes (see the module docstring) and return the run's summary."""
     _check_settings(settings)
+    for base_url in settings.base_urls:
+        register_secret(*url_secrets(base_url))
+    if settings.dry_run:
+        return _run_locked(family, settings, dataset, plan)
+    prepare_out_dir(settings.out, "run")
+    with hold_lock(settings.out, "run --out"):
+        return _run_locked(family, settings, dataset, plan)
+
+
+def _run_locked(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
     items = list(dataset.items[:settings.limit] if settings.limit else dataset.items)
     provenance = _provenance(family, settings, dataset, plan, len(items))
     previous = _previous_run(settings.out, provenance, plan)
@@ -300,17 +353,24 @@ def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan
         return _summary(settings, plan, items, log, session.requests, 0.0, None, dry_run=True)
 
     api_key = _api_key(settings.api_key_env)
-    prepare_out_dir(settings.out, "run")
+    register_secret(api_key)
     for base_url in settings.base_urls:
         for warning in check_endpoint(base_url, settings.model, api_key, min(settings.timeout_s, 30.0)):
             print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
     provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
     _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
-    payloads = ImagePayloads(image for item, _ in todo for image in plan.images(item))
+    payloads = ImagePayloads(() if settings.no_image else (image for item, _ in todo for image in plan.images(item)))
     session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
-        asyncio.run(session.run(todo, api_key))
+        with _sigterm_as_interrupt():
+            asyncio.run(session.run(todo, api_key))
+    except (KeyboardInterrupt, ServerGone) as exc:
+        counts = _counts(plan, log, items, settings.repeats)
+        what = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped early"
+        print(f"mmfaith: run {what}: {counts['answered']}/{counts['expected']} answered, {counts['failed']} failed, "
+              f"kept in {settings.out / PREDICTIONS}.", file=sys.stderr, flush=True)
+        raise
     finally:
         session.close()
         elapsed = time.perf_counter() - clock
@@ -340,6 +400,8 @@ class _Session:
                               disable=not settings.progress or settings.dry_run, dynamic_ncols=True)
         self._client: ChatClient | None = None
         self.replica_stats: list[dict[str, Any]] = []
+        self._shown: dict[str, str] = {}
+        self._unreachable_calls = 0
 
     async def run(self, items: list[tuple[EvalItem, int]], api_key: str) -> None:
         settings = self.settings
@@ -369,8 +431,17 @@ class _Session:
 
     async def _item(self, work: tuple[EvalItem, int]) -> None:
         item, repeat = work
+        self._shown[item.id] = shown_digest(self.plan.shows(item))
+        asker = ItemAsker(self, item, repeat)
         try:
-            await self.plan.run_item(item, ItemAsker(self, item, repeat))
+            await self.plan.run_item(item, asker)
+        except ServerGone:
+            raise
+        except Exception as exc:  # one item's failure is that item's recorded error, never the run's end
+            error = f"item failed: {type(exc).__name__}: {exc}"
+            for probe in self.plan.expected_probes(item):
+                if asker.pending(probe):
+                    await asker.fail(probe, {}, error)
         finally:
             self.payloads.release(self.plan.images(item))
 
@@ -380,8 +451,10 @@ class _Session:
         temperature = self.settings.temperature if temperature is None else temperature
         seed = request_seed(self.settings.sampling_seed, item.id, probe, repeat)
         extra = {**(extra or {}), "seed": seed}
-        meta = {**meta, "generation": {"temperature": temperature, "max_tokens": self.settings.max_tokens,
-                                       "seed": seed, "repeat": repeat}}
+        meta = {**meta, "generation": {**self.settings.generation(), "temperature": temperature, "seed": seed,
+                                       "repeat": repeat}}
+        if self.settings.no_image:
+            turns = without_images(turns)
         if self.settings.dry_run:
             self._print_request(item, probe, turns, meta, temperature, dry_run_note, extra)
             return self.line(item, probe, meta, None, "dry run: not sent")
@@ -396,7 +469,17 @@ class _Session:
         line = self.line(item, probe, {**meta, "images": shown}, result, None)
         if record:
             await self.write(line)
+        self._note_reachable(result)
         return line
+
+    def _note_reachable(self, result: ChatResult) -> None:
+        """Count calls in a row that reached no server; raise ServerGone at DEAD_SERVER_CALLS."""
+        unreachable = result.error is not None and result.error.startswith(UNREACHABLE_ERRORS)
+        self._unreachable_calls = self._unreachable_calls + 1 if unreachable else 0
+        if self._unreachable_calls >= DEAD_SERVER_CALLS:
+            raise ServerGone(f"{self._unreachable_calls} calls in a row reached no server at "
+                             f"{', '.join(redact_url(url) for url in self.settings.base_urls)} (last: {result.error}); "
+                             "is the server running? re-run the same command to resume.")
 
     async def _part(self, piece: Shown | str) -> bytes:
         if isinstance(piece, str):
@@ -411,16 +494,28 @@ class _Session:
             meta.update(latency_s=None, prompt_tokens=None, completion_tokens=None, finish_reason=None,
                         reasoning=None, error=error)
         else:
+            cut = {name: len(text) for name, text in (("response", result.text), ("reasoning", result.reasoning))
+                   if text is not None and len(text) > MAX_ANSWER_CHARS}
             meta.update(latency_s=round(result.latency_s, 4), prompt_tokens=result.prompt_tokens,
                         completion_tokens=result.completion_tokens, attempts=result.attempts,
-                        finish_reason=result.finish_reason, reasoning=result.reasoning, error=result.error)
+                        finish_reason=result.finish_reason, reasoning=_capped(result.reasoning), error=result.error)
             if result.tool_calls:
                 meta["tool_calls"] = list(result.tool_calls)
-        return {"id": item.id, "probe": probe, "response": None if result is None else result.text,
+            if cut:
+                meta["cut"] = cut
+        return {"id": item.id, "probe": probe, "response": None if result is None else _capped(result.text),
                 "model": self.settings.model, "meta": meta}
 
     async def write(self, line: dict[str, Any]) -> None:
+        """Append a line, stamped with its settings and what its item shows (module docstring), redacted;
+        every line of a `--no-image` run says so in meta.no_image, plan-composed ones too."""
         assert self._appender is not None
+        meta = {"generation": self.settings.generation(), **(line.get("meta") or {})}
+        if line["id"] in self._shown:
+            meta["shown_sha256"] = self._shown[line["id"]]
+        if self.settings.no_image:
+            meta["no_image"] = True
+        line = redact_record({**line, "meta": meta})
         await asyncio.get_running_loop().run_in_executor(self._writer, self._appender.append, line)
         self.log.add(line)
         self._progress.update(1)
@@ -442,6 +537,28 @@ class _Session:
                               **(note or {}), "request": body}))
         self.requests += 1
         self.prompt_tokens_estimate += estimate
+
+
+def _capped(text: str | None) -> str | None:
+    """`text` cut to MAX_ANSWER_CHARS (module docstring)."""
+    return text if text is None or len(text) <= MAX_ANSWER_CHARS else text[:MAX_ANSWER_CHARS]
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While open (in the main thread), SIGTERM ends the run as Ctrl-C does; the previous handler is restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 async def _each_bounded(items: Iterable[T], worker: Callable[[T], Coroutine[Any, Any, None]], limit: int) -> None:
@@ -489,6 +606,11 @@ def _check_settings(settings: RunSettings) -> None:
     for bad, message in problems:
         if bad:
             raise MmfaithError(message + ".")
+    named = schema_errors("prediction", {"id": "-", "probe": "-", "response": None, "model": settings.model,
+                                         "meta": {"error": "-"}})
+    if named:
+        raise MmfaithError(f"--model {settings.model!r}: a model name is letters, digits and . _ : / @ + = - "
+                           "(schemas/prediction.schema.json), so that it cannot add Markdown or HTML to a report.")
 
 
 def _api_key(env_name: str | None) -> str:
@@ -507,8 +629,8 @@ def _now() -> str:
 def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan,
                 items: int) -> dict[str, Any]:
     return {
-        "family": family, "model": settings.model, "servers": [redact_url(url) for url in settings.base_urls],
-        "temperature": settings.temperature, "max_tokens": settings.max_tokens, "sampling_seed": settings.sampling_seed,
+        "family": family, "model": settings.model, "no_image": settings.no_image,
+        "servers": [redact_url(url) for url in settings.base_urls], "generation": settings.generation(),
         "repeats": settings.repeats,
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
@@ -532,7 +654,7 @@ def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dic
     except (OSError, json.JSONDecodeError) as exc:
         raise MmfaithError(f"{run_json}: cannot read it ({exc}); use a new --out or restore the file.") from exc
     for name in (*BASE_RESUME_FIELDS, *plan.resume_settings()):
-        if previous.get(name) != provenance[name]:
+        if previous.get(name, RESUME_DEFAULTS.get(name)) != provenance[name]:
             raise MmfaithError(f"{run_json}: field {name!r} is {previous.get(name)!r} but this run has "
                                f"{provenance[name]!r}; resume with the same settings or use a new --out.")
     if previous.get("dataset_fingerprint", provenance["dataset_fingerprint"]) != provenance["dataset_fingerprint"]:
@@ -551,6 +673,8 @@ def _expected_keys(plan: ProbePlan, items: list[EvalItem], repeats: int) -> list
 def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem], repeats: int) -> dict[str, int]:
     keys = _expected_keys(plan, items, repeats)
     return {"expected": len(keys), "answered": sum(key in log.answered for key in keys),
+            "skipped": sum(bool((log.answered[key].get("meta") or {}).get("skipped")) for key in keys
+                           if key in log.answered),
             "failed": sum(key in log.failed for key in keys)}
 
 
@@ -560,14 +684,15 @@ def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log:
     document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items, provenance["repeats"]),
                 "tokens": {"prompt": log.prompt_tokens, "completion": log.completion_tokens},
                 "started": sessions[0]["started"], "finished": sessions[-1]["finished"]}
-    write_atomic(out / RUN_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_text_atomic(out / RUN_JSON, json.dumps(redact_record(document), indent=2, sort_keys=True) + "\n")
 
 
 def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log: PredictionLog, requests: int,
              elapsed_s: float, payloads: ImagePayloads | None, dry_run: bool) -> RunSummary:
     counts = _counts(plan, log, items, settings.repeats)
     return RunSummary(out=settings.out, model=settings.model, items=len(items), expected=counts["expected"],
-                      answered=counts["answered"], failed=counts["failed"], requests=requests, elapsed_s=elapsed_s,
+                      answered=counts["answered"], skipped=counts["skipped"], failed=counts["failed"],
+                      requests=requests, elapsed_s=elapsed_s,
                       prompt_tokens=log.prompt_tokens, completion_tokens=log.completion_tokens,
                       images_encoded=payloads.stats.encodings if payloads else 0,
                       image_cpu_s=payloads.stats.cpu_s if payloads else 0.0, dry_run=dry_run,

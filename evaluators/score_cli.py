@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
+from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.score_dir import load_score_dir
+from mmfaith.evaluators.answers import RULES
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD
 
 SCORE_EXAMPLE = """example (offline):
-  mmfaith score {family} --dataset out/{short} --predictions runs/oracle/predictions.jsonl --from-run --out scores/oracle
-then read scores/oracle/report.md; compare models with `mmfaith report scores/oracle scores/other --out compare`."""
+  mmfaith score {family} --dataset out/{short} --predictions runs/{model}/predictions.jsonl --from-run --out scores/{model}
+then read scores/{model}/report.md; compare models with `mmfaith report scores/{model} scores/other --out compare`."""
+DATASET_HELP = "a build dir, release folder, or Hub repo ORG/NAME[@REVISION]"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,10 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             subparsers, "score", "score a model's predictions on a benchmark",
             "Score predictions (or a submission) against a benchmark's gold.", families.all_families(),
             help_of=lambda family: f"{family.title}: {', '.join(m.key for m in family.metrics[:8])}",
-            epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0])):
+            epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
+                                                          model=family.reference_models[0][0])):
+        alone = family.parts().scores_alone
         parser.add_argument("--dataset", metavar="SOURCE",
-                            help="a build dir, release folder, or Hub repo ORG/NAME[@REVISION]; needed unless the "
-                                 "family scores a file alone (SPD-Faith: an official response file)")
+                            help=f"{DATASET_HELP}; optional with {alone}" if alone else f"{DATASET_HELP} (required)")
         parser.add_argument("--predictions", type=Path, required=True, metavar="FILE",
                             help="predictions.jsonl or a submission")
         parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="score dir to write")
@@ -47,9 +54,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--drop-stale", action="store_true",
                             help="drop (and count) prediction lines that showed other images than the dataset's "
                                  "(default: refuse them: the dataset was rebuilt after the run)")
+        parser.add_argument("--extract", choices=RULES, default="default",
+                            help="how answers are read (docs/answers.md): default (every common form, the last "
+                                 "answer wins) or paper (the paper's own rule where it has one, e.g. the last "
+                                 "\\boxed{}; elsewhere default)")
+        parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
+                            help="warn when fewer than this share of the expected answers were read")
+        reader = parser.add_argument_group("LLM reader of multiple-choice answers (VFaith, MCoT; docs/answers.md)")
+        reader.add_argument("--reader-model", metavar="MODEL",
+                            help="an OpenAI-compatible model that reads the replies the rules leave unread (cached; "
+                                 "its agreement with the rules is reported)")
+        reader.add_argument("--reader-base-url", metavar="URL", help="the reader model's base URL")
+        reader.add_argument("--reader-api-key-env", metavar="NAME", help="environment variable holding its key")
         family.parts().add_score_options(parser)
         parser.set_defaults(handler=family.parts().score)
     _add_report(subparsers)
+
+
+def reader_endpoint(args: argparse.Namespace, family: str) -> ModelEndpoint | None:
+    """The `--reader-model` endpoint, None without one; refused for a family without multiple-choice replies to read."""
+    if not args.reader_model:
+        return None
+    if family not in ("vfaith", "mcot"):
+        raise MmfaithError(f"--reader-model reads the multiple-choice replies of VFaith and MCoT; {family} scores "
+                           "without it (its answers are read by the rules, docs/answers.md).")
+    return ModelEndpoint("openai", args.reader_model, args.reader_base_url, args.reader_api_key_env)
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
@@ -66,22 +95,54 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--all-pairs", action="store_true", help="compare every pair (default: each against the first)")
     report.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="paired bootstrap replicates")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    report.add_argument("--overwrite", action="store_true",
+                        help="write into a non-empty --out that is not an earlier report (default: refuse)")
     report.set_defaults(handler=_run_report)
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    _check_report_out(args.out, args.score_dirs, args.overwrite)
     named = {args.family} if args.family else {families.family_of_score_dir(d) for d in args.score_dirs}
     if len(named) != 1:
         raise MmfaithError(f"the score dirs are of several families ({', '.join(sorted(named))}); "
                            "compare score dirs of one dataset.")
-    family = named.pop()
+    family = families.get(named.pop())
     if args.pool:
         from mmfaith.evaluators.pool import pool_scores
 
-        pooled = pool_scores(args.score_dirs, args.out, family)
+        pooled = pool_scores(args.score_dirs, args.out, family.name)
         print(f"pooled {len(pooled['replicates'])} replicates of {pooled['model']}; see {args.out / 'pooled.md'}")
         return 0
-    compare = families.get(family).part("compare", "comparison report")
+    compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
-    print(f"compared {len(comparison['models'])} models; see {args.out / 'report.md'}")
+    n = len(comparison["models"])
+    written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
+    print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
+    for label, path in zip(comparison["models"], args.score_dirs):
+        print(f"  {label}: {headline(family, load_score_dir(path)[0])} ({path})")
     return 0
+
+
+def headline(family: families.Family, metrics: dict[str, Any]) -> str:
+    """The family's first four metrics that a score's metrics.json holds as numbers: from its `overall`
+    block, or else from each block of `by_mode` ("specific: SDR 1.000, ...")."""
+    keys = [metric.key for metric in family.metrics]
+    blocks = ({"": metrics["overall"]} if "overall" in metrics
+              else {f"{mode}: ": block.get("metrics", block) for mode, block in metrics.get("by_mode", {}).items()})
+    parts = []
+    for prefix, block in blocks.items():
+        shown = [f"{key} {block[key]:.3f}" for key in keys if isinstance(block.get(key), (int, float))][:4]
+        parts.append(prefix + (", ".join(shown) or "no metric defined"))
+    return "; ".join(parts) or "no metric defined"
+
+
+def _check_report_out(out: Path, score_dirs: list[Path], overwrite: bool) -> None:
+    """Refuse an --out that is one of the score dirs, or a non-empty folder that is not an earlier report (it has
+    no comparison.json), unless `overwrite` for the latter: as `score` refuses."""
+    for score_dir in score_dirs:
+        if out.resolve() == score_dir.resolve():
+            raise MmfaithError(f"report --out {out}: is the score dir {score_dir}, whose report.md it would replace; "
+                               "choose another --out.")
+    if out.is_dir() and any(out.iterdir()) and not (out / "comparison.json").is_file() and not overwrite:
+        raise MmfaithError(f"report --out {out}: not empty and not an earlier report; choose a new --out, or pass "
+                           "--overwrite to write into it.")

@@ -9,9 +9,11 @@ replace the folder whole.
   and removed last, so a failed score leaves the old one intact and no file of an older score survives.
 - `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
-  then put in its place (`replace_folder`).
+  then put in its place (`replace_folder`); every text file of it passes `mmfaith.redact` (a
+  submission's answers may quote a key).
 - `load_score_dir(path)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`;
-  `score_labels(paths, metrics)`: each score's model name, with its folder where two share one.
+  `score_labels(paths, metrics)`: each score's model name ("(no image)" added for a --no-image score), with its
+  folder where two share one.
 """
 from __future__ import annotations
 
@@ -23,7 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.jsonl import canonical_json, read_jsonl, write_atomic
+from mmfaith.jsonl import canonical_json, read_jsonl, write_text_atomic
+
+
+TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".csv", ".txt", ".svg")
+"""The files of a score dir that are text, redacted as written."""
 
 
 def check_score_dir(out: Path, inputs: Mapping[str, Path | None], dataset: Mapping[str, Any], predictions_sha256: str,
@@ -64,10 +70,12 @@ def publish_scores(out: Path, items: Sequence[Mapping[str, Any]], metrics: Mappi
     staging = out.parent / f".{out.name}.scoring"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    write_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items).encode("utf-8"))
-    write_atomic(staging / "metrics.json",
-                 (json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_text_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items))
+    write_text_atomic(staging / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     write_report(metrics, staging)
+    for path in staging.rglob("*"):
+        if path.suffix in TEXT_SUFFIXES and path.name not in ("items.jsonl", "metrics.json"):
+            write_text_atomic(path, path.read_text(encoding="utf-8"))
     replace_folder(out, staging)
 
 
@@ -81,7 +89,8 @@ def load_score_dir(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def score_labels(paths: Sequence[Path], metrics: Sequence[dict[str, Any]]) -> list[str]:
-    """Each score's model name; with the folder's name where two scores share a model."""
-    models = [m["provenance"]["model"] for m in metrics]
+    """Each score's model name (with " (no image)" for a `run --no-image` score); with the folder's name where
+    two scores still share a label."""
+    models = [m["provenance"]["model"] + (" (no image)" if m["provenance"].get("no_image") else "") for m in metrics]
     return [model if models.count(model) == 1 else f"{model} ({path.name})" for model, path in zip(models, paths)]
 

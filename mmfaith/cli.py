@@ -19,6 +19,8 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import run_cli, score_cli
 from mmfaith.evaluators.harness import cli as harness_cli
 from mmfaith.families import Family, all_families
+from mmfaith.outdir import remove_if_made_empty
+from mmfaith.redact import redact
 from mmfaith.release import cli as release_cli
 
 
@@ -123,6 +125,18 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+def _run_verb(args: argparse.Namespace) -> int:
+    """The verb's handler; when it fails, an empty --out folder it made is removed (`remove_if_made_empty`)."""
+    out = getattr(args, "out", None)
+    existed = out is None or Path(out).exists()
+    try:
+        return args.handler(args)
+    except BaseException:
+        if out is not None:
+            remove_if_made_empty(Path(out), existed)
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one verb. A user-caused error (MmfaithError, or an OSError such as a path that cannot be
     read or written) prints as one `mmfaith: error: ...` line and returns 2; with `--debug` (or
@@ -132,18 +146,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     debug = args.debug or os.environ.get("MMFAITH_DEBUG") == "1"
     try:
-        return args.handler(args)
+        return _run_verb(args)
     except MmfaithError as exc:
         if debug:
             raise
-        print(f"mmfaith: error: {exc}", file=sys.stderr)
+        print(f"mmfaith: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path the user gave that the OS refuses: not a bug of mmfaith
         if debug:
             raise
         where = " -> ".join(str(name) for name in (exc.filename, exc.filename2) if name is not None)
         reason = exc.strerror or str(exc)
-        print(f"mmfaith: error: {where + ': ' if where else ''}{reason}; check the path, its permissions and free "
+        print(f"mmfaith: error: {redact(where + ': ' if where else '')}{reason}; check the path, its permissions and free "
               "space (--debug shows the traceback).", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -4,13 +4,19 @@ Used where a build step asks a model once per item (the LLM planner) and by the 
 come from the environment variable the user names and are never printed or stored: a failed call
 raises `ModelCallError`, whose message (the client's exception type and text) has passed through
 `mmfaith.redact.redact` with the key, so a server quoting the key back cannot put it in a record.
+
+One client per endpoint (`openai_client`, `gemini_client`): planners, judges and editors that call
+an endpoint thousands of times share one client, so its connections are reused; a changed key in
+the environment makes a new one.
 """
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +25,15 @@ from mmfaith.redact import redact
 
 PROVIDERS = ("openai", "gemini")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+GEMINI_HINT = "Gemini needs the google-genai package: pip install 'mmfaith[gemini]'."
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` (dotted) can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a missing parent package
+        return False
 
 
 @dataclass(frozen=True)
@@ -31,6 +46,11 @@ class ModelEndpoint:
     api_key_env: str | None = None
     timeout_s: float = 120.0
     max_retries: int = 3
+
+    def __post_init__(self) -> None:
+        """A gemini endpoint needs google-genai (the `gemini` extra): one MmfaithError line when it is missing."""
+        if self.provider == "gemini" and not _installed("google.genai"):
+            raise MmfaithError(GEMINI_HINT)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env or DEFAULT_KEY_ENV[self.provider])
@@ -74,11 +94,29 @@ def ask_with_images(endpoint: ModelEndpoint, text: str, images_png: list[bytes],
         raise ModelCallError(redact(f"{type(exc).__name__}: {exc}", (endpoint.api_key(),))) from None
 
 
-def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+_CLIENTS: dict[tuple[ModelEndpoint, str | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _shared_client(endpoint: ModelEndpoint, make: Any) -> Any:
+    """The one client of this endpoint and key in this process, made by `make(endpoint)` on first use."""
+    key = (endpoint, endpoint.api_key())
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            _CLIENTS[key] = make(endpoint)
+        return _CLIENTS[key]
+
+
+def openai_client(endpoint: ModelEndpoint) -> Any:
+    """The `openai.OpenAI` client of the endpoint (its base URL, key, timeout and retries), one per process."""
     import openai
 
-    client = openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key() or "EMPTY",
-                           timeout=endpoint.timeout_s, max_retries=endpoint.max_retries)
+    return _shared_client(endpoint, lambda e: openai.OpenAI(base_url=e.base_url, api_key=e.api_key() or "EMPTY",
+                                                            timeout=e.timeout_s, max_retries=e.max_retries))
+
+
+def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+    client = openai_client(endpoint)
     content: list[dict[str, object]] = [{"type": "image_url", "image_url": {"url": png_data_url(png)}}
                                         for png in images_png]
     content.append({"type": "text", "text": text})
@@ -88,13 +126,17 @@ def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max
 
 
 def gemini_client(endpoint: ModelEndpoint) -> Any:
-    """A `google.genai.Client` for the endpoint (its key, timeout, retries and base URL); MmfaithError when the
-    package or the key is missing."""
+    """The `google.genai.Client` of the endpoint (its key, timeout, retries and base URL), one per process;
+    MmfaithError when the package or the key is missing."""
+    return _shared_client(endpoint, _new_gemini_client)
+
+
+def _new_gemini_client(endpoint: ModelEndpoint) -> Any:
     try:
         from google import genai
         from google.genai import types
     except ImportError as exc:
-        raise MmfaithError("Gemini needs the google-genai package: pip install 'mmfaith[gemini]'.") from exc
+        raise MmfaithError(GEMINI_HINT) from exc
     key = endpoint.api_key()
     if not key:
         raise MmfaithError(f"Gemini needs an API key in ${endpoint.api_key_env or DEFAULT_KEY_ENV['gemini']}.")

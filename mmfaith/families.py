@@ -74,6 +74,8 @@ class FamilyParts:
     - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
     - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
+    - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
+      --dataset is required.
     """
 
     open_dataset: Callable[[Path | str], EvalDataset]
@@ -89,6 +91,7 @@ class FamilyParts:
     release: Callable[[Any], Any] | None = None
     verify: Callable[[Path], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
+    scores_alone: str | None = None
 
 
 def _named(target: str) -> Any:
@@ -189,6 +192,7 @@ SPD_FAITH = Family(
         ("oracle", "answers from the gold differences"),
         ("blind", "ignores the images: reports no difference"),
         ("pixel-diff", "compares the pixels of the two images (no weights)"),
+        ("prior", "reads neither images nor gold: each probe's most frequent gold among the other pairs"),
     ),
     parts_source="mmfaith.evaluators.spd_faith.family:parts",
 )
@@ -225,6 +229,7 @@ VFAITH = Family(
     reference_models=(
         ("oracle", "answers each image's gold (every accuracy 1, repeat ratio undefined)"),
         ("memorizer", "ignores the image: always the original answer (raw 1, edit 0, repeat 1)"),
+        ("prior", "reads neither image nor gold: the most frequent gold of the template among the other items"),
     ),
     parts_source="mmfaith.evaluators.vfaith.family:parts",
 )
@@ -259,6 +264,7 @@ CRM = Family(
     reference_models=(
         ("grounded", "reasons from what it sees: says the evidence is hidden and abstains on specific masks"),
         ("hallucinator", "reasons and answers as on the original whatever is masked"),
+        ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
     parts_source="mmfaith.evaluators.crm.family:parts",
 )
@@ -298,6 +304,7 @@ MCOT = Family(
         ("zoom-oracle", "zooms into the target and answers from the crop's pixels"),
         ("text-follower", "zooms, then answers from its own earlier text"),
         ("blind", "never calls the tool; answers the first option"),
+        ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
     parts_source="mmfaith.evaluators.mcot.family:parts",
 )
@@ -347,6 +354,9 @@ def family_of_dataset(source: Path | str) -> str:
 def family_of_score_dir(score_dir: Path) -> str:
     """The family a score dir's metrics.json names in its provenance; an error naming the fix otherwise."""
     path = Path(score_dir) / "metrics.json"
+    if not path.is_file():
+        raise MmfaithError(f"{score_dir}: not a score dir (no metrics.json); make one with "
+                           "`mmfaith score FAMILY --out DIR`.")
     try:
         family = json.loads(path.read_text(encoding="utf-8"))["provenance"]["family"]
     except (OSError, ValueError, KeyError, TypeError):

@@ -1,7 +1,9 @@
 """Append-only JSON Lines files: the journal every stage writes and resumes from.
 
 Writers append one complete line per record and flush it to disk, so a crash loses at most the
-line being written. Readers drop a torn last line (no trailing newline) and report any other bad
+line being written. Every line and every text file written here passes `mmfaith.redact.redact`
+(the API key in use, bearer and basic credentials, URL credentials), so no secret a server echoed
+or a URL carried reaches the disk. Readers drop a torn last line (no trailing newline) and report any other bad
 line with the file name and line number.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.redact import redact, redact_record
 
 
 def canonical_json(value: Any) -> str:
@@ -40,22 +43,24 @@ def read_json_object(path: Path, missing_hint: str) -> dict[str, Any]:
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each complete line; a torn last line is ignored.
 
-    Raises MmfaithError naming the file and line for a line that is not a JSON object.
+    Raises MmfaithError naming the file and line for a line that is not a JSON object. The file is read
+    one line at a time (memory: one line).
     """
     with open(path, "rb") as handle:
-        data = handle.read()
-    lines = data.split(b"\n")
-    complete = lines[:-1]  # the part after the last newline is empty or a torn write
-    for number, raw in enumerate(complete, start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise MmfaithError(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}).") from exc
-        if not isinstance(value, dict):
-            raise MmfaithError(f"{path}:{number}: expected a JSON object, found {type(value).__name__}.")
-        yield number, value
+        for number, raw in enumerate(handle, start=1):
+            if not raw.endswith(b"\n") or not raw.strip():  # a torn last write, or a blank line
+                continue
+            yield number, _object(path, number, raw)
+
+
+def _object(path: Path, number: int, raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise MmfaithError(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno}).") from exc
+    if not isinstance(value, dict):
+        raise MmfaithError(f"{path}:{number}: expected a JSON object, found {type(value).__name__}.")
+    return value
 
 
 def repair_torn_tail(path: Path) -> None:
@@ -77,7 +82,7 @@ class JsonlAppender:
         self._handle = open(path, "ab")
 
     def append(self, record: dict[str, Any]) -> None:
-        self._handle.write((canonical_json(record) + "\n").encode("utf-8"))
+        self._handle.write((canonical_json(redact_record(record)) + "\n").encode("utf-8"))
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
@@ -89,6 +94,11 @@ class JsonlAppender:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """`write_atomic` of a text file, redacted first (module docstring)."""
+    write_atomic(path, redact(text).encode("utf-8"))
 
 
 def write_atomic(path: Path, data: bytes) -> None:

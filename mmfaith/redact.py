@@ -7,44 +7,109 @@ Contract
 - every given secret (the API key in use) wherever it appears; secrets shorter than
   MIN_SECRET_CHARS are not searched for (no key is that short, and replacing them would
   mangle ordinary words);
-- whatever follows ``Bearer `` (an Authorization header quoted back by a server);
+- every secret in use in this process (`secrets_in_use`: OPENAI_API_KEY, and each secret a verb
+  registered with `register_secret`: the variable of ``--api-key-env``, a base URL's user-info and
+  key-like query values), so a writer need not pass them;
+- whatever follows ``Bearer `` (an Authorization header quoted back by a server), and a ``Basic``
+  credential (base64 of ``user:password``);
 - key shapes: OpenAI-style ``sk-...`` (``sk-proj-...``, ``sk-ant-...``), Hugging Face ``hf_...``
   tokens, Google ``AIza...`` keys;
 - URL credentials (``https://user:pw@host/`` becomes ``https://***@host/``) and key-like query
   parameters (``?key=...``, ``api_key``, ``access_token``, ``token``).
 
-`redact_url(url)` is the URL-credential part alone, for URLs stored as settings (run.json's
-``servers``): ``https://user:pw@host/v1`` -> ``https://***@host/v1``; a URL without credentials
-comes back unchanged. Both are pure functions of their arguments and idempotent.
+`redact_url(url)` is the URL part alone, for URLs stored as settings (run.json's ``servers``):
+``https://user:pw@host/v1?api_key=K`` -> ``https://***@host/v1?api_key=***``; a URL without
+credentials comes back unchanged. `url_secrets(url)` lists a URL's password and key-like
+query values (what `register_secret` should learn from a ``--base-url``). `redact_record(value)`
+redacts every string inside a JSON value (a prediction line, run.json) and returns a copy.
+
+Every file mmfaith writes passes through `redact` at its writer: `jsonl.JsonlAppender` (every
+journal and predictions.jsonl), `jsonl.write_text_atomic` (run.json, score dirs, reports,
+exports). All functions are idempotent.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import os
 import re
 from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 MASK = "***"
 MIN_SECRET_CHARS = 4
 
+KEY_ENV = "OPENAI_API_KEY"
+KEY_PARAMETERS = ("key", "api_key", "apikey", "access_token", "token")
+_registered: set[str] = set()
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#]+@")
+_KEY_PARAMETER = re.compile(rf"(?P<keep>[?&](?:{'|'.join(KEY_PARAMETERS)})=)[^&\s'\"#\\]+", re.IGNORECASE)
+_BASIC = re.compile(r"(?P<keep>\bBasic\s+)(?P<credential>[A-Za-z0-9+/]{4,}={0,2})")
 _PATTERNS = (
-    (re.compile(r"(?P<keep>\bBearer\s+)[^\s'\",}]+", re.IGNORECASE), rf"\g<keep>{MASK}"),
+    (re.compile(r"(?P<keep>\bBearer\s+)[^\s'\",}\\]+", re.IGNORECASE), rf"\g<keep>{MASK}"),
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), MASK),
     (re.compile(r"\bhf_[A-Za-z0-9]{6,}"), MASK),
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), MASK),
-    (re.compile(r"(?P<keep>[?&](?:key|api_key|apikey|access_token|token)=)[^&\s'\"#]+", re.IGNORECASE),
-     rf"\g<keep>{MASK}"),
+    (_KEY_PARAMETER, rf"\g<keep>{MASK}"),
 )
 
 
+def register_secret(*values: str | None) -> None:
+    """Make `redact` remove these values from everything this process writes or prints from now on."""
+    _registered.update(value for value in values if value and len(value) >= MIN_SECRET_CHARS)
+
+
+def secrets_in_use() -> set[str]:
+    """The secrets `redact` always removes: OPENAI_API_KEY's value and every registered secret."""
+    return {*_registered, *([os.environ[KEY_ENV]] if os.environ.get(KEY_ENV) else [])}
+
+
+def url_secrets(url: str) -> list[str]:
+    """A URL's password and key-like query values (``pw`` and ``K`` of ``//user:pw@h/?api_key=K``); the user
+    name is no secret (a common word: masking it everywhere would mangle text), its ``user:pw@`` form is."""
+    try:
+        parts = urlsplit(url)
+        found = [parts.password]
+    except ValueError:
+        return []
+    found += [value for name, value in parse_qsl(parts.query) if name.lower() in KEY_PARAMETERS]
+    return [unquote(value) for value in found if value]
+
+
 def redact_url(url: str) -> str:
-    """`url` with its user-info (``user:pw@``) replaced by ``***@``; unchanged when it has none."""
-    return _URL_CREDENTIALS.sub(rf"\g<scheme>{MASK}@", url)
+    """`url` with its user-info and key-like query values replaced by ``***``; unchanged when it has none."""
+    return _KEY_PARAMETER.sub(rf"\g<keep>{MASK}", _URL_CREDENTIALS.sub(rf"\g<scheme>{MASK}@", url))
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """`text` without the given secrets, bearer tokens, key shapes or URL credentials (module docstring)."""
-    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True):
+    """`text` without the given secrets, the secrets in use, bearer and basic credentials, key shapes or URL
+    credentials (module docstring)."""
+    given = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} | secrets_in_use()
+    for secret in sorted(given, key=len, reverse=True):
         text = text.replace(secret, MASK)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
-    return redact_url(text)
+    return redact_url(_BASIC.sub(_mask_basic, text))
+
+
+def redact_record(value: Any, secrets: Iterable[str | None] = ()) -> Any:
+    """A copy of a JSON value with every string in it (keys aside) passed through `redact`."""
+    secrets = tuple(secrets)
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {key: redact_record(item, secrets) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_record(item, secrets) for item in value]
+    return value
+
+
+def _mask_basic(match: re.Match[str]) -> str:
+    """A ``Basic`` credential masked when it decodes to ``user:password``; ordinary words after "Basic" kept."""
+    credential = match.group("credential")
+    try:
+        decoded = base64.b64decode(credential + "=" * (-len(credential) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group("keep") + MASK if b":" in decoded else match.group(0)

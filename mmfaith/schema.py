@@ -1,4 +1,11 @@
-"""JSON Schema validation of the records that pass between stages (schemas/*.schema.json)."""
+"""JSON Schema validation of the records that pass between stages (schemas/*.schema.json).
+
+Every check goes through `schema_errors`: a record is first checked by the schema compiled once
+(jsonschema-rs, `compiled(name)`), which only says valid or not, fast; only a record it finds
+invalid is checked again by the detailed validator (jsonschema, `validator(name)`), whose messages
+('field.path: message') are the ones users see. Score, load, verify, release and import all check
+records here.
+"""
 from __future__ import annotations
 
 import json
@@ -7,22 +14,36 @@ from importlib.resources import files
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 
 from mmfaith.errors import MmfaithError
 
 
 @lru_cache(maxsize=None)
-def validator(schema_name: str) -> jsonschema.protocols.Validator:
-    """The validator for schemas/<schema_name>.schema.json."""
+def _schema(schema_name: str) -> dict[str, Any]:
     text = files("mmfaith.schemas").joinpath(f"{schema_name}.schema.json").read_text(encoding="utf-8")
-    schema = json.loads(text)
+    return json.loads(text)
+
+
+@lru_cache(maxsize=None)
+def validator(schema_name: str) -> jsonschema.protocols.Validator:
+    """The detailed validator for schemas/<schema_name>.schema.json (its messages name every violation)."""
+    schema = _schema(schema_name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
+@lru_cache(maxsize=None)
+def compiled(schema_name: str) -> jsonschema_rs.Validator:
+    """The schema compiled once (jsonschema-rs, formats checked): a fast valid-or-not verdict."""
+    return jsonschema_rs.validator_for(_schema(schema_name), validate_formats=True)
+
+
 def schema_errors(schema_name: str, record: Any) -> list[str]:
-    """Every violation of the schema, each as 'field.path: message', sorted for stable output."""
+    """Every violation of the schema, each as 'field.path: message', sorted for stable output; [] when valid."""
+    if compiled(schema_name).is_valid(record):
+        return []
     found = validator(schema_name).iter_errors(record)
     return sorted(f"{'.'.join(str(p) for p in e.absolute_path) or '<record>'}: {e.message}" for e in found)
 

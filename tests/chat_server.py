@@ -63,6 +63,7 @@ class RecordedRequest:
     headers: dict[str, str]  # names lower-cased (HTTP header names are case-insensitive)
     body: Any
     protocol: str  # "openai", "gemini" or "other"
+    client_port: int = 0  # the client's TCP port: one port per connection, so a reused connection repeats it
 
 
 def _b64decode(data: str) -> bytes:
@@ -228,7 +229,7 @@ class ChatServer(BackgroundHTTP):
                 protocol = ("openai" if path in (OPENAI_CHAT, OPENAI_MODELS) else
                             "gemini" if gemini else "other")
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                server._record(RecordedRequest(method, self.path, headers, body, protocol))
+                server._record(RecordedRequest(method, self.path, headers, body, protocol, self.client_address[1]))
                 if method == "GET" and path == OPENAI_MODELS:
                     self._send(200, {"object": "list", "data": [
                         {"id": m, "object": "model", "created": 0, "owned_by": "chat-server"}

@@ -18,7 +18,7 @@ import pytest
 
 from mmfaith.cli import main
 from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.evaluators.spd_faith.parse import parse_count
+from mmfaith.evaluators.answers import read_count
 from mmfaith.loaders.spd_faith import open_spd_dataset
 
 RunHarness = Callable[[Path, str, str, Path], None]
@@ -91,7 +91,7 @@ def assert_describe_used_own_count(lines: dict[tuple[str, str], dict[str, Any]])
     for (item_id, probe), line in lines.items():
         if probe != "describe":
             continue
-        own = parse_count(lines[(item_id, "count")]["response"])
+        own = read_count(lines[(item_id, "count")]["response"])
         assert line["meta"]["count_asked"] == own, item_id
         described += 1
     assert described

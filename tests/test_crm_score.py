@@ -43,7 +43,7 @@ OPTIONS = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}, {"labe
 
 @pytest.mark.parametrize("text,expected", [
     ("B", "B"), ("(B)", "B"), ("B. blue", "B"), ("**C**", "C"), ("The answer is (A).", "A"), ("Answer: c", "C"),
-    ("It is red.", "A"), ("It is blue or light blue", None), ("A car.", "A"), ("D", None),
+    ("It is red.", "A"), ("It is blue or light blue", None), ("A car.", None), ("D", None),  # "A car": the article (docs/answers.md)
     ("It cannot be determined from the image.", ABSTAIN), ("The car is not visible.", ABSTAIN),
     ("I can't tell.", ABSTAIN), ("None of the options.", ABSTAIN), ("The region is masked, so unknown.", ABSTAIN),
 ])
@@ -158,16 +158,16 @@ def crm_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("model,expected", [
     ("grounded", {"specific": {"SDR": 1.0, "AFR": 1.0, "HR": 0.0, "abstention_rate": 1.0, "accuracy_masked": 0.0},
-                  "random": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0, "accuracy_masked": 1.0}}),
+                  "random": {"SDR": 0.0, "AFR": 0.0, "HR": None, "abstention_rate": 0.0, "accuracy_masked": 1.0}}),
     ("hallucinator", {"specific": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0, "accuracy_masked": 1.0},
-                      "random": {"SDR": 0.0, "AFR": 0.0, "HR": 1.0, "abstention_rate": 0.0,
+                      "random": {"SDR": 0.0, "AFR": 0.0, "HR": None, "abstention_rate": 0.0,
                                  "accuracy_masked": 1.0}}),
 ])
 def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str, expected: dict) -> None:
     """The stated ends of the scale, through `mmfaith run` against the real reference server and
     `mmfaith score`: grounded reads SDR = AFR = 1, HR = 0 on specific masks and SDR = AFR = 0 on random
-    ones; the hallucinator SDR = AFR = 0 and HR = 1 on specific masks. Both models name the visible
-    evidence on random masks, so HR there (the rule's false-alarm level) is 1."""
+    ones; the hallucinator SDR = AFR = 0 and HR = 1 on specific masks. On random masks the evidence
+    is visible: HR is n/a there, with its reason, and has no specific-minus-random difference."""
     dataset = open_crm_dataset(crm_small)
     with ReferenceServer(dataset, model, family="crm") as server:
         assert main(["run", "crm", "--dataset", str(crm_small), "--model", model, "--base-url", server.base_url,
@@ -187,7 +187,9 @@ def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str,
     assert metrics["counts"]["n_units"] == 20 and metrics["provenance"]["sbert"]["weights_sha256"] == DEFAULT_SHA256
     pairing = metrics["specific_vs_random"]["black"]
     assert pairing["AFR"]["difference"] == (1.0 if model == "grounded" else 0.0)
-    assert pairing["HR"]["difference"] == (-1.0 if model == "grounded" else 0.0)
+    assert pairing["HR"]["difference"] is None and "specific masks only" in pairing["HR"]["na"]
+    assert "specific masks only" in metrics["by_mode"]["random"]["HR_na"]
+    assert metrics["answers"]["answered"] == 50 and metrics["answers"]["parse_rate"] == 1.0
     # The noise floor: the original asked again with another seed. The reference models are deterministic,
     # so sampling alone changes nothing: SDR 0 and AFR 0 over the 5 items, the interval [0, 0].
     resample, original = (next(line for line in lines if line["probe"] == probe and line["id"] == cot["id"])
@@ -250,7 +252,7 @@ def test_llm_judge_labels_are_recomputed_cached_and_compared(crm_small: Path, tm
     assert (tmp_path / "s1" / "metrics.json").read_bytes() == (tmp_path / "s2" / "metrics.json").read_bytes()
 
 
-def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: Path) -> None:
+def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """grounded minus hallucinator, by hand: on the 10 specific units (5 items x 2 styles) grounded
     flips and the hallucinator does not (AFR +1, grounded only 10, McNemar p = 2 / 2**10), SDR +1, HR
     0 - 1 = -1 (hallucinator only 10); on random units the two reason alike: all differences 0."""
@@ -262,8 +264,13 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
         assert main(["score", "crm", "--dataset", str(crm_small), "--predictions",
                      str(tmp_path / f"run-{model}" / "predictions.jsonl"), "--from-run", "--out",
                      str(tmp_path / f"score-{model}"), "--bootstrap", "20"]) == 0
+    capsys.readouterr()
     assert main(["report", str(tmp_path / "score-grounded"), str(tmp_path / "score-hallucinator"), "--out",
                  str(tmp_path / "report"), "--bootstrap", "20"]) == 0
+    shown = capsys.readouterr().out.splitlines()  # where it wrote, then one line per model
+    assert shown[0].startswith("compared 2 models (CRM); wrote ") and "comparison.md" in shown[0]
+    assert shown[1].startswith("  grounded: random: SDR 0.000") and "specific: SDR 1.000" in shown[1]
+    assert shown[2].startswith("  hallucinator: random: ") and len(shown) == 3
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
     specific = comparison["pairs"][0]["by_mode"]["specific"]
     assert specific["n_units"] == 10
@@ -279,5 +286,5 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
     assert specific["SDR"]["difference"] == 1.0
     assert specific["HR"]["difference"] == -1.0 and specific["HR"]["b_only"] == 10
     random = comparison["pairs"][0]["by_mode"]["random"]
-    assert [random[k]["difference"] for k in ("SDR", "AFR", "HR")] == [0.0, 0.0, 0.0]
+    assert [random[k]["difference"] for k in ("SDR", "AFR", "HR")] == [0.0, 0.0, None]  # HR: n/a on random masks
     assert "grounded minus hallucinator" in (tmp_path / "report" / "comparison.md").read_text()

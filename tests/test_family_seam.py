@@ -170,7 +170,7 @@ def test_families_are_listed_by_the_verbs(toy: Path, capsys: pytest.CaptureFixtu
     assert [probe["name"] for probe in spd["probes"]] == ["same", "different", "count", "describe"]
     assert {"DS", "DQR", "TF1", "CF1", "contradiction_rate", "consistency_ratio", "DRF"} <= {
         metric["key"] for metric in spd["metrics"]}
-    assert [model["name"] for model in spd["reference_models"]] == ["oracle", "blind", "pixel-diff"]
+    assert [model["name"] for model in spd["reference_models"]] == ["oracle", "blind", "pixel-diff", "prior"]
     for verb in ("build", "run", "score"):
         with pytest.raises(SystemExit):
             main([verb, "--help"])

@@ -19,7 +19,7 @@ from PIL import Image
 from mmfaith import families
 from mmfaith.cli import main
 from mmfaith.evaluators.mcot.boxes import BoxError, Region, map_box, smart_resize, union_area
-from mmfaith.evaluators.mcot.interventions import RuleInjector, inject
+from mmfaith.evaluators.mcot.interventions import RuleInjector, answer_words, inject
 from mmfaith.evaluators.mcot.protocol import FINAL_ANSWER_REQUEST, TOOL_NAME, answer_letter, final_answer
 from mmfaith.evaluators.mcot.reference import McotReference
 from mmfaith.evaluators.reference_server import ReferenceServer
@@ -59,7 +59,7 @@ def test_union_area_by_hand() -> None:
 
 def test_answers_and_letters() -> None:
     options = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}]
-    assert final_answer("so \\boxed{B} and <answer>A</answer>") == "B"
+    assert final_answer("so \\boxed{B} and <answer>A</answer>") == "A"  # the last answer wins (docs/answers.md)
     assert final_answer("<answer> (A) red </answer>") == "(A) red"
     assert [answer_letter(a, options) for a in ("B", "(A) red", "blue", "B.", "green", None)] == \
            ["B", "A", "B", "B", None, None]
@@ -81,6 +81,19 @@ def test_rule_injector_lists_its_edits_and_never_touches_tool_calls() -> None:
     # "No" is a yes/no word: swapped to "Yes"; the numbers inside the tool call stay
     assert nothing.texts[0].startswith("Yes colour") and "[7, 8, 3, 4]" in nothing.texts[0]
     assert not inject(["Just words."], RuleInjector(), 0, "z").changed
+
+
+
+def test_rule_injector_edits_a_detail_never_the_answer_and_says_which_words() -> None:
+    # options red / blue: "red", "blue" and the letters state an answer; the only detail is the number 2
+    words = answer_words([{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}])
+    steps = ["I see 2 cars; the near one is red, so (A) red.", "The answer is option B, blue."]
+    for seed in range(10):
+        injected = inject(steps, RuleInjector(), seed, "x", words)
+        assert injected.texts[1] == steps[1]  # nothing but answer words: left unchanged
+        (edit,) = injected.edits
+        assert edit["kind"] == "number" and edit["touched"] == {"before": ["2"], "after": ["3"]}
+        assert edit["answer_word"] is False and injected.texts[0] == steps[0].replace("2", "3")
 
 
 # -- the loop over HTTP ----------------------------------------------------------------------------

@@ -87,7 +87,7 @@ def test_llm_injector_edits_are_listed_and_tool_calls_are_kept(oracle_run: tuple
                      "--injector-base-url", injector.openai_base_url]) == 0
     lines = {(l["id"], l["probe"]): l for l in map(json.loads, (tmp_path / "run" / "predictions.jsonl").read_text().splitlines())}
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["injector"] == "llm:injector:mcot-inject/1"
+    assert run["injector"] == "llm:injector:mcot-inject/2"
     for item in dataset.items:
         injection = lines[(item.id, "replay_text")]["meta"]["injection"]
         first, second = injection["edits"][0], injection["edits"][-1]
@@ -95,6 +95,10 @@ def test_llm_injector_edits_are_listed_and_tool_calls_are_kept(oracle_run: tuple
         assert "bbox_2d\"" in injection["texts"][0]  # the tool call step kept as it was
         gold = next(o["text"] for o in item.record["options"] if o["label"] == item.record["answer"])
         if gold in ("red", "left", "blue"):
-            assert second["kind"] == "llm" and injection["changed"]
+            # this careless injector edits the answer word itself: the edit says which words and that one
+            # of them states an answer
+            assert second["kind"] == "llm" and injection["changed"] and second["answer_word"] is True
+            swapped = {"left": "right"}.get(gold, "purple")
+            assert second["touched"]["before"] == [gold] and second["touched"]["after"] == [swapped]
         else:
             assert not injection["changed"]

@@ -10,7 +10,7 @@ import pytest
 
 from mmfaith.cli import main
 from mmfaith.evaluators.mcot.boxes import Region
-from mmfaith.evaluators.mcot.judge import GeometricJudge, JudgeCase
+from mmfaith.evaluators.mcot.judge import GeometricJudge, JudgeCase, grounding
 from mmfaith.evaluators.mcot.metrics import ItemOutcome, ate, summarize
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.loaders.mcot.dataset import open_mcot_dataset
@@ -97,19 +97,46 @@ def test_mcnemar_exact_binomial_by_hand() -> None:
     outcomes = ([item(n, "x", 1, none=1, text=0, visual=0) for n in range(5)] + [item(5, "x", 1, none=0, text=1, visual=0)]
                 + [item(6 + n, "x", 1, none=1, text=1, visual=1) for n in range(2)])
     result = ate(outcomes, "replay_text", 0, 0)
-    assert (result["b"], result["c"], result["n"]) == (5, 1, 8) and result["p_mcnemar"] == 14 / 64
+    # (the p-value is scipy's binomial tail: equal to the exact fraction to 1e-12, stats.mcnemar_exact)
+    assert (result["b"], result["c"], result["n"]) == (5, 1, 8) and result["p_mcnemar"] == pytest.approx(14 / 64, rel=1e-12)
     assert result["value"] == pytest.approx((1 - 5) / 8)
 
 
 def test_geometric_judge_by_hand() -> None:
-    record = {"targets": [{"bbox": [10, 10, 20, 20], "label": "cup"}], "answer": "A"}
+    record = {"targets": [{"bbox": [10, 10, 20, 20], "label": "cup"}], "answer": "A", "width": 100, "height": 100}
     # the target is (10, 10)-(30, 30), 400 px; the crops cover 300 of it (test_union_area_by_hand): 0.75
     case = JudgeCase(record, None, (Region(0, 0, 20, 20), Region(15, 15, 40, 40)), answer="B")
     assert GeometricJudge().judge(case) == {"reliable": 0, "sufficient": 1, "coverage": 0.75}
     assert GeometricJudge(0.8).judge(case)["sufficient"] == 0
     right = JudgeCase(record, None, case.regions, answer="A")
     assert GeometricJudge().judge(right)["reliable"] == 1
-    assert GeometricJudge().judge(JudgeCase({"targets": [], "answer": "A"}, None, case.regions, "A"))["sufficient"] is None
+    assert GeometricJudge().judge(JudgeCase({**record, "targets": []}, None, case.regions, "A"))["sufficient"] is None
+
+
+def test_a_whole_image_crop_earns_no_sufficiency_and_a_tight_crop_grounds_well() -> None:
+    # image 100 x 100, target (10, 10)-(30, 30): 400 px
+    record = {"targets": [{"bbox": [10, 10, 20, 20], "label": "cup"}], "answer": "A", "width": 100, "height": 100}
+    whole = JudgeCase(record, None, (Region(0, 0, 100, 100),), answer="A")
+    # the whole image covers the target, but it is 100 % of the image (> max share 0.6): no zoom
+    assert GeometricJudge().judge(whole) == {"reliable": 0, "sufficient": 0, "coverage": 0.0}
+    # IoU by hand: 400 / 10000 = 0.04; no hit (the only crop is no zoom)
+    assert grounding(whole) == {"iou": 0.04, "hit": 0}
+    # a crop (15, 10)-(35, 30): intersection 15 x 20 = 300, union 400 + 400 - 300 = 500 -> IoU 0.6; covers
+    # 300 / 400 = 0.75 >= half of the target with 4 % of the image: a hit
+    tight = JudgeCase(record, None, (Region(0, 0, 100, 100), Region(15, 10, 35, 30)), answer="A")
+    assert grounding(tight) == {"iou": 0.6, "hit": 1}
+    assert GeometricJudge().judge(tight) == {"reliable": 1, "sufficient": 1, "coverage": 0.75}
+
+
+def test_ate_uses_only_items_whose_two_replays_were_answered() -> None:
+    # a model that answers A whatever it is shown (gold A), with its replay_visual failing on every third item:
+    # the failed replays are left out, never counted as a change, so ATE_visual is 0 on the 4 left
+    outcomes = [item(n, "x", 1, none=1, text=1, visual=1) for n in range(6)]
+    outcomes = [dataclasses.replace(o, answers={**o.answers, "replay_visual": None},
+                                    correct={**o.correct, "replay_visual": 0}) if n % 3 == 0 else o
+                for n, o in enumerate(outcomes)]
+    result = ate(outcomes, "replay_visual", 0, 0)
+    assert (result["value"], result["n"], result["left_out"]) == (0.0, 4, 2)
 
 
 @pytest.fixture(scope="module")
@@ -146,10 +173,14 @@ def test_reference_models_bracket_the_interventions(coco_build: Path, tmp_path: 
     assert oracle["ate"]["visual"]["p_mcnemar"] == 2 * 0.5 ** n
     assert oracle["ATE_text"] == 0.0 and oracle["ate"]["text"]["p_mcnemar"] == 1.0
     assert oracle["sufficiency"] == 1.0 and oracle["reliability"] == 1.0 and oracle["tool_call_count"] == 1.0
+    # its one crop is the box around the targets (outward rounding aside): IoU near 1 with that evidence box
+    assert oracle["grounding_iou"] >= 0.9 and oracle["target_hit_rate"] == 1.0
     # text-follower: its answer follows its own (now wrong) words: ATE_text = -1 on the items whose text
-    # changed (m of them, p = 2 * (1/2)^m); noise crops change nothing: ATE_visual 0, p 1
+    # changed and whose replays both answered (m of them, p = 2 * (1/2)^m); a replay whose words name no
+    # option ("<answer>none</answer>") is unparsed and left out, never a change; noise crops change
+    # nothing: ATE_visual 0, p 1
     m = follower["ate"]["text"]["n"]
-    assert m == n - follower["counts"]["text_unchanged"] and m >= 10
+    assert m == n - follower["counts"]["text_unchanged"] - follower["ate"]["text"]["left_out"] and m >= 10
     assert follower["ATE_text"] == -1.0 and follower["ate"]["text"]["p_mcnemar"] == 2 * 0.5 ** m
     assert follower["ATE_visual"] == 0.0 and follower["ate"]["visual"]["p_mcnemar"] == 1.0
     # blind: no tool call anywhere: left out of the intervention and judge metrics, and counted
@@ -181,12 +212,17 @@ def test_score_outputs_are_deterministic_and_plotted(coco_build: Path, tmp_path:
     assert all(line["judge"]["coverage"] >= 0.5 for line in items)
 
 
-def test_report_compares_models_paired_by_item(coco_build: Path, tmp_path: Path) -> None:
+def test_report_compares_models_paired_by_item(coco_build: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     n = len(open_mcot_dataset(coco_build).items)
     run_and_score(coco_build, "zoom-oracle", tmp_path / "oracle")
     blind = run_and_score(coco_build, "blind", tmp_path / "blind")
+    capsys.readouterr()
     assert main(["report", str(tmp_path / "oracle" / "score"), str(tmp_path / "blind" / "score"), "--out",
                  str(tmp_path / "cmp"), "--bootstrap", "100"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[0].startswith("compared 2 models (MCoT interventions); wrote ") and "report.md" in shown[0]
+    assert shown[1].startswith("  zoom-oracle") and ": accuracy_trace 1.000, " in shown[1]
+    assert shown[2].startswith("  blind") and ": accuracy_trace " in shown[2] and len(shown) == 3
     pair = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["pairs"][0]
     # the oracle is right everywhere, blind on k items: a - b = (n - k) / n, every other item discordant one way
     k = round(blind["overall"]["accuracy_trace"] * n)

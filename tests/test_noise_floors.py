@@ -82,7 +82,7 @@ def test_every_request_carries_a_recorded_seed_that_differs_per_repeat(repeated:
         seeds.setdefault((line["id"], line["probe"]), set()).add(generation["seed"])
     assert all(len(per_repeat) == 3 for per_repeat in seeds.values())
     run_json = json.loads((repeated["folder"] / "a" / "run.json").read_text())
-    assert (run_json["repeats"], run_json["sampling_seed"], run_json["counts"]["answered"]) == (3, 0, 72)
+    assert (run_json["repeats"], run_json["generation"]["sampling_seed"], run_json["counts"]["answered"]) == (3, 0, 72)
 
 
 def test_the_same_command_sends_the_same_seeds(repeated: dict[str, Any]) -> None:
@@ -101,7 +101,8 @@ def test_another_sampling_seed_is_refused_on_resume(repeated: dict[str, Any], cr
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     with ChatServer(default=sampler) as server:
         assert run_crm(crm_builds[0], server.openai_base_url, repeated["folder"] / "a", "--sampling-seed", "7") == 2
-    assert "field 'sampling_seed' is 0 but this run has 7" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "field 'generation' is" in err and "'sampling_seed': 0" in err and "'sampling_seed': 7" in err
 
 
 def spread_by_hand(values: list[float]) -> dict[str, Any]:

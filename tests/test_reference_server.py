@@ -18,7 +18,8 @@ import pytest
 
 from mmfaith.evaluators.image_payload import side_by_side, split_side_by_side
 from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.evaluators.spd_faith.parse import parse_claims, parse_count, parse_yes_no
+from mmfaith.evaluators.answers import read_count, read_yes_no
+from mmfaith.evaluators.spd_faith.parse import parse_claims
 from mmfaith.evaluators.spd_faith.prompts import prompt_text
 from mmfaith.evaluators.spd_faith.run import RunRequest, RunSummary, pair_order, run_spd_faith
 from mmfaith.images import sha256_bytes
@@ -100,7 +101,7 @@ def test_protocol_routes_and_openai_style_errors(dataset: SpdDataset) -> None:
         status, body = post_chat(server, chat_body("oracle", [a, b], prompt_text("count", "separate")))
         assert status == 200
         assert body["object"] == "chat.completion" and body["choices"][0]["finish_reason"] == "stop"
-        assert parse_count(body["choices"][0]["message"]["content"]) == pair.record["num_differences"]
+        assert read_count(body["choices"][0]["message"]["content"]) == pair.record["num_differences"]
         assert body["usage"]["prompt_tokens"] > 0 and body["usage"]["completion_tokens"] > 0
 
         foreign = side_by_side(a, a)  # a PNG that is in no record
@@ -135,12 +136,12 @@ def test_the_oracle_answers_the_gold_in_every_probe(dataset: SpdDataset, mixed_b
     found = answers(tmp_path)
     for pair in dataset.pairs:
         gold, n = gold_claims(pair), pair.record["num_differences"]
-        assert parse_yes_no(found[pair.id, "same"]["response"]) is (n == 0)
-        assert parse_yes_no(found[pair.id, "different"]["response"]) is (n > 0)
-        assert parse_count(found[pair.id, "count"]["response"]) == n
+        assert read_yes_no(found[pair.id, "same"]["response"], "same") is (n == 0)
+        assert read_yes_no(found[pair.id, "different"]["response"], "different") is (n > 0)
+        assert read_count(found[pair.id, "count"]["response"]) == n
         describe = found[pair.id, "describe"]
         assert describe["meta"]["count_asked"] == n
-        assert parse_count(describe["response"]) == n
+        assert read_count(describe["response"]) == n
         for probe in ("same", "different", "describe"):
             claims = parse_claims(found[pair.id, probe]["response"])
             assert Counter((c["type"], c["object"]) for c in claims) == gold
@@ -152,9 +153,9 @@ def test_the_blind_model_sees_nothing(dataset: SpdDataset, mixed_build: Path, tm
         run_against(server, mixed_build, tmp_path)
     found = answers(tmp_path)
     for pair in dataset.pairs:
-        assert parse_yes_no(found[pair.id, "same"]["response"]) is True
-        assert parse_yes_no(found[pair.id, "different"]["response"]) is False
-        assert parse_count(found[pair.id, "count"]["response"]) == 0
+        assert read_yes_no(found[pair.id, "same"]["response"], "same") is True
+        assert read_yes_no(found[pair.id, "different"]["response"], "different") is False
+        assert read_count(found[pair.id, "count"]["response"]) == 0
         assert found[pair.id, "describe"]["meta"]["count_asked"] == 0  # the open "describe any" prompt
         for probe in ("same", "different", "describe"):
             assert parse_claims(found[pair.id, probe]["response"]) == []
@@ -166,14 +167,14 @@ def test_pixel_diff_finds_the_edits_and_nothing_in_controls(dataset: SpdDataset,
         run_against(server, mixed_build, tmp_path)
     found = answers(tmp_path)
     for pair in dataset.pairs:
-        count = parse_count(found[pair.id, "count"]["response"])
+        count = read_count(found[pair.id, "count"]["response"])
         claims = parse_claims(found[pair.id, "describe"]["response"])
         if pair.record["subset"] == "control":
             assert count == 0 and claims == []
-            assert parse_yes_no(found[pair.id, "same"]["response"]) is True
+            assert read_yes_no(found[pair.id, "same"]["response"], "same") is True
         else:
             assert count >= 1 and len(claims) == count
-            assert parse_yes_no(found[pair.id, "different"]["response"]) is True
+            assert read_yes_no(found[pair.id, "different"]["response"], "different") is True
             assert {c["type"] for c in claims} <= {"color", "remove", "position"}
     # Single-difference recolors keep their edges: the cue names them color.
     single_colors = [p for p in dataset.pairs if p.record["subset"] == "single"
@@ -198,7 +199,7 @@ def test_the_oracle_knows_the_pair_and_the_order_in_each_layout(dataset: SpdData
         orders.add(shown)
         assert {found[pair.id, p]["meta"]["order"] for p in ("same", "count", "describe")} == {shown}
         assert found[pair.id, "same"]["meta"]["layout"] == layout
-        assert parse_count(found[pair.id, "count"]["response"]) == pair.record["num_differences"]
+        assert read_count(found[pair.id, "count"]["response"]) == pair.record["num_differences"]
         claims = parse_claims(found[pair.id, "describe"]["response"])
         assert Counter((c["type"], c["object"]) for c in claims) == gold_claims(pair)
         for claim, difference in zip(claims, pair.record["differences"], strict=True):

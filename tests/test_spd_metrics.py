@@ -241,6 +241,23 @@ def test_drf_example_faithful_attribute_and_quantity() -> None:
     assert item["drf"]["unmatched_claims"] == [2]
 
 
+def test_drf_divides_by_the_self_reported_count_not_the_claims_listed() -> None:
+    # The SPD-Faith appendix: "a model response containing K claims (where K is the model's self-reported
+    # count)"; DRF = faithful / K. The model says 5 differences and lists one right claim of the 2 gold:
+    # by K, DRF = 1/5 = 0.2; by the claims listed it would be 1/1 = 1.0 (the two readings differ).
+    item = make_item([("remove", "dog", None), ("color", "cup", "blue")], count="There are 5 differences. \\boxed{5}",
+                     describe=claims_json(("remove", "dog")))
+    assert item["drf"]["denominator"] == 5 and item["scores"]["DRF"] == pytest.approx(0.2)
+    # listing more claims than the count: K is the larger (3 claims, count 1), so DRF stays <= 1: 1/3
+    more = make_item([("remove", "dog", None)], count="\\boxed{1}",
+                     describe=claims_json(("remove", "dog"), ("remove", "cat"), ("remove", "bus")))
+    assert more["drf"]["denominator"] == 3 and more["scores"]["DRF"] == pytest.approx(1 / 3)
+    # a count and no claims: none of the K differences found, DRF 0; no count and no claims: undefined
+    silent = make_item([("remove", "dog", None)], count="\\boxed{2}", describe="I see nothing.\n```json\n[]\n```")
+    assert silent["scores"]["DRF"] == 0.0
+    assert make_item([("remove", "dog", None)], describe="```json\n[]\n```")["scores"]["DRF"] is None
+
+
 def test_drf_type_confusion_mismatch_and_fabrication() -> None:
     item = make_item([("color", "cup", "blue"), ("remove", "dog", None), ("position", "car", None)],
                      describe=claims_json(("remove", "cup"), ("remove", "cat"), ("color", "bus")))

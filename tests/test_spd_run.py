@@ -21,7 +21,7 @@ import pytest
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.evaluators.spd_faith.parse import parse_count
+from mmfaith.evaluators.answers import read_count
 from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt, prompt_text
 from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
@@ -155,7 +155,7 @@ def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: S
     assert done.keys() == reference.keys()
     assert {k: v["response"] for k, v in done.items()} == {k: v["response"] for k, v in reference.items()}
     run = json.loads((interrupted / "run.json").read_text())
-    assert len(run["sessions"]) == 2 and run["counts"] == {"expected": 48, "answered": 48, "failed": 0}
+    assert len(run["sessions"]) == 2 and run["counts"] == {"expected": 48, "answered": 48, "skipped": 0, "failed": 0}
 
 
 def test_a_run_dir_of_other_settings_is_refused(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
@@ -287,4 +287,4 @@ def test_requests_spread_round_robin_over_replicas(dataset: SpdDataset, mixed_bu
         assert (one.requests_seen, two.requests_seen) == (8, 8)
     assert summary.answered == 16
     counts = [line["response"] for line in prediction_lines(tmp_path) if line["probe"] == "count"]
-    assert len(counts) == 4 and all(parse_count(text) is not None for text in counts)
+    assert len(counts) == 4 and all(read_count(text) is not None for text in counts)

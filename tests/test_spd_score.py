@@ -332,8 +332,11 @@ def test_llm_judge_disagreement_and_fallback_on_bad_answers(build: Path, tmp_pat
     # (both empty) and the fallback item (rules on both sides): 3 of 15
     assert metrics["judge_agreement"]["by_probe"]["describe"] == pytest.approx(3 / 15, abs=1e-6)
     assert metrics["judge_agreement"]["by_probe"]["same"] == 1.0
-    # DRF coverage: only the fallback item has describe claims
-    assert metrics["overall"]["DRF_coverage"] == pytest.approx(1 / 13, abs=1e-6)
+    # DRF divides by K, the model's self-reported count (the oracle's count is the gold's, >= 1 on all 13
+    # items with a difference): every item is defined; only the fallback item has claims, all faithful
+    # (K of K: 1), the 12 others list none of their K differences (0): DRF = 1 / 13
+    assert metrics["overall"]["DRF_coverage"] == 1.0
+    assert metrics["overall"]["DRF"] == pytest.approx(1 / 13, abs=1e-6)
 
 
 def test_unreachable_judge_is_one_clear_error(build: Path, tmp_path: Path) -> None:

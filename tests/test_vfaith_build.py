@@ -54,9 +54,18 @@ def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(
         if template == "color":  # the object now reads as the planned colour, by the generator's own rule
             assert object_color(edited, mask).name == target != labels[record["answer_original"]]
             assert not (changed & ~mask).any()
-        elif template in ("count", "existence"):  # the cue is gone: most of its pixels changed
+        elif template in ("count", "existence"):  # the cue is gone from the made image: most of its pixels changed
             assert changed[mask].mean() > 0.5
-            assert target == ("no" if template == "existence" else str(record["build"]["facts"]["count"] - 1))
+            # A reversed pair shows the removal as the original and the photo as the edited image; either way
+            # the photo's answer is the annotated count and the made image's one less.
+            photo = record["build"]["source_photo"]
+            made = "image_edited" if photo == "image_original" else "image_original"
+            answer = {side: labels[record[f"answer_{side.removeprefix('image_')}"]] for side in (photo, made)}
+            count = sum(inst.category == cue.category for inst in instances.values())
+            assert answer[photo] == ("yes" if template == "existence" else str(count))
+            assert answer[made] == ("no" if template == "existence" else str(count - 1))
+            assert sha256_file(vfaith_build / record[photo]) == sha256_file(vfaith_build / f"images/original/"
+                                                                           f"{scene.image_id:012d}.png")
         else:  # relation: something moved, and the facts after the edit flip the side
             assert changed[mask].mean() > 0.3
             assert record["build"]["facts_edited"]["relation"] == target != record["build"]["facts"]["relation"]
@@ -89,7 +98,8 @@ def test_build_json_reports_counts_letters_and_licences(vfaith_build: Path) -> N
     assert not any("NoDerivs" in record["source"]["license"]["name"] for record in records)
     rejected = read_records(vfaith_build, "rejected.jsonl")
     assert sum(info["counts"]["rejected_by_stage"].values()) == len(rejected)
-    assert all(line["stage"] in ("plan", "gate", "answer", "source") and line["reason"] for line in rejected)
+    assert all(line["stage"] in ("plan", "gate", "answer", "source", "gold_balance") and line["reason"]
+               for line in rejected)
     assert (vfaith_build / "preview.png").stat().st_size > 10_000
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mmfaith.evaluators.vfaith.metrics import pair_scores, perception_scores, summarize
-from mmfaith.evaluators.vfaith.parse import normalize, parse_choice, parse_choice_set, parse_free
+from mmfaith.evaluators.answers import read_choice, read_choice_set
+from mmfaith.evaluators.vfaith.parse import normalize, parse_free
 
 COLORS = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}, {"label": "C", "text": "gray"},
           {"label": "D", "text": "3"}]
@@ -14,10 +15,15 @@ COLORS = [{"label": "A", "text": "red"}, {"label": "B", "text": "blue"}, {"label
 @pytest.mark.parametrize(("response", "label"), [
     ("The car looks blue. \\boxed{B}", "B"), ("\\boxed{(b)}", "B"), ("\\boxed{B.}", "B"), ("\\boxed{B. Blue}", "B"),
     ("\\boxed{Blue.}", "B"), ("\\boxed{grey}", "C"), ("\\boxed{three}", "D"), ("\\boxed{A} then \\boxed{C}", "C"),
-    ("\\boxed{B. red}", None), ("\\boxed{E}", None), ("\\boxed{purple}", None), ("B", None), ("\\boxed{}", None),
+    ("\\boxed{B. red}", None), ("\\boxed{E}", None), ("\\boxed{purple}", None), ("\\boxed{}", None),
 ])
 def test_a_choice_is_the_last_boxed_letter_or_option_text(response: str, label: str | None) -> None:
-    assert parse_choice(response, COLORS) == label
+    assert read_choice(response, COLORS) == label == read_choice(response, COLORS, "paper")
+
+
+def test_the_paper_rule_reads_only_a_box() -> None:
+    # VFaith section 4.1 reads \boxed{}; the default reader also reads a bare label (docs/answers.md)
+    assert read_choice("B", COLORS, "paper") is None and read_choice("B", COLORS) == "B"
 
 
 @pytest.mark.parametrize(("response", "labels"), [
@@ -26,19 +32,20 @@ def test_a_choice_is_the_last_boxed_letter_or_option_text(response: str, label: 
     ("\\boxed{A, E}", None), ("no box", None),
 ])
 def test_a_perception_answer_is_a_set(response: str, labels: set[str] | None) -> None:
-    parsed = parse_choice_set(response, COLORS)
+    parsed = read_choice_set(response, COLORS, "paper")
     assert (None if parsed is None else set(parsed)) == labels
 
 
 def test_free_form_answers_are_normalised() -> None:
     assert parse_free("so \\boxed{The Grey.}") == "gray" == normalize("gray")
     assert parse_free("\\boxed{Two}") == "2"
-    assert parse_free("nothing boxed") is None
+    assert parse_free("nothing boxed", "paper") is None and parse_free("nothing boxed") == "nothing boxed"
+    assert parse_free("It is hard to say, but looking at the whole picture it seems grey") is None
 
 
 def _pair(n: int, category: str, gt_o: str, gt_e: str, a_o: str | None, a_e: str | None) -> dict:
     record = {"id": f"vf-{n:016x}", "category": category, "answer_original": gt_o, "answer_edited": gt_e}
-    statuses = {"original": "ok" if a_o else "unparsed", "edited": "ok" if a_e else "unparsed"}
+    statuses = {"original": "answered" if a_o else "unparsed", "edited": "answered" if a_e else "unparsed"}
     return pair_scores(record, a_o, a_e, statuses, f"image-{n % 3}")
 
 
@@ -50,8 +57,8 @@ def test_every_metric_matches_the_hand_computed_values() -> None:
         _pair(4, "REA", "C", "D", None, "D"),  # unparsed original (wrong), right
         _pair(5, "REA", "A", "C", "B", "A"),   # wrong, wrong: repeats gt_o, not its own answer B
         _pair(6, "RWS", "B", "A", "B", None),  # right, unparsed edited: out of both repeat ratios
-        perception_scores({"id": "vfp-1", "pair_id": "vf-1", "answers": ["A", "C"]}, frozenset({"C", "A"}), "ok", "x"),
-        perception_scores({"id": "vfp-2", "pair_id": "vf-2", "answers": ["B"]}, frozenset({"B", "D"}), "ok", "x"),
+        perception_scores({"id": "vfp-1", "pair_id": "vf-1", "answers": ["A", "C"]}, frozenset({"C", "A"}), "answered", "x"),
+        perception_scores({"id": "vfp-2", "pair_id": "vf-2", "answers": ["B"]}, frozenset({"B", "D"}), "answered", "x"),
         perception_scores({"id": "vfp-3", "pair_id": "vf-3", "answers": ["D"]}, None, "unparsed", "x"),
     ]
     metrics = summarize(items, n_bootstrap=0, seed=0)
@@ -72,14 +79,16 @@ def test_every_metric_matches_the_hand_computed_values() -> None:
     assert metrics["counts"]["repeat_denominator"] == 3 and metrics["counts"]["repeat_own_denominator"] == 3
     # Perception: only the first set is exactly right -> 1/3 (a superset and an unparsed answer are wrong).
     assert overall["perception_accuracy"] == pytest.approx(1 / 3, abs=1e-6)
-    # McNemar: b (raw right, edit wrong) = pairs 2, 3, 6; c (raw wrong, edit right) = pair 4.
-    # p = 2 * P(X <= 1), X ~ Bin(4, 1/2) = 2 * (1 + 4) / 16 = 0.625.
+    # McNemar, on pairs with both answers read only (4 and 6 are left out, docs/answers.md):
+    # b (raw right, edit wrong) = pairs 2, 3; c (raw wrong, edit right) = none.
+    # p = 2 * P(X <= 0), X ~ Bin(2, 1/2) = 2 * 1 / 4 = 0.5.
     test = metrics["mcnemar_raw_vs_edit"]
-    assert (test["b_raw_right_edit_wrong"], test["c_raw_wrong_edit_right"]) == (3, 1)
-    assert test["p_value"] == pytest.approx(0.625)
-    assert metrics["counts"]["answers"] == {"original": {"ok": 5, "unparsed": 1, "missing": 0},
-                                            "edited": {"ok": 5, "unparsed": 1, "missing": 0},
-                                            "perception": {"ok": 2, "unparsed": 1, "missing": 0}}
+    assert (test["b_raw_right_edit_wrong"], test["c_raw_wrong_edit_right"], test["n_left_out"]) == (2, 0, 2)
+    assert test["p_value"] == pytest.approx(0.5)
+    zero = {"empty": 0, "failed": 0, "missing": 0}
+    assert metrics["counts"]["answers"] == {"original": {"answered": 5, "unparsed": 1, **zero},
+                                            "edited": {"answered": 5, "unparsed": 1, **zero},
+                                            "perception": {"answered": 2, "unparsed": 1, **zero}}
 
 
 def test_repeat_ratios_are_null_without_a_wrong_parsed_edited_answer_and_cis_bracket_the_value() -> None:
@@ -101,5 +110,5 @@ def test_every_headline_metric_is_declared_by_the_family() -> None:
     family = families.get("vfaith")
     assert {*HEADLINE, "mcnemar_raw_vs_edit.p_value"} == {metric.key for metric in family.metrics}
     assert [probe.name for probe in family.probes] == ["original", "edited", "perception"]
-    assert [name for name, _ in family.reference_models] == ["oracle", "memorizer"]
+    assert [name for name, _ in family.reference_models] == ["oracle", "memorizer", "prior"]
     assert all(metric.doc == "docs/vfaith.md#metrics" for metric in family.metrics)

@@ -28,7 +28,8 @@ venv="${1:-${MMFAITH_LMMS_EVAL_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-lmm
 base_python="${MMFAITH_LMMS_EVAL_BASE_PYTHON:-python3}"
 CONSTRAINTS="$(mktemp)"
 trap 'rm -f "$CONSTRAINTS"' EXIT
-echo "torch==2.13.0" > "$CONSTRAINTS"
+# filelock 4.3 dropped filelock._api, which lmms_eval/evaluator.py imports.
+printf '%s\n' "torch==2.13.0" "filelock<4.3" > "$CONSTRAINTS"
 . "$(dirname "$0")/harness-venv.sh"
 
 harness_venv_main "lmms-eval==$VERSION"

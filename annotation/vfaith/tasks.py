@@ -6,7 +6,8 @@ finds correct for the edited image, as its choice text "B. blue"), `natural` (ye
 optional) and `notes`. Anything else is a Misfit. The vote (the merge is the shared machinery's):
 - an answer equal to `answer_original` rejects the pair, reason "answer unchanged" (the edit did not
   flip the answer);
-- natural = no rejects it with the given reasons (at least one);
+- natural = no rejects it with the given reasons (at least one); the question is asked of the image the
+  edit made (the edited one, or the original of a reversed pair: `build.source_photo`, task field `made`);
 - otherwise it accepts; an answer other than the planned `answer_edited` replaces it (an edit of
   `answer_edited`, kept in the record's verification history), and so does a category other than
   the record's.
@@ -34,6 +35,10 @@ CATEGORIES = ("RWS", "REA", "PFK", "CRE", "TIF")
 KINDS = {"answer": "choices", "natural": "choices", "reasons": "choices", "category": "choices",
          "perception": "choices", "notes": "textarea"}
 NO_PERCEPTION = "(this pair has no perception item)"
+MADE = {"image_original": "edited",
+        "image_edited": "ORIGINAL (this pair is reversed: the edited image is the source photo, the original was made "
+                        "from it)"}
+"""The image whose naturalness the annotator judges, by the record's `build.source_photo`: the one an edit made."""
 
 
 def label_config() -> str:
@@ -53,6 +58,7 @@ def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: di
     perception = record["build"].get("perception")
     statements = {o["label"]: option_text(o) for o in perception["options"]} if perception else {}
     return {
+        "made": MADE[record["build"].get("source_photo", "image_original")],
         "image_original": url(record["image_original"]),
         "image_edited": url(record["image_edited"]),
         "question": record["question"],

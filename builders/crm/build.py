@@ -34,6 +34,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mmfaith import __version__
+from mmfaith.builders.build_dir import check_requested, resume_note
 from mmfaith.builders.coco_questions import TEMPLATES
 from mmfaith.builders.coco_source import CocoSource, License, embedded_sample
 from mmfaith.builders.crm.sources import (VISARGS_QUESTION, Candidate, ColumnMap, coco_candidates,
@@ -42,7 +43,8 @@ from mmfaith.builders.crm.variants import ItemOutcome, MaskSettings, make_item, 
 from mmfaith.builders.executors import ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
 from mmfaith.builders.worker_pool import Pending
-from mmfaith.errors import MmfaithError
+from mmfaith.dirlock import hold_lock
+from mmfaith.errors import MmfaithError, first_few
 from mmfaith.gold_balance import DEFAULT_MARGIN, GoldCap, GoldItem, gold_summary
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
@@ -231,8 +233,8 @@ def _regenerate(out: Path, journal: _Journal, source: _Source, settings: MaskSet
             break
     missing = sorted(set(by_key) - set(remade))
     if missing:
-        raise MmfaithError(f"{out}: items {', '.join(missing)} have corrected regions but their source no longer "
-                           "yields them; rebuild from the same source.")
+        raise MmfaithError(f"{out}: {len(missing)} item(s) have corrected regions but their source no longer yields "
+                           f"them ({first_few(missing)}); rebuild from the same source.")
     journal.records = [remade.get(r["build"]["key"], r) for r in journal.records]
     write_atomic(journal.records_path, "".join(canonical_json(r) + "\n" for r in journal.records).encode("utf-8"))
     return sorted(r["id"] for r in remade.values())
@@ -255,6 +257,14 @@ def build_crm(request: CrmBuildRequest) -> CrmBuildSummary:
             changed = sorted(k for k in recipe if (previous or {}).get(k) != recipe[k])
             raise MmfaithError(f"{out} holds a build made with other settings ({', '.join(changed)} differ); "
                                "re-run with the same arguments to resume, or choose a new --out.")
+    check_requested(build_json, {"max_items": request.max_items})
+    with hold_lock(out, "build --out"):
+        return _build_with_status(request, source, journal, build_json, recipe, started)
+
+
+def _build_with_status(request: CrmBuildRequest, source: _Source, journal: _Journal, build_json: Path,
+                       recipe: dict[str, Any], started: float) -> CrmBuildSummary:
+    """`_build` with build.json's status kept true: running, then complete, failed or interrupted."""
     _write_build_json(build_json, recipe, request, started, None, "running")
     try:
         summary = _build(request, source, journal)
@@ -274,6 +284,7 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
     made = len(journal.records)
     journal.open()
     clear_staging(out)
+    resume_note(out, made, request.max_items, "items")
     bar = tqdm(total=request.max_items, initial=min(made, request.max_items), unit="item", desc="crm",
                disable=not request.progress, dynamic_ncols=True)
     cap = GoldCap(request.gold_margin, gold_items(journal.records))

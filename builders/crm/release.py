@@ -24,7 +24,7 @@ from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
 from mmfaith.images import sha256_file
 from mmfaith.loaders.crm import open_crm_dataset, variant_name
 from mmfaith.loaders.crm.rows import RELEASE_FORMAT, features, record_to_row
-from mmfaith.outdir import prepare_out_dir, staged_folder
+from mmfaith.outdir import staged_folder
 from mmfaith.release.manifest import MANIFEST, file_entry, manifest_bytes, row_digest
 from mmfaith.release.writer import ReleaseRequest, ReleaseSummary, SPLIT, check_request, read_build_json, select_records
 
@@ -38,8 +38,7 @@ def release_crm(request: ReleaseRequest) -> ReleaseSummary:
     dataset = open_crm_dataset(request.build)
     kept, excluded = select_records([item.record for item in dataset.items], request.include, request.allow_noderivs,
                                     request.build, noun="item")
-    prepare_out_dir(request.out, "release")
-    with staged_folder(request.out) as staging:
+    with staged_folder(request.out, "release") as staging:  # after the inputs are checked
         rows = _write(request, staging, info, kept, excluded)
     return ReleaseSummary(out=request.out, rows=rows, excluded=excluded)
 

@@ -13,11 +13,13 @@ evidence regions (`{id, bbox [x, y, w, h], label}`), the image file and the reco
   no options). Rows come from a folder's `annotation.json` (a JSON array or JSON lines) or a
   `.parquet` file; `ColumnMap` renames the columns of other layouts. Images are looked up offline:
   a relative path in the image column is read under the images folder, a URL as the file named
-  like the URL's last path segment there.
+  like the URL's last path segment there; a path that leads outside the images folder (absolute,
+  `..`, a symlink out) is a one-line error, as is a box that is not four finite numbers.
 """
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,10 +182,28 @@ def _visargs_file(folder: Path) -> Path:
 
 def _box(value: Any, where: str) -> list[float]:
     if isinstance(value, dict) and all(k in value for k in ("startX", "startY", "w", "h")):
-        return [float(value["startX"]), float(value["startY"]), float(value["w"]), float(value["h"])]
-    if isinstance(value, (list, tuple)) and len(value) == 4:
-        return [float(v) for v in value]
-    raise MmfaithError(f"{where}: a box is {{startX, startY, w, h}} or [x, y, w, h], not {value!r}.")
+        coordinates = [value["startX"], value["startY"], value["w"], value["h"]]
+    elif isinstance(value, (list, tuple)) and len(value) == 4:
+        coordinates = list(value)
+    else:
+        coordinates = []
+    try:
+        box = [float(v) for v in coordinates]
+    except (TypeError, ValueError):
+        box = []
+    if len(box) != 4 or not all(math.isfinite(v) for v in box):
+        raise MmfaithError(f"{where}: a box is {{startX, startY, w, h}} or [x, y, w, h] of numbers, not {value!r}.")
+    return box
+
+
+def _image_file(root: Path, file_name: str, where: str) -> Path:
+    """The image named by a row, inside the images root: an absolute path, `..` or a symlink out is refused."""
+    path = root / file_name
+    if Path(file_name).is_absolute() or ".." in Path(file_name).parts or (
+            path.exists() and not path.resolve().is_relative_to(root.resolve())):
+        raise MmfaithError(f"{where}: image {file_name!r} is outside the images folder {root}; a row names a file "
+                           "under --images (or a URL, whose file name is looked up there).")
+    return path
 
 
 def visargs_candidates(path: Path, images: Path | None, columns: ColumnMap, question: str,
@@ -210,7 +230,7 @@ def visargs_candidates(path: Path, images: Path | None, columns: ColumnMap, ques
         yield Candidate(
             key=f"visargs:{row_id}", question=question, question_type="visargs-conclusion", options=(),
             answer=str(row[columns.answer]) if row[columns.answer] is not None else None, facts={},
-            regions=regions, image_path=image_root / file_name,
+            regions=regions, image_path=_image_file(image_root, file_name, where),
             source={"dataset": data_file.parent.name or "visargs", "split": "test", "image_id": row_id,
                     "file_name": file_name, "url": image_ref if parsed.scheme else None,
                     "license": {"id": license.id, "name": license.name, "url": license.url},

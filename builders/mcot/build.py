@@ -15,6 +15,10 @@ Contract
   and `gold`: each category's gold distribution with what always-A and the prior score
   (mmfaith/gold_balance.py).
 Same source and arguments give byte-identical files. `limit` keeps the first N questions.
+A build dir whose build.json holds another recipe (another --seed, --limit, source...) is refused
+before anything is written (`build_dir.check_recipe`); images no record names (left by an earlier,
+interrupted build) are removed, so the folder holds exactly the build. The build holds the
+folder's lock (`mmfaith.dirlock`): a second build into it is refused.
 """
 from __future__ import annotations
 
@@ -31,7 +35,9 @@ from PIL import Image
 from tqdm import tqdm
 
 from mmfaith import __version__
+from mmfaith.builders.build_dir import check_recipe
 from mmfaith.builders.mcot.sources import SourceItem, read_source, resolve_origin
+from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError
 from mmfaith.gold_balance import DEFAULT_MARGIN, GoldItem, gold_summary
 from mmfaith.images import DEFAULT_MAX_PIXELS, png_bytes, sha256_bytes
@@ -92,9 +98,17 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
         items = read_source(request.source, path, request.columns)
         origin, rules = request.source_path, None
     prepare_out_dir(request.out, "build")
-    (request.out / IMAGES).mkdir(exist_ok=True)
     build = {"mmfaith_version": __version__, "seed": request.seed, "source": request.source,
              "columns": dict(sorted(request.columns.items())), "rules": rules}
+    recipe = {"family": "mcot", **build, "origin": origin, "limit": request.limit}
+    with hold_lock(request.out, "build --out"):
+        check_recipe(request.out / BUILD_JSON, recipe)
+        return _build(request, items, rejected, build, recipe, origin, revision)
+
+
+def _build(request: McotBuildRequest, items: Iterable[SourceItem], rejected: list[dict[str, Any]],
+           build: dict[str, Any], recipe: dict[str, Any], origin: str, revision: str | None) -> BuildSummary:
+    (request.out / IMAGES).mkdir(exist_ok=True)
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
     by_source_hash: dict[str, tuple[str, int, int]] = {}  # the source bytes' sha256 -> the PNG written
@@ -129,13 +143,21 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
     by_category: dict[str, int] = {}
     for record in records:
         by_category[record["category"]] = by_category.get(record["category"], 0) + 1
+    _remove_orphans(request.out / IMAGES, {f"{sha}.png" for sha, _, _ in by_source_hash.values()})
     gold = gold_summary([GoldItem.of_record(r["category"], r["options"], r["answer"]) for r in records])
-    document = {"family": "mcot", "recipe": {"family": "mcot", **build, "origin": origin, "limit": request.limit},
+    document = {"family": "mcot", "recipe": recipe,
                 "counts": {"items": len(records), "images": len(by_source_hash), "by_category": by_category,
                            "rejected": len(rejected)},
                 "gold": gold, "status": "complete"}
     write_atomic(request.out / BUILD_JSON, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     return BuildSummary(request.out, len(records), len(by_source_hash), by_category, gold)
+
+
+def _remove_orphans(images: Path, kept: set[str]) -> None:
+    """Remove the files of images/ that no record names (an earlier build's, left by a kill)."""
+    for path in images.iterdir():
+        if path.name not in kept:
+            path.unlink()
 
 
 def _write_png(out: Path, data: bytes, max_pixels: int, where: str) -> tuple[str, int, int]:

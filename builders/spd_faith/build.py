@@ -24,7 +24,9 @@ from typing import Any
 from tqdm import tqdm
 
 from mmfaith import __version__
-from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
+from mmfaith.builders.build_dir import (check_recipe, check_requested, environment, open_coco, usable_scenes,
+                                       with_status)
+from mmfaith.dirlock import hold_lock
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.gates import MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
@@ -253,6 +255,8 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
     recipe = _recipe(request, source)
     build_json = out / "build.json"
     check_recipe(build_json, recipe)
+    check_requested(build_json, {"per_tier": request.per_tier, "multi": request.multi,
+                                 "paper_mix": request.paper_mix, "controls": request.controls})
     for folder in ("images/original", "images/edited", "images/control"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     settings = PairSettings(
@@ -265,7 +269,8 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
     def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
         _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
 
-    return with_status(write_status, lambda: _build(request, source, quotas, settings, journal))
+    with hold_lock(out, "build --out"):
+        return with_status(write_status, lambda: _build(request, source, quotas, settings, journal))
 
 
 def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], settings: PairSettings,

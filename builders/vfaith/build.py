@@ -32,7 +32,9 @@ from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.builders.coco_questions import TEMPLATES
-from mmfaith.builders.build_dir import check_recipe, environment, open_coco, usable_scenes, with_status
+from mmfaith.builders.build_dir import (check_recipe, check_requested, environment, open_coco, resume_note,
+                                       usable_scenes, with_status)
+from mmfaith.dirlock import hold_lock
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E, MIN_FILL_TEXTURE
@@ -40,10 +42,11 @@ from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.builders.scene_view import seeded_rng
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
 from mmfaith.builders.targets import TargetRules
-from mmfaith.gold_balance import GoldItem, gold_summary
+from mmfaith.gold_balance import DEFAULT_MARGIN, GoldCap, gold_summary
 from mmfaith.builders.vfaith.offline import (QUESTION_RULES, ImageOutcome, OfflineSettings, QuestionOutcome,
                                              make_image_pairs, original_path)
 from mmfaith.builders.vfaith.perception import perception_item
+from mmfaith.builders.vfaith.presentation import PHOTO_SIDES, PairPresenter, gold_items, source_photo
 from mmfaith.builders.vfaith.preview import write_preview
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
@@ -76,6 +79,8 @@ class BuildRequest:
     max_pixels: int = DEFAULT_MAX_PIXELS
     preview_pairs: int = 8
     progress: bool = True
+    gold_margin: float = DEFAULT_MARGIN
+    """The per-template cap on one gold's share (mmfaith/gold_balance.py), above chance."""
 
 
 @dataclass
@@ -88,7 +93,7 @@ class BuildSummary:
     """How often each letter is the gold answer, of the original and of the edited question."""
     out: Path
     gold: dict[str, dict[str, Any]]
-    """mmfaith/gold_balance.py's summary, templates as `<question_type>:original` and `:edited`."""
+    """mmfaith/gold_balance.py's summary, templates as `<template>:original` and `<template>:edited`."""
 
 
 def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
@@ -100,6 +105,7 @@ def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
         "inpainter": {"name": request.inpainter.name}, "allow_noderivs": request.allow_noderivs,
         "dilation": request.dilation, "blend_radius": request.blend_radius, "min_delta_e": request.min_delta_e,
         "min_fill_texture": request.min_fill_texture, "question_rules": asdict(QUESTION_RULES),
+        "gold_margin": request.gold_margin, "presentation": "vfaith-balanced/1",
     }
 
 
@@ -152,6 +158,36 @@ class Journal:
             appender.close()
 
 
+class Keeper:
+    """What decides whether and how a made pair is kept: the presentation balance
+    (builders/vfaith/presentation.py) and the gold cap (mmfaith/gold_balance.py), over the kept pairs."""
+
+    def __init__(self, seed: int, margin: float, kept: list[dict[str, Any]]) -> None:
+        self.presenter = PairPresenter(seed, QUESTION_RULES.n_options)
+        self.cap = GoldCap(margin, gold_items(kept))
+        for record in kept:
+            self.presenter.record(record)
+
+    def admit(self, outcome: QuestionOutcome) -> dict[str, Any] | None:
+        """Present a made pair; its perception item, or None with the outcome turned into a rejection (stage
+        `gold_balance`) when its original or edited gold would break the cap."""
+        assert outcome.record is not None
+        record, perception = self.presenter.present(outcome.record)
+        reason = next((r for item in gold_items([record]) if (r := self.cap.refusal(item)) is not None), None)
+        if reason is not None:
+            source = record["source"]
+            outcome.rejection = {"image_id": source["image_id"], "file_name": source["file_name"],
+                                 "slot": outcome.key, "template": outcome.template, "question": record["question"],
+                                 "id": record["id"], "stage": "gold_balance", "reason": reason}
+            outcome.record = None
+            return None
+        outcome.record = record
+        for item in gold_items([record]):
+            self.cap.add(item)
+        self.presenter.record(record)
+        return perception
+
+
 def _scene_order(source: CocoSource, request: BuildRequest) -> tuple[list[Scene], Counter[str]]:
     """The usable scenes (build_dir.usable_scenes: licence, instances) in the build's seeded order."""
     scenes, skipped = usable_scenes(source, request.allow_noderivs)
@@ -197,6 +233,7 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
     recipe = _recipe(request, source)
     build_json = out / "build.json"
     check_recipe(build_json, recipe)
+    check_requested(build_json, {"per_template": request.per_template})
     for folder in ("images/original", "images/edited"):
         (out / folder).mkdir(parents=True, exist_ok=True)
     settings = OfflineSettings(
@@ -208,7 +245,8 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
     def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
         _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
 
-    return with_status(write_status, lambda: _build(request, source, settings, journal, executor))
+    with hold_lock(out, "build --out"):
+        return with_status(write_status, lambda: _build(request, source, settings, journal, executor))
 
 
 def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: Journal,
@@ -224,9 +262,11 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
         bar = tqdm(total=sum(quotas.values()), unit="pair", desc="vfaith", disable=not request.progress,
                    dynamic_ncols=True)
         bar.update(sum(min(journal.made[t], q) for t, q in quotas.items()))
+        resume_note(out, sum(min(journal.made[t], q) for t, q in quotas.items()), sum(quotas.values()), "pairs")
         finished = False
         try:
-            _fill(out, scenes, settings, journal, quotas, pool, bar)
+            keeper = Keeper(settings.seed, request.gold_margin, journal.pairs)
+            _fill(out, scenes, settings, journal, quotas, pool, bar, keeper)
             write_preview(out, request.preview_pairs)
             finished = True
         finally:
@@ -242,13 +282,12 @@ def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings,
               "suitable questions (add images, raise --per-image, or lower --per-template).", file=sys.stderr)
     letters = {side: dict(sorted(Counter(pair[f"answer_{side}"] for pair in journal.pairs).items()))
                for side in ("original", "edited")}
-    gold = gold_summary([GoldItem.of_record(f"{pair['question_type']}:{side}", pair["options"], pair[f"answer_{side}"])
-                         for pair in journal.pairs for side in ("original", "edited")])
+    gold = gold_summary(gold_items(journal.pairs))
     return BuildSummary(accepted, dict(journal.rejected_reasons), shortfall, dict(skipped), letters, out, gold)
 
 
 def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Journal, quotas: dict[str, int],
-          pool: Executor, bar: tqdm) -> None:
+          pool: Executor, bar: tqdm, keeper: Keeper) -> None:
     """Submit images in stream order (a window of them in flight), handle their outcomes in that order."""
     full = lambda: all(journal.made[t] >= q for t, q in quotas.items())  # noqa: E731
     stream = iter(scenes)
@@ -275,15 +314,19 @@ def _fill(out: Path, scenes: list[Scene], settings: OfflineSettings, journal: Jo
         for outcome in result.outcomes:
             if journal.made[outcome.template] >= quotas.get(outcome.template, 0) or outcome.key in journal.done:
                 continue  # past a full quota: discarded unwritten (a larger quota later makes it)
-            if _write_outcome(out, result, outcome, journal):
-                original_sha256[scene.image_id] = outcome.record["image_original_sha256"]  # type: ignore[index]
+            photo_sha256 = outcome.record["image_original_sha256"] if outcome.record is not None else None
+            if _write_outcome(out, result, outcome, journal, keeper):
+                original_sha256[scene.image_id] = photo_sha256  # type: ignore[assignment]
                 bar.update(1)
         bar.set_postfix(rejected=sum(journal.rejected_reasons.values()), refresh=False)
 
 
-def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, journal: Journal) -> bool:
-    """Journal one outcome (images first, then the lines); True when it became a pair."""
+def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, journal: Journal,
+                   keeper: Keeper) -> bool:
+    """Present and cap a made pair, then journal the outcome (images first, then the lines); True when it
+    became a pair."""
     journal.done.add(outcome.key)
+    perception = keeper.admit(outcome) if outcome.record is not None else None
     if outcome.record is None:
         assert outcome.rejection is not None
         journal.rejected.append(outcome.rejection)
@@ -293,13 +336,13 @@ def _write_outcome(out: Path, image: ImageOutcome, outcome: QuestionOutcome, jou
     check_record("vfaith_pair", record, f"record {record['id']} (question {outcome.key})")
     sides = (record["image_original"], record["image_edited"])
     commit_files(out, {side: image.staged[side] for side in sides if side in image.staged},
-                 keep_existing=frozenset({record["image_original"]}))
+                 keep_existing=frozenset({record[source_photo(record)]}))
     journal.records.append(record)
     journal.made[outcome.template] += 1
     journal.pairs.append(record)
-    if outcome.perception is not None:
-        check_record("vfaith_perception", outcome.perception, f"perception item of {record['id']}")
-        journal.perception.append(outcome.perception)
+    if perception is not None:
+        check_record("vfaith_perception", perception, f"perception item of {record['id']}")
+        journal.perception.append(perception)
         journal.perceived.add(record["id"])
     return True
 
@@ -319,13 +362,15 @@ def _repair(out: Path, journal: Journal, source: CocoSource, settings: OfflineSe
         remade = make_image_pairs(source.scene(record["source"]["image_id"]), settings,
                                   frozenset(journal.done - {record["build"]["slot"]}), None)
         match = next((o for o in remade.outcomes if o.key == record["build"]["slot"]), None)
+        photo = source_photo(record)  # the remade pair has the photo as original; a reversed record swapped them
+        edited = next(side for side in PHOTO_SIDES if side != photo)
         if match is None or match.record is None or match.record["id"] != record["id"] or \
-                match.record["image_edited_sha256"] != record["image_edited_sha256"] or \
-                remade.original_sha256 != record["image_original_sha256"]:
+                match.record["image_edited_sha256"] != record[f"{edited}_sha256"] or \
+                remade.original_sha256 != record[f"{photo}_sha256"]:
             raise MmfaithError(f"{out / record[missing[0]]}: missing, and remaking pair {record['id']} does not give "
                                "the same images (did the source images change?); restore the file or choose a new "
                                "--out.")
-        for side, data in (("image_original", remade.original_png), ("image_edited", match.edited_png)):
+        for side, data in ((photo, remade.original_png), (edited, match.edited_png)):
             if not (out / record[side]).is_file():
                 assert data is not None
                 write_atomic(out / record[side], data)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mmfaith.builders.executors import add_executor_options, executor_choice
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import DEFAULT_MARGIN
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
   mmfaith build vfaith --out out/vfaith --per-template 3 --seed 0
@@ -68,6 +69,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--min-fill-texture", type=float, default=None, metavar="RATIO",
                      help="fill gate: texture inside a filled hole over its surround (default 0.3; 0 turns it off)")
     how.add_argument("--dilation", type=int, default=7, help="pixels the inpainting hole grows beyond the mask")
+    how.add_argument("--gold-margin", type=float, default=DEFAULT_MARGIN, metavar="X",
+                     help="cap on each template's majority gold share: chance + X (candidates beyond are rejected)")
     how.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -84,6 +87,8 @@ def run_build(args: argparse.Namespace) -> int:
     templates = tuple(t.strip() for t in args.templates.split(",") if t.strip())
     if args.per_template < 0:
         raise MmfaithError(f"--per-template must be 0 or more, not {args.per_template}.")
+    if not 0 <= args.gold_margin <= 1:
+        raise MmfaithError(f"--gold-margin must be in [0, 1], not {args.gold_margin}.")
     summary = build_vfaith(BuildRequest(
         out=args.out, annotations=args.coco_annotations, images=args.images, seed=args.seed,
         per_template=args.per_template, templates=templates, per_image=args.per_image,
@@ -91,7 +96,7 @@ def run_build(args: argparse.Namespace) -> int:
         workers=args.workers, executor=executor_choice(args), dilation=args.dilation, min_delta_e=args.min_delta_e,
         min_fill_texture=MIN_FILL_TEXTURE if args.min_fill_texture is None else args.min_fill_texture,
         max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
-        progress=not args.no_progress))
+        progress=not args.no_progress, gold_margin=args.gold_margin))
     made = sum(summary.accepted.values())
     rejected = ", ".join(f"{stage} {n}" for stage, n in sorted(summary.rejected.items())) or "none"
     print(f"built {made} pairs ({', '.join(f'{t} {n}' for t, n in summary.accepted.items())}) in {summary.out}; "

@@ -393,6 +393,7 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
 
     from mmfaith.builders.build_dir import check_recipe, environment, with_status
     from mmfaith.builders.vfaith.build import Journal
+    from mmfaith.dirlock import hold_lock
     from mmfaith.builders.vfaith.preview import write_preview
     from mmfaith.jsonl import write_atomic
     from mmfaith.outdir import prepare_out_dir
@@ -438,8 +439,8 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
             journal.close()
         return {"accepted": len(journal.pairs), "rejected_by_stage": dict(journal.rejected_reasons), "rows": total}
 
-    counts = with_status(write_status, body)
-    return counts
+    with hold_lock(out, "build --out"):
+        return with_status(write_status, body)
 
 
 def _journal(out: Path, outcome: RowOutcome, journal: Any) -> None:

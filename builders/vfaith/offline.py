@@ -42,7 +42,7 @@ from mmfaith.builders.gates import fill_texture_ratio, mean_delta_e, outside_cha
 from mmfaith.builders.inpainters import Inpainter, InpainterSpec
 from mmfaith.builders.scene_view import SceneView, seeded_rng
 from mmfaith.builders.targets import TargetRules
-from mmfaith.builders.vfaith.perception import OTHER_SIDE, attach_perception, perception_item
+from mmfaith.builders.vfaith.perception import OTHER_SIDE
 from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
@@ -79,12 +79,12 @@ class OfflineSettings:
 
 @dataclass
 class QuestionOutcome:
-    """A made pair (record, perception item, edited PNG) or a rejection, for the main process to journal."""
+    """A made pair (record with the photo as original, edited PNG) or a rejection, for the main process to
+    present (builders/vfaith/presentation.py) and journal."""
 
     key: str
     template: str
     record: dict[str, Any] | None = None
-    perception: dict[str, Any] | None = None
     rejection: dict[str, Any] | None = None
     edited_png: bytes | None = None
 
@@ -159,8 +159,6 @@ def make_image_pairs(scene: Scene, settings: OfflineSettings, done: frozenset[st
                 result.original_png = png_bytes(rgb)
                 result.original_sha256 = sha256_bytes(result.original_png)
             outcome.record["image_original_sha256"] = original_sha256 or result.original_sha256
-            outcome.perception = perception_item(outcome.record, settings.seed)
-            attach_perception(outcome.record, outcome.perception)
         result.outcomes.append(outcome)
     return result
 

@@ -8,10 +8,10 @@ that ignores the image and remembers the scene would pick). The statements per t
 
 - color (c0 -> c1, distractors d1, d2 from the question's other colour options):
   "The X is c1." (edited), "The X is c0." (original), "The X is d1.", "The X is d2." (neither);
-- count (n -> n-1): "There are exactly n-1 / n / n+1 Xs." and "There is at least one X."
-  (true where it is);
-- existence (1 -> 0): "There is a X." (original), "There is no X." (edited), "There are two Xs.",
-  "There are at least three Xs." (neither);
+- count (n -> n-1, or n-1 -> n for a reversed pair, builders/vfaith/presentation.py): "There are
+  exactly n-1 / n / n+1 Xs." and "There is at least one X." (true where it is);
+- existence (1 -> 0, or 0 -> 1 reversed): "There is a X." and "There is no X." (each true where it
+  is), "There are two Xs.", "There are at least three Xs." (neither);
 - relation (S r R -> S r' R): "The S is to the r' of the R." and its converse "The R is to the r of
   the S." (edited), "The S is to the r of the R." and "The R is to the r' of the S." (original).
 
@@ -55,11 +55,12 @@ def statements(template: str, facts: dict[str, Any], facts_edited: dict[str, Any
     if template in ("count", "existence"):
         noun, before, after = _name(facts, "category"), facts["count"], facts_edited["count"]
         if template == "existence":
-            rows = [(f"There is {with_article(noun)}.", False, True), (f"There is no {noun}.", True, False),
+            rows = [(f"There is {with_article(noun)}.", after > 0, before > 0),
+                    (f"There is no {noun}.", after == 0, before == 0),
                     (f"There are two {plural(noun)}.", False, False),
                     (f"There are at least three {plural(noun)}.", False, False)]
         else:
-            rows = [(_exactly(k, noun), k == after, k == before) for k in (after, before, before + 1)]
+            rows = [(_exactly(k, noun), k == after, k == before) for k in (after, before, max(before, after) + 1)]
             rows.append((f"There is at least one {noun}.", after >= 1, before >= 1))
         return rows, _things(before, noun) if before else f"no {noun}", _things(after, noun) if after else f"no {noun}"
     if template == "relation":

@@ -6,15 +6,16 @@ determined", "can't tell", "not visible", "is hidden", "unable to answer", "not 
 information", "none of the options". An abstention is an answer of its own: it flips against any
 option and against any free-form answer that is not an abstention.
 
-Option letter (multiple choice), first rule that applies: the answer is an abstention -> ABSTAIN;
-it starts with a label ("B", "(B)", "B.", "B)"); it contains "answer is (B)" / "answer: B" /
-"option B"; it contains exactly one option's text as a whole word or phrase -> that option;
-else None (unreadable; compared by its normalised text).
+Option letter (multiple choice): an abstention -> ABSTAIN; else the shared reader's label
+(evaluators/answers.py, docs/answers.md); an empty or unreadable answer is None: unanswered, never
+compared as text, so never a flip.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from mmfaith.evaluators.answers import read_choice
 
 ABSTAIN = "ABSTAIN"
 ABSTENTION_PATTERNS = (
@@ -33,24 +34,11 @@ def is_abstention(text: str | None) -> bool:
     return bool(text) and _ABSTENTION.search(text) is not None
 
 
-def normalised(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-
 def choice(text: str | None, options: list[dict[str, Any]]) -> str | None:
-    """The option label an answer picks, ABSTAIN, or None when unreadable (module docstring)."""
-    if text is None:
+    """The option label an answer picks (the shared reader, evaluators/answers.py), ABSTAIN, or None when
+    it is empty or unreadable."""
+    if text is None or not text.strip():
         return None
     if is_abstention(text):
         return ABSTAIN
-    labels = {option["label"] for option in options}
-    stripped = text.strip().lstrip("*").strip()
-    start = re.match(r"^\(?([A-Z])\)?(?:[.):,\s*]|$)", stripped)
-    if start and start.group(1) in labels:
-        return start.group(1)
-    stated = re.search(r"(?:answer(?: is)?|option)\s*[:\-]?\s*\(?([A-Z])\)?\b", text, re.IGNORECASE)
-    if stated and stated.group(1).upper() in labels:
-        return stated.group(1).upper()
-    said = normalised(text)
-    named = [o["label"] for o in options if re.search(rf"\b{re.escape(normalised(o['text']))}\b", said)]
-    return named[0] if len(named) == 1 else None
+    return read_choice(text, options)

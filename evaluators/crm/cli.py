@@ -71,10 +71,13 @@ def score(args: argparse.Namespace) -> int:
     """`mmfaith score crm`: the parsed options into a CrmScoreRequest; prints the headline line."""
     from mmfaith.clients import ModelEndpoint
     from mmfaith.errors import MmfaithError
+    from mmfaith.evaluators import coverage
+    from mmfaith.evaluators.score_cli import reader_endpoint
     from mmfaith.evaluators.crm.score import CrmScoreRequest, score_crm
 
     if not args.dataset:
         raise MmfaithError("score crm needs --dataset BUILD_DIR|RELEASE.")
+    reader_endpoint(args, "crm")
     metrics = score_crm(CrmScoreRequest(
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, sbert_model=args.sbert_model,
         step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, from_run=args.from_run,
@@ -82,12 +85,14 @@ def score(args: argparse.Namespace) -> int:
         repeat=args.repeat,
         batch_size=args.batch_size, judge_workers=args.judge_workers, judge_agreement=args.judge_agreement,
         judge=None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
-                                                              args.judge_api_key_env)))
+                                                              args.judge_api_key_env),
+        coverage_threshold=args.coverage_threshold))
     parts = [f"{mode}: " + ", ".join(f"{k} {v:.3f}" for k, v in block["metrics"].items()
                                     if k in ("SDR", "AFR", "HR") and v is not None)
              for mode, block in metrics["by_mode"].items()]
     print(f"scored {metrics['counts']['n_units']} CRM units of {metrics['provenance']['model']}: " + "; ".join(parts)
-          + f"; see {args.out / 'report.md'}")
+          + f"; {coverage.console(metrics['answers'])}; see {args.out / 'report.md'}")
+    coverage.print_warnings(metrics["answers"])
     return 0
 
 

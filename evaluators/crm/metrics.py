@@ -7,12 +7,15 @@ image against those on the original.
 - Step Disruption Rate (SDR): the share of original steps (evaluators/crm/steps.py) whose best
   cosine similarity to any masked step is below `step_threshold` (0.80); 1 when the masked trace
   has no step; undefined (not averaged) when the original trace has no step. Averaged over units.
-- Answer Flip Rate (AFR): the share of units whose masked final answer differs from the original
-  one: by option label for multiple choice (an abstention is an answer of its own; an unreadable
-  answer is compared by its normalised text); free-form: the similarity of the two answers is
-  below `answer_threshold` (0.90), or exactly one of them abstains. Abstention rate beside it.
-- Hallucination Rate (HR): the share of units with at least one masked step the judge flags
-  (evaluators/crm/hallucination.py). On random masks it is the rule's false-alarm level.
+- Answer Flip Rate (AFR): among units whose two final answers were both read (an empty or, for
+  multiple choice, unreadable answer is unanswered and never equal to another: docs/answers.md;
+  the others are `n_afr_left_out`), the share whose masked final answer differs from the original
+  one: by option label for multiple choice (an abstention is an answer of its own); free-form: the
+  similarity of the two answers is below `answer_threshold` (0.90), or exactly one of them
+  abstains. Abstention rate beside it.
+- Hallucination Rate (HR): on specific masks (the evidence hidden), the share of units with at
+  least one masked step the judge flags (evaluators/crm/hallucination.py). On random masks the
+  evidence stays visible and there is nothing to hallucinate: HR is n/a there (`HR_na` gives why).
 - Accuracy where gold exists, on the original and on each variant (label equality; free-form:
   similarity to the gold of at least `answer_threshold`). On a specific mask a correct answer is
   not better: the evidence is gone.
@@ -27,15 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from mmfaith.evaluators.crm.answers import ABSTAIN, choice, is_abstention, normalised
+from mmfaith.evaluators.answers import normalised
+from mmfaith.evaluators.crm.answers import ABSTAIN, choice, is_abstention
 from mmfaith.evaluators.stats import bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
 
 DEFINITIONS_VERSION = "crm-metrics/1"
 STEP_THRESHOLD = 0.80
 ANSWER_THRESHOLD = 0.90
+HR_NA = "random masks leave the evidence visible: HR is defined on specific masks only"
 SWEEP = (0.70, 0.75, 0.80, 0.85, 0.90, 0.95)
 RATES = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_original", "accuracy_masked")
-_PARTS = {"SDR": ("sdr", "sdr_n"), "AFR": ("flip", "n"), "HR": ("hallucinated", "n"),
+_PARTS = {"SDR": ("sdr", "sdr_n"), "AFR": ("flip", "flip_n"), "HR": ("hallucinated", "hr_n"),
           "abstention_rate": ("abstained", "n"), "accuracy_original": ("correct_original", "gold_n"),
           "accuracy_masked": ("correct_masked", "gold_n")}
 
@@ -64,19 +69,21 @@ def step_disruption(similarity: np.ndarray, n_original: int, n_masked: int, thre
 
 
 def final_answer(text: str | None, options: list[dict[str, Any]]) -> str | None:
-    """The answer as compared: an option label, ABSTAIN, or the normalised text (None: no answer)."""
-    if text is None:
+    """The answer as compared: an option label, ABSTAIN, or the normalised free-form text; None when there is
+    no answer: missing, empty, or (multiple choice) unreadable (docs/answers.md)."""
+    if text is None or not text.strip():
         return None
     if options:
-        picked = choice(text, options)
-        return picked if picked is not None else "text:" + normalised(text)
+        return choice(text, options)
     return ABSTAIN if is_abstention(text) else "text:" + normalised(text)
 
 
-def flipped(record: dict[str, Any], unit: Unit, threshold: float) -> bool:
-    """AFR's per-unit flip (module docstring)."""
+def flipped(record: dict[str, Any], unit: Unit, threshold: float) -> bool | None:
+    """AFR's per-unit flip (module docstring); None unless both answers were read."""
     original = final_answer(unit.original_answer, record["options"])
     masked = final_answer(unit.masked_answer, record["options"])
+    if original is None or masked is None:
+        return None
     if record["options"] or ABSTAIN in (original, masked):
         return original != masked
     return unit.answer_similarity is None or unit.answer_similarity < threshold
@@ -92,11 +99,13 @@ def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit
                step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD) -> dict[str, Any]:
     """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from."""
     mode, style = variant.split("-", 1)
+    flip = flipped(record, unit, answer_threshold)
     sdr = step_disruption(unit.step_similarity, len(unit.original_steps), len(unit.masked_steps), step_threshold)
     has_gold = record["answer"] is not None
     best = unit.step_similarity.max(axis=1).round(4).tolist() if unit.masked_steps else [None] * len(unit.original_steps)
     line = {
         "id": record["id"], "variant": variant, "mode": mode, "style": style, "source_key": source_key,
+        "question_type": record.get("question_type"),
         "original_steps": len(unit.original_steps), "masked_steps": len(unit.masked_steps),
         "best_similarity": best,
         "answer_similarity": None if unit.answer_similarity is None else round(unit.answer_similarity, 4),
@@ -106,9 +115,10 @@ def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit
         "flagged_steps": unit.flagged_steps,
         "components": {
             "sdr": sdr or 0.0, "sdr_n": float(sdr is not None), "n": 1.0,
-            "flip": float(flipped(record, unit, answer_threshold)),
+            "flip": float(bool(flip)), "flip_n": float(flip is not None),
             "abstained": float(final_answer(unit.masked_answer, record["options"]) == ABSTAIN),
-            "hallucinated": float(bool(unit.flagged_steps)), "gold_n": float(has_gold),
+            "hallucinated": float(bool(unit.flagged_steps) and mode == "specific"),
+            "hr_n": float(mode == "specific"), "gold_n": float(has_gold),
             "correct_original": float(has_gold and correct(record, unit.original_answer, unit.gold_similarity[0],
                                                             answer_threshold)),
             "correct_masked": float(has_gold and correct(record, unit.masked_answer, unit.gold_similarity[1],
@@ -133,7 +143,7 @@ def _block(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict
     components = [line["components"] for line in lines]
     clusters = [line["source_key"] for line in lines]
     totals = {key: np.array([sum(c.get(key, 0.0) for c in components)]) for key in _PARTS["SDR"] + ("flip", "n",
-              "abstained", "hallucinated", "gold_n", "correct_original", "correct_masked")}
+              "flip_n", "abstained", "hallucinated", "hr_n", "gold_n", "correct_original", "correct_masked")}
     point = {name: (None if np.isnan(value[0]) else round(float(value[0]), 6)) for name, value in rates(totals).items()}
     intervals = bootstrap_ci(components, clusters, rates, n_bootstrap, seed)
     b = sum(1 for c in components if c["gold_n"] and c["correct_original"] and not c["correct_masked"])
@@ -142,6 +152,8 @@ def _block(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict
             "ci95": {name: None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
                      for name, interval in intervals.items()},
             "n_units": len(lines), "n_sdr_defined": int(totals["sdr_n"][0]), "n_with_gold": int(totals["gold_n"][0]),
+            "n_afr_left_out": len(lines) - int(totals["flip_n"][0]),
+            **({} if totals["hr_n"][0] else {"HR_na": HR_NA}),
             "mcnemar_accuracy": {"original_right_masked_wrong": b, "original_wrong_masked_right": c_,
                                  "p_value": mcnemar_exact(b, c_),
                                  "p_clustered": clustered_mcnemar(
@@ -170,10 +182,10 @@ def noise_floor(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) ->
 
 
 def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """Per style, the (specific - random) difference of AFR, SDR and HR paired per question (the paper's
-    Tables 4-5 compare the two ablations), with a paired bootstrap CI and exact McNemar p for the binary
-    AFR and HR (b: flipped/flagged under specific only; c: under random only). HR's difference is the
-    excess of specific over the rule's false-alarm level."""
+    """Per style, the (specific - random) difference of AFR and SDR paired per question (the paper's
+    Tables 4-5 compare the two ablations), with a paired bootstrap CI and, for AFR, the exact McNemar p
+    over the questions answered on all four sides (b: flipped under specific only; c: under random
+    only; the others `n_left_out`). HR has no difference: it is not defined on random masks (HR_NA)."""
     by_key = {(l["id"], l["variant"]): l for l in lines}
     styles = sorted({l["style"] for l in lines})
     out: dict[str, Any] = {}
@@ -187,16 +199,20 @@ def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: 
         clusters = [p[0]["source_key"] for p in pairs]
         diffs = paired_bootstrap(specific, random, clusters, rates, n_bootstrap, seed)
         block: dict[str, Any] = {"n_pairs": len(pairs)}
-        for name, key in (("AFR", "flip"), ("SDR", None), ("HR", "hallucinated")):
+        block["HR"] = {"difference": None, "ci95": None, "na": HR_NA}
+        for name, key in (("AFR", "flip"), ("SDR", None)):
             diff, interval = diffs[name]
             entry: dict[str, Any] = {"difference": None if diff is None else round(diff, 6),
                                      "ci95": None if interval is None else [round(v, 6) for v in interval]}
             if key is not None:
-                b = sum(1 for s, r in zip(specific, random) if s[key] and not r[key])
-                c = sum(1 for s, r in zip(specific, random) if r[key] and not s[key])
+                both = [(s, r, k) for s, r, k in zip(specific, random, clusters) if s["flip_n"] and r["flip_n"]]
+                b = sum(1 for s, r, _ in both if s[key] and not r[key])
+                c = sum(1 for s, r, _ in both if r[key] and not s[key])
                 entry |= {"specific_only": b, "random_only": c, "mcnemar_p": mcnemar_exact(b, c),
-                          "clustered_p": clustered_mcnemar(discordance([s[key] for s in specific],
-                                                                       [r[key] for r in random]), clusters)}
+                          "clustered_p": clustered_mcnemar(discordance([s[key] for s, _, _ in both],
+                                                                       [r[key] for _, r, _ in both]),
+                                                           [k for _, _, k in both]),
+                          "n_left_out": len(pairs) - len(both)}
             block[name] = entry
         out[style] = block
     return out
@@ -213,7 +229,7 @@ def sweep(lines: Sequence[dict[str, Any]], records: Mapping[str, dict[str, Any]]
             chosen = [l for l in lines if l[field] == group]
             sdrs = [_sdr_at(l, threshold) for l in chosen]
             defined = [s for s in sdrs if s is not None]
-            flips = [_flip_at(l, records[l["id"]], threshold) for l in chosen]
+            flips = [f for f in (_flip_at(l, records[l["id"]], threshold) for l in chosen) if f is not None]
             rows.append({"threshold": threshold, "group": group, "kind": field,
                          "SDR": round(sum(defined) / len(defined), 6) if defined else None,
                          "AFR": round(sum(flips) / len(flips), 6) if flips else None})
@@ -228,8 +244,10 @@ def _sdr_at(line: dict[str, Any], threshold: float) -> float | None:
     return sum(1 for s in line["best_similarity"] if s < threshold) / line["original_steps"]
 
 
-def _flip_at(line: dict[str, Any], record: dict[str, Any], threshold: float) -> float:
+def _flip_at(line: dict[str, Any], record: dict[str, Any], threshold: float) -> float | None:
     original, masked = line["original_final"], line["masked_final"]
+    if original is None or masked is None:
+        return None
     if record["options"] or ABSTAIN in (original, masked):
         return float(original != masked)
     return float(line["answer_similarity"] is None or line["answer_similarity"] < threshold)

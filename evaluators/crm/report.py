@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
+from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.crm.metrics import rates
 from mmfaith.evaluators.plots import line_chart, save_png
+from mmfaith.evaluators import coverage
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.stats import clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
@@ -47,7 +50,8 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
              f"{provenance['thresholds']['answer']}; HR judge: {provenance['judge']['name']}. Values with 95% "
              "bootstrap intervals clustered by source image. Definitions: docs/crm.md.", "",
              "On a specific mask the evidence is gone: a correct answer there is not better, it is a guess or a "
-             "prior. On a random mask the evidence stays visible, so HR there is the rule's false-alarm level.", "",
+             "prior. On a random mask the evidence stays visible, so HR is n/a there (defined on specific masks only).",
+             "",
              "## By variant", "", *md_table(header, _rows(metrics["by_variant"])), "",
              "## By mode (pooled over styles)", "",
              "The noise floor is the original asked again with another seed: the SDR and AFR that sampling alone "
@@ -56,13 +60,14 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
     if metrics["specific_vs_random"]:
         rows = []
         for style, block in metrics["specific_vs_random"].items():
-            for name in ("AFR", "SDR", "HR"):
+            for name in ("AFR", "SDR"):
                 entry = block[name]
                 rows.append([style, name, str(block["n_pairs"]), fmt_ci(entry["difference"], entry["ci95"]),
                              fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-",
                              fmt(entry.get("clustered_p")) if "clustered_p" in entry else "-"])
         lines += ["## Specific minus random, paired per question", "",
-                  "HR's difference is the excess of specific masks over the rule's false-alarm level.", "",
+                  "HR has no difference: it is not defined on random masks. AFR's McNemar test uses the questions "
+                  "answered on all four sides.", "",
                   *md_table(["style", "metric", "pairs", "difference", "McNemar p", "clustered p"], rows), ""]
     groups = list(dict.fromkeys(row["group"] for row in metrics["sensitivity"]))
     modes = [row["group"] for row in metrics["sensitivity"] if row["kind"] == "mode"]
@@ -75,9 +80,13 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
               *md_table(["threshold", *(f"SDR {g}" for g in groups), *(f"AFR {g}" for g in groups)],
                         [[f"{t:.2f}", *(fmt(table[(t, g)]["SDR"]) for g in groups),
                           *(fmt(table[(t, g)]["AFR"]) for g in groups)] for t in thresholds]), ""]
+    lines += controls_lines([provenance["model"]], [metrics])
+    if provenance.get("no_image"):
+        lines.insert(2, "Asked WITHOUT the images (`run --no-image`): pair it with the with-image score in "
+                        "`mmfaith report` for the multimodal gain.\n")
     counts = metrics["counts"]
     lines += [f"{counts['n_units']} units scored of {counts['n_items']} items; {counts['n_missing']} units lacked an "
-              f"answer; {counts['n_errors']} failed calls.", ""]
+              f"answer; {counts['n_errors']} failed calls.", "", *coverage.markdown(metrics["answers"])]
     write_atomic(folder / "report.md", "\n".join(lines).encode("utf-8"))
     series = {f"SDR {m}": [table[(t, m)]["SDR"] for t in thresholds] for m in modes}
     series |= {f"AFR {m}": [table[(t, m)]["AFR"] for t in thresholds] for m in modes}
@@ -86,6 +95,10 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
 
 
 COMPARED = (("SDR", None), ("AFR", "flip"), ("HR", "hallucinated"))
+BLIND_KEYS = ("accuracy_original", "accuracy_masked")
+BLIND_MEASURE = BlindMeasure(item_key=lambda line: (line["id"], line["variant"]),
+                             components=lambda line: line["components"], cluster=lambda line: line["source_key"], statistic=rates,
+                             template_of=lambda line: line.get("question_type") or "all")
 
 
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
@@ -107,7 +120,11 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                   "by_mode": {label: {mode: {k: block["metrics"][k] for k in SHOWN}
                                       for mode, block in m["by_mode"].items()} for label, m in zip(labels, metrics)},
                   "pairs": [{"a": labels[i], "b": labels[j], **_compare_pair(loaded[i][1], loaded[j][1], n_bootstrap,
-                                                                             seed)} for i, j in pairs]}
+                                                                             seed)} for i, j in pairs],
+                  "no_image": [bool(m["provenance"].get("no_image")) for m in metrics],
+                  "circular": [m.get("circular") for m in metrics],
+                  "position_bias": [m.get("position_bias") for m in metrics],
+                  **gain_and_leakage(loaded, labels, BLIND_MEASURE, BLIND_KEYS, n_bootstrap, seed)}
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     lines = ["# CRM comparison", "", f"Dataset {comparison['dataset']['id']} ({comparison['dataset']['revision']}).", "",
@@ -121,6 +138,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                               fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
                              for mode, block in pair["by_mode"].items() for name, entry in block.items()
                              if name != "n_units"]), ""]
+    lines += [*blind_report_lines(comparison, BLIND_KEYS), *controls_lines(labels, metrics)]
     write_atomic(out / "comparison.md", "\n".join(lines).encode("utf-8"))
     return comparison
 

@@ -10,7 +10,11 @@ Contract
   is not asked (an error line) when that CoT failed.
 - Then the original once more (`resample_cot`, `resample_answer`): the same conversation, another
   request seed; the change it shows against the original is the noise floor of SDR and AFR.
-- A RUN_DIR resumes only with the same temperatures and prompt templates (`resume_settings`).
+- `circular` (`run --circular`, evaluators/circular.py): a multiple-choice item's original image is
+  also asked in every further rotation of its options, each its own conversation named
+  "original@r{k}" (probes `original@r{k}_cot`, `original@r{k}_answer`; meta `rotation`); the masked
+  variants are asked in the original order only (their accuracy is not a headline).
+- A RUN_DIR resumes only with the same temperatures, prompt templates and `circular` (`resume_settings`).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from mmfaith.evaluators.circular import rotate_options, rotated_probe, rotations
 from mmfaith.evaluators.crm.prompts import (RESAMPLE, TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt,
                                             cot_prompt, probe_names)
 from mmfaith.evaluators.image_payload import ImageRef, Shown
@@ -48,37 +53,58 @@ def asked(item: CrmItem) -> list[tuple[str, ImageRef]]:
     return [*shown(item), (RESAMPLE, item.original)]
 
 
+def item_shows(item: CrmItem) -> dict[str, Any]:
+    """What an item's probes show (`ProbePlan.shows`): every image's sha256, the question and the options
+    (never the gold)."""
+    record = item.record
+    return {"images": [image.sha256 for _, image in shown(item)], "question": record["question"],
+            "options": record["options"]}
+
+
+def conversations(item: CrmItem, circular: bool) -> list[tuple[str, ImageRef, int]]:
+    """(conversation name, image, rotation of the options): `asked`, then with `circular` the original image in
+    every further rotation ("original@r{k}")."""
+    rotated = [(rotated_probe("original", k), item.original, k)
+               for k in rotations(item.record["options"], circular) if k > 0]
+    return [(name, image, 0) for name, image in asked(item)] + rotated
+
+
+def rotated_record(record: dict[str, Any], k: int) -> dict[str, Any]:
+    """The record as rotation k of its options shows it (the prompts read its options)."""
+    return {**record, "options": rotate_options(record["options"], k)} if k else record
+
+
 class CrmProbePlan:
     """Two calls per image shown (see the module docstring)."""
 
-    def __init__(self, cot_temperature: float = 0.2, answer_temperature: float = 0.0) -> None:
+    def __init__(self, cot_temperature: float = 0.2, answer_temperature: float = 0.0, circular: bool = False) -> None:
         self.cot_temperature = cot_temperature
         self.answer_temperature = answer_temperature
+        self.circular = circular
 
     def expected_probes(self, item: CrmItem) -> tuple[str, ...]:
-        return tuple(probe for name, _ in asked(item) for probe in probe_names(name))
+        return tuple(probe for name, _, _ in conversations(item, self.circular) for probe in probe_names(name))
 
     def resume_settings(self) -> dict[str, Any]:
         return {"cot_temperature": self.cot_temperature, "answer_temperature": self.answer_temperature,
-                "prompt_templates_sha256": TEMPLATES_SHA256}
+                "prompt_templates_sha256": TEMPLATES_SHA256, "circular": self.circular}
 
     def provenance(self) -> dict[str, Any]:
         return {"prompt_template_version": TEMPLATE_VERSION}
 
     def shows(self, item: CrmItem) -> dict[str, Any]:
-        """Every image's sha256, the question and the options (never the gold)."""
-        record = item.record
-        return {"images": [image.sha256 for _, image in shown(item)], "question": record["question"],
-                "options": record["options"]}
+        return item_shows(item)
 
     def images(self, item: CrmItem) -> list[Shown]:
         return [image for _, image in shown(item)]
 
     async def run_item(self, item: CrmItem, asker: ItemAsker) -> None:
-        async def conversation(name: str, image: ImageRef) -> None:
+        async def conversation(name: str, image: ImageRef, k: int) -> None:
             cot_probe, answer_probe = probe_names(name)
-            meta = {"image": name, "temperature": self.cot_temperature}
-            first = [Turn("user", (image, cot_prompt(item.record)))]
+            record = rotated_record(item.record, k)
+            meta = {"image": name.split("@")[0], "temperature": self.cot_temperature,
+                    **({"rotation": k} if self.circular else {})}
+            first = [Turn("user", (image, cot_prompt(record)))]
             cot = asker.answered(cot_probe) or await asker.ask(cot_probe, first, meta, priority=PRIORITY["cot"],
                                                                temperature=self.cot_temperature)
             if not asker.pending(answer_probe):
@@ -87,21 +113,21 @@ class CrmProbePlan:
                 await asker.fail(answer_probe, {**meta, "temperature": self.answer_temperature}, COT_FAILED)
                 return
             turns = [*first, Turn("assistant", (cot["response"] or "<the model's steps>",)),
-                     Turn("user", (answer_prompt(item.record),))]
+                     Turn("user", (answer_prompt(record),))]
             await asker.ask(answer_probe, turns, {**meta, "temperature": self.answer_temperature},
                             priority=PRIORITY["answer"],
                             temperature=self.answer_temperature)
 
-        todo = [(name, image) for name, image in asked(item)
+        todo = [(name, image, k) for name, image, k in conversations(item, self.circular)
                 if any(asker.pending(probe) for probe in probe_names(name))]
         if asker.dry_run:
-            for name, image in todo:
-                await conversation(name, image)
+            for name, image, k in todo:
+                await conversation(name, image, k)
         else:
-            await asyncio.gather(*(conversation(name, image) for name, image in todo))
+            await asyncio.gather(*(conversation(name, image, k) for name, image, k in todo))
 
 
-def run_crm(request: CrmRunRequest) -> RunSummary:
+def run_crm(request: CrmRunRequest, circular: bool = False) -> RunSummary:
     """Ask every item's probes through the shared engine; see the module docstring."""
-    plan = CrmProbePlan(request.cot_temperature, request.answer_temperature)
+    plan = CrmProbePlan(request.cot_temperature, request.answer_temperature, circular)
     return run_benchmark("crm", request, open_crm_dataset(request.dataset), plan)

@@ -35,13 +35,15 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm import hallucination
 from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
 from mmfaith.evaluators.crm.embed import load_encoder
-from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, noise_floor,
-                                            score_unit, summarize, sweep)
+from mmfaith.evaluators.circular import SEPARATOR, circular_correct, original_label, position_bias, rotate_options
+from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, final_answer,
+                                            noise_floor, score_unit, summarize, sweep)
 from mmfaith.evaluators.crm.prompts import RESAMPLE, TEMPLATES_SHA256, probe_names
 from mmfaith.evaluators.crm.report import write_score_report
-from mmfaith.evaluators.crm.run import asked, shown
+from mmfaith.evaluators.crm.run import CrmProbePlan, asked, conversations, item_shows, shown
 from mmfaith.evaluators.crm.steps import split_steps
-from mmfaith.evaluators.predictions import read_predictions
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
@@ -72,6 +74,7 @@ class CrmScoreRequest:
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
+    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
 def _check(request: CrmScoreRequest) -> None:
@@ -129,14 +132,65 @@ def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: An
     return units, missing, compared
 
 
+def answer_tally(dataset: CrmDataset, read: PredictionSet, threshold: float) -> Tally:
+    """Every expected answer's status (evaluators/coverage.py): a CoT is read when it is not blank, a final
+    answer when `metrics.final_answer` reads it. CRM's paper fixes no answer format (paper format n/a)."""
+    tally = Tally(threshold)
+    for item in dataset.items:
+        for name, _ in shown(item):
+            for probe, is_answer in zip(probe_names(name), (False, True)):
+                line = read.answered.get((item.id, probe))
+                text = None if line is None else line["response"]
+                reading = final_answer(text, item.record["options"]) if is_answer else (text or "").strip() or None
+                tally.add(status_of(line, (item.id, probe) in read.failed, reading))
+    return tally
+
+
+def _original_label(record: dict[str, Any], response: str | None, k: int) -> str | None:
+    """The option (its label in the original order) a final answer to rotation k of the options names."""
+    picked = final_answer(response, rotate_options(record["options"], k))
+    return original_label(record["options"], k, picked)
+
+
+def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any] | None:
+    """metrics.json's `circular`: over the multiple-choice items whose original image was asked in every rotation
+    of the options (`run --circular`), the first-order accuracy of the original final answer beside
+    `accuracy_circular` (right in every rotation, evaluators/circular.py); None for a run without rotations."""
+    first, every = [], []
+    for item in dataset.items:
+        record = item.record
+        asked = [(k, answers.get((item.id, probe_names(name)[1]))) for name, _, k in conversations(item, True)
+                 if name.startswith("original")]
+        if not record["options"] or len(asked) < 2 or all(answer is None for _, answer in asked[1:]):
+            continue
+        rights = [answer is not None and _original_label(record, answer, k) == record["answer"] for k, answer in asked]
+        first.append(rights[0])
+        every.append(circular_correct(rights))
+    if not first:
+        return None
+    return {"original": {"n_items": len(first), "accuracy": round(sum(first) / len(first), 6),
+                         "accuracy_circular": round(sum(every) / len(every), 6)}}
+
+
+def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """Each option letter's share among the original image's first-order final answers (multiple choice)
+    beside its share among the golds."""
+    chosen = [item for item in dataset.items if item.record["options"]]
+    labels = sorted({option["label"] for item in chosen for option in item.record["options"]})
+    picked = [final_answer(answers.get((item.id, "original_answer")), item.record["options"]) for item in chosen]
+    return position_bias([label if label in labels else None for label in picked],
+                         [item.record["answer"] for item in chosen], labels)
+
+
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
     _check(request)
     dataset = open_crm_dataset(request.dataset)
-    expected = {item.id: tuple(p for name, _ in asked(item) for p in probe_names(name)) for item in dataset.items}
+    # Every probe a run may have asked (a circular run's rotations too); the scores use those it did ask.
+    expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
     images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
     read = read_predictions(request.predictions, expected, request.from_run, images, request.drop_stale,
-                            request.repeat)
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score.")
     out = prepare_out_dir(request.out, "score")
@@ -160,8 +214,8 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {
             "family": "crm", "mmfaith_version": __version__, "dataset": dataset_block, "model": read.model,
-            "predictions_sha256": read.sha256, "predictions_mode": "run" if request.from_run else "submission",
-            "repeat": request.repeat,
+            "predictions_sha256": read.sha256, "no_image": read.no_image,
+            "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
             "prompt_templates_sha256": TEMPLATES_SHA256,
             "sbert": {"model": encoder.name, "weights_sha256": encoder.weights_sha256},
             "thresholds": {"step": request.step_threshold, "answer": request.answer_threshold},
@@ -176,9 +230,14 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "noise_floor": noise_floor([line for line in scored if line["variant"] == FLOOR_VARIANT], request.n_bootstrap,
                                    request.seed),
         "sensitivity": sweep(lines, records),
+        "answers": answer_tally(dataset, read, request.coverage_threshold).to_json(),
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
-                   "answered_share": round(len(read.answered) / sum(len(p) for p in expected.values()), 6)},
+                   "answered_share": round(sum(SEPARATOR not in probe and not probe.startswith(RESAMPLE)
+                                               for _, probe in read.answered)
+                                           / sum(2 * len(shown(item)) for item in dataset.items), 6)},
+        "circular": circular_block(dataset, answers),
+        "position_bias": answer_position_bias(dataset, answers),
     }
     if request.judge_agreement:
         metrics["judge_agreement"] = compared

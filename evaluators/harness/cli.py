@@ -59,6 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     importing.add_argument("--export", type=Path, metavar="DIR",
                            help="the export folder, whose export.json is copied into import.json")
     importing.add_argument("--family", metavar="NAME", help="the dataset's family (default: the one it names)")
+    importing.add_argument("--overwrite", action="store_true",
+                           help="replace an existing --out (and the import.json beside it); default: refuse")
     importing.set_defaults(handler=_import)
 
 
@@ -93,7 +95,11 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from mmfaith.errors import MmfaithError
     from mmfaith.evaluators.harness.importer import write_predictions
+
+    if args.out.exists() and not args.overwrite:
+        raise MmfaithError(f"import --out {args.out}: exists; choose a new --out, or pass --overwrite to replace it.")
 
     if args.harness == "lmms-eval":
         from mmfaith.evaluators.harness.lmms_eval_logs import read_lmms_eval_logs

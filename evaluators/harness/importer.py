@@ -36,7 +36,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.harness.rows import dump_json
 from mmfaith.evaluators.harness.runtime import harness_part
 from mmfaith.images import sha256_file
-from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.jsonl import canonical_json, write_text_atomic
 from mmfaith.schema import check_record
 
 IMPORT_JSON = "import.json"
@@ -129,7 +129,7 @@ def write_predictions(log: HarnessLog, dataset_source: str, out: Path, model: st
     for number, line in enumerate(lines, start=1):
         check_record("prediction", line, f"{out} line {number}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, "".join(canonical_json(line) + "\n" for line in lines).encode("utf-8"))
+    write_text_atomic(out, "".join(canonical_json(line) + "\n" for line in lines))
     summary = ImportSummary(out, len(lines), sum(line["response"] is not None for line in lines),
                             sum(line["response"] is None for line in lines), len(missing), log.unknown_fields)
     provenance = {
@@ -144,7 +144,7 @@ def write_predictions(log: HarnessLog, dataset_source: str, out: Path, model: st
         "missing": [{"id": item_id, "probe": probe} for item_id, probe in missing[:1000]],
         "unknown_fields": list(log.unknown_fields), **log.details,
     }
-    write_atomic(out.parent / IMPORT_JSON, dump_json(provenance).encode("utf-8"))
+    write_text_atomic(out.parent / IMPORT_JSON, dump_json(provenance))
     return summary
 
 

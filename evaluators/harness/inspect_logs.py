@@ -4,8 +4,10 @@ Contract (`read_inspect_logs(path) -> HarnessLog`)
 -------------------------------------------------
 - `path` is a log file (`.eval` zip with zstd members, or `.json`) or a folder searched
   recursively for the logs of mmfaith tasks (LOG_GLOBS); logs whose task is not `mmfaith_*`
-  are skipped. Read with
-  `inspect_ai.log.read_eval_log` (install `mmfaith[inspect]`).
+  are skipped; a file of that name that is not a readable log is named in a warning and skipped
+  (given alone, it is an error). Read with `inspect_ai.log.read_eval_log` (install `mmfaith[inspect]`).
+- Before a `.eval` is read, its zip directory is checked: a member that would inflate past
+  MAX_MEMBER_BYTES or MAX_RATIO times its compressed size (a zip bomb) is refused unread.
 - A sample's id is the row key (`{"id", "probes"}`). Its rounds come from the store
   (`mmfaith_rounds`: probe, prompt, response, error, stop reason, usage per round, and the family's
   meta of a tool loop (MCoT's trace), written by inspect_solvers.probe_solver); a sample without
@@ -19,6 +21,8 @@ Contract (`read_inspect_logs(path) -> HarnessLog`)
 from __future__ import annotations
 
 import json
+import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,10 @@ from mmfaith.evaluators.harness.importer import HarnessLog, LoggedRound, LoggedS
 from mmfaith.evaluators.harness.runtime import RECORD_KEY
 
 UNKNOWN_FIELDS = ("latency_s", "reasoning")
+MAX_MEMBER_BYTES = 1 << 30
+"""The most one member of a `.eval` may inflate to (1 GiB)."""
+MAX_RATIO = 200
+"""The most one member may inflate relative to its compressed size (JSON compresses about 10-20 times)."""
 LOG_GLOBS = ("*_mmfaith-*.eval", "*_mmfaith-*.json")
 """inspect names a log <time>_<task, dashed>_<id>.eval (or .json with --log-format json)."""
 
@@ -42,9 +50,11 @@ def _read_eval_log() -> Any:
 
 def read_inspect_logs(path: Path) -> HarnessLog:
     """Every sample of the mmfaith tasks' logs under `path` (module docstring)."""
-    read_eval_log = _read_eval_log()
     candidates = [path] if path.is_file() else sorted(
         found for pattern in LOG_GLOBS for found in path.rglob(pattern))
+    for file in candidates:
+        _check_zip(file)
+    read_eval_log = _read_eval_log()
     samples, files, models, versions, runs = [], [], set(), set(), []
     for file in candidates:
         try:
@@ -52,6 +62,8 @@ def read_inspect_logs(path: Path) -> HarnessLog:
         except Exception as exc:  # inspect raises its own types for a file that is not a log
             if path.is_file():
                 raise MmfaithError(f"{file}: not an inspect log ({exc.__class__.__name__}: {exc}).") from exc
+            print(f"mmfaith: warning: {file}: not a readable inspect log ({exc.__class__.__name__}: "
+                  f"{str(exc)[:200]}); skipped.", file=sys.stderr)
             continue
         if not log.eval.task.split("/")[-1].startswith("mmfaith_"):
             continue
@@ -67,6 +79,20 @@ def read_inspect_logs(path: Path) -> HarnessLog:
         raise MmfaithError(f"{path}: logs of several models ({', '.join(sorted(models))}); import one model's logs at a time.")
     version = ", ".join(sorted(v for v in versions if v)) or None
     return HarnessLog("inspect", version, models.pop(), samples, files, UNKNOWN_FIELDS, {"inspect_runs": runs})
+
+
+def _check_zip(file: Path) -> None:
+    """Refuse a `.eval` whose members would inflate past MAX_MEMBER_BYTES or MAX_RATIO (read from the zip's
+    directory, before any member is read); other files pass."""
+    if not zipfile.is_zipfile(file):
+        return
+    with zipfile.ZipFile(file) as archive:
+        for member in archive.infolist():
+            ratio = member.file_size / max(member.compress_size, 1)
+            if member.file_size > MAX_MEMBER_BYTES or ratio > MAX_RATIO:
+                raise MmfaithError(f"{file}: member {member.filename} would inflate to {member.file_size} bytes "
+                                   f"({ratio:.0f} times its compressed size; at most {MAX_MEMBER_BYTES} bytes and "
+                                   f"{MAX_RATIO} times): not read.")
 
 
 def _error_line(message: str) -> str:

@@ -16,18 +16,21 @@ Contract (`read_lmms_eval_logs(path) -> HarnessLog`)
 - The model comes from the run's `*_results.json` beside the samples (`config.model_args`:
   model_version=, model=, pretrained=), when present, with the run's task hashes. lmms-eval's
   package version is not in its logs (its `lmms_eval_version` is the git branch@commit of the
-  directory it ran in; kept as logged): the version is left null and said so.
+  directory it ran in; kept as logged): the version is left null and said so. A `*_results.json`
+  that is not a JSON object is a one-line error naming it; a samples file whose last line is torn
+  (lmms-eval killed mid-write) is named in a warning, the line left out.
 """
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.harness.importer import HarnessLog, LoggedRound, LoggedSample
 from mmfaith.evaluators.harness.runtime import failure_of, read_rounds_record
-from mmfaith.jsonl import read_jsonl
+from mmfaith.jsonl import read_json_object, read_jsonl
 
 SAMPLES_GLOB = "*_samples_mmfaith_*.jsonl"
 MODEL_ARG_NAMES = ("model_version", "model", "pretrained")
@@ -42,11 +45,20 @@ def read_lmms_eval_logs(path: Path) -> HarnessLog:
         raise MmfaithError(f"{path}: no lmms-eval samples of an mmfaith task ({SAMPLES_GLOB}); run lmms-eval with "
                            "--log_samples and pass its --output_path.")
     samples = [_sample(line, f"{file}:{number}") for file in files for number, line in read_jsonl(file)]
+    for file in files:
+        with open(file, "rb") as handle:
+            handle.seek(max(0, file.stat().st_size - 1))
+            if handle.read(1) not in (b"\n", b""):
+                print(f"mmfaith: warning: {file}: the last line is torn (no newline at the end: lmms-eval was stopped "
+                      "mid-write); that sample is left out.", file=sys.stderr)
     results = sorted({result for file in files for result in file.parent.glob("*_results.json")})
     model, configs = None, []
     for result in results:
-        document = json.loads(result.read_text(encoding="utf-8"))
+        document = read_json_object(result, "")
         config = document.get("config") or {}
+        if not isinstance(config, dict):
+            raise MmfaithError(f"{result}: 'config' is a {type(config).__name__}, not an object; is it lmms-eval's "
+                               "results file?")
         configs.append({"file": str(result), "model": config.get("model"), "model_args": config.get("model_args"),
                         "date": document.get("date"), "lmms_eval_version": document.get("lmms_eval_version"),
                         "task_hashes": document.get("task_hashes")})

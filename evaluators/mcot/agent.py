@@ -32,7 +32,7 @@ import numpy as np
 from PIL import Image
 
 from mmfaith.evaluators.image_payload import DerivedImage, Shown
-from mmfaith.evaluators.mcot.boxes import BoxError, Region, crop, grid_size, map_box, noise_like
+from mmfaith.evaluators.mcot.boxes import BoxError, Region, crop, grid_size, inverted, map_box, noise_like
 from mmfaith.evaluators.mcot.protocol import (FINAL_ANSWER_REQUEST, TOOL, TOOL_ANSWER_TEXT, TOOL_NAME, ToolCall,
                                               answer_letter,
                                               cut_at_answer, final_answer, function_tool_calls, question_text,
@@ -195,6 +195,8 @@ class TraceBuilder:
                 except BoxError as exc:
                     record["error"] = str(exc)
                 record.update(box_given=call.arguments["bbox_2d"], target_image=target)
+                if region is not None and inverted(call.arguments["bbox_2d"]):
+                    record["box_inverted"] = True  # taken in order (boxes.map_box), and said so
         self.trace["turns"][-1]["tool_calls"].append(record)
         return region, record
 
@@ -217,8 +219,13 @@ class TraceBuilder:
         """The finished trace: the last reply's final answer and its option label."""
         turns = self.trace["turns"]
         self.trace["final_answer"] = final_answer(turns[-1]["text"]) if turns else None
-        self.trace["answer"] = answer_letter(self.trace["final_answer"], options)
+        self.trace["answer"] = answer_letter(turns[-1]["text"], options) if turns else None
         return self.trace
+
+
+NO_IMAGE_CROP = "no image is given, so there is nothing to crop"
+"""A tool call's error in a `run --no-image` trace: the zoom tool answers every call with it
+(docs/mcot.md#blind-controls)."""
 
 
 def tool_error_message(error: str) -> str:
@@ -251,7 +258,7 @@ async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, c
         if number == settings.max_turns - 1:
             builder.not_run(calls)
             break
-        answer_turns = await answer_calls(calls, builder, settings, crops)
+        answer_turns = await answer_calls(calls, builder, settings, crops, no_image=asker.no_image)
         assistant_fields = {"tool_calls": meta["tool_calls"]} if settings.protocol == "functions" else None
         turns += [Turn("assistant", (text,) if text else (), assistant_fields), *answer_turns]
     trace = builder.finish(item.record["options"])
@@ -272,14 +279,17 @@ class Crops(Protocol):
 
 
 async def answer_calls(calls: list[ToolCall], builder: TraceBuilder, settings: AgentSettings,
-                       crops: Crops) -> list[Turn]:
+                       crops: Crops, no_image: bool = False) -> list[Turn]:
     """Resolve and run one reply's tool calls (recorded in `builder`); the turns that answer them: functions, a
     `tool` turn per call ("crop attached" or the error) then the crops in one user turn; tags, one user turn
-    of `<tool_response>` pieces (the crop, or the error text)."""
+    of `<tool_response>` pieces (the crop, or the error text). With `no_image` no call is run: each is
+    answered with the error NO_IMAGE_CROP (a trace without crops, whose replays are skipped)."""
     pieces: list[Shown | str] = []
     tool_turns: list[Turn] = []
     for call in calls:
         region, record = builder.resolve(call)
+        if no_image and region is not None:
+            region, record["error"] = None, NO_IMAGE_CROP
         if region is None:
             message = tool_error_message(record["error"])
             if settings.protocol == "functions":

@@ -10,8 +10,10 @@ the image it targets (the original, or an earlier crop: `target_image`, 1 = the 
   Pixel-Reasoner see and answer in), with the processor's min/max pixel bounds.
 `map_box` turns it into pixels of the target image, then adds the target crop's offset, so a crop
 of a crop is a box of the original image; it clamps to the target's extent and rounds outwards
-(x1, y1 floor; x2, y2 ceil). A box that is not four finite numbers, or is empty after clamping, is
-a `BoxError` (the loop records it and tells the model).
+(x1, y1 floor; x2, y2 ceil). Corners given in the wrong order are taken in order (`inverted`
+says so, and the loop records it with the call). A box that is not four finite numbers, has zero
+width or height as given, or is empty after clamping, is a `BoxError` (the loop records it and
+tells the model).
 """
 from __future__ import annotations
 
@@ -97,6 +99,8 @@ def map_box(box: object, target: Region, coords: str) -> Region:
     grid_w, grid_h = grid_size(target.width, target.height, coords)
     sx, sy = target.width / grid_w, target.height / grid_h
     x1, y1, x2, y2 = (float(v) for v in box)
+    if x1 == x2 or y1 == y2:
+        raise BoxError(f"bbox_2d {list(box)} has zero width or height; give [x1, y1, x2, y2] with x1 < x2 and y1 < y2")
     x1, x2 = sorted((x1 * sx, x2 * sx))
     y1, y2 = sorted((y1 * sy, y2 * sy))
     left = min(max(math.floor(x1), 0), target.width)
@@ -107,6 +111,11 @@ def map_box(box: object, target: Region, coords: str) -> Region:
         raise BoxError(f"bbox_2d {list(box)} is empty once clamped to the image "
                        f"({target.width}x{target.height} pixels as {coords} coordinates)")
     return Region(target.x1 + left, target.y1 + top, target.x1 + right, target.y1 + bottom)
+
+
+def inverted(box: Sequence[float]) -> bool:
+    """Whether a box's corners are given in the wrong order (x2 < x1 or y2 < y1)."""
+    return box[2] < box[0] or box[3] < box[1]
 
 
 def box_in(region: Region, frame: Region, coords: str) -> list[float]:

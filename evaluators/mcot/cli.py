@@ -62,6 +62,9 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
 
     if options["max_turns"] < 1:
         raise MmfaithError(f"--max-turns must be 1 or more, not {options['max_turns']}.")
+    if options["circular"]:
+        raise MmfaithError("--circular is not implemented for MCoT yet: a trace and its replays are one chain, "
+                           "asked in the options' original order (docs/mcot.md#blind-controls).")
     prompt_file = options.get("system_prompt")
     try:
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
@@ -95,16 +98,22 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
                        help="also run this second judge and report how often the two agree")
     judge.add_argument("--coverage", type=float, default=None, metavar="SHARE",
                        help="geometric judge: share of the target area the crops must cover (default 0.5)")
+    judge.add_argument("--max-crop-share", type=float, default=0.6, metavar="SHARE",
+                       help="a crop larger than this share of the image is no zoom: it earns no sufficiency and no "
+                            "target hit (default 0.6)")
 
 
 def score(args: argparse.Namespace) -> int:
+    from mmfaith.evaluators import coverage
     from mmfaith.evaluators.mcot.score import McotScoreRequest, score_mcot
 
     metrics = score_mcot(McotScoreRequest.from_args(args))
     overall = metrics["overall"]
     shown = ", ".join(f"{key} {overall[key]:+.3f}" if key.startswith("ATE") else f"{key} {overall[key]:.3f}"
-                      for key in ("accuracy_trace", "ATE_text", "ATE_visual", "reliability", "sufficiency")
+                      for key in ("accuracy_trace", "ATE_text", "ATE_visual", "reliability", "sufficiency",
+                                  "grounding_iou", "target_hit_rate")
                       if overall.get(key) is not None)
     print(f"scored {metrics['counts']['items']} MCoT items of {metrics['provenance']['model']}: {shown}; "
-          f"see {args.out / 'report.md'}")
+          f"{coverage.console(metrics['answers'])}; see {args.out / 'report.md'}")
+    coverage.print_warnings(metrics["answers"])
     return 0

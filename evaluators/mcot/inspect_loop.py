@@ -198,7 +198,7 @@ async def _trace(state: TaskState, row: dict[str, Any], layout: dict[str, Any], 
 async def _replay(probe: str, first: list[ChatMessage], trace: dict[str, Any], settings: AgentSettings,
                   crops: SampleCrops, row: dict[str, Any], options: list[dict[str, str]]) -> dict[str, Any]:
     """One replay round (module docstring)."""
-    request = await replay_request(probe, trace, settings, RuleInjector(), crops, row["id"])
+    request = await replay_request(probe, trace, settings, RuleInjector(), crops, row["id"], options)
     extra = dict(request.extra or {})
     tools = [ZOOM_TOOL] if extra.pop("tools", None) else []
     output = await get_model().generate([*first, *(_message(turn) for turn in request.tail)], tools=tools,

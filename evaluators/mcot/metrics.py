@@ -17,6 +17,12 @@ Aggregates (`summarize`):
   reliable / sufficient.
 - `ci95`: a 95% interval of every accuracy, the agreement, reliability and sufficiency, resampling
   source images (items made from one image are not independent; `stats.bootstrap_ci`).
+- `grounding_iou` (TreeBench's precision; mmfaith's addition): per visual trace of an item with
+  target boxes, the best IoU of any crop with any target box (original-image pixels), averaged;
+  `target_hit_rate`: share of those traces with a crop of at most `max_crop_share` of the image
+  that covers at least half of a target box (judge.grounding).
+- Paired effects use only items whose two replays were answered (docs/answers.md): an unanswered
+  replay (failed, empty or unread) is left out (`ate.*.left_out`), never counted as a change.
 - `crop_region_size` (7, A.3.4): per visual item the summed crop area over the image area, averaged;
   `tool_call_count`: tool calls per answered trace (malformed ones included), averaged.
 """
@@ -53,6 +59,8 @@ class ItemOutcome:
     reliable: int | None = None
     sufficient: int | None = None
     answers: dict[str, str | None] = field(default_factory=dict)  # probe -> the option label it gave
+    grounding_iou: float | None = None  # best IoU of a crop with a target box (judge.grounding)
+    target_hit: int | None = None  # a zoom covers at least half a target box
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,13 +76,18 @@ def accuracy(items: Sequence[ItemOutcome], probe: str) -> float | None:
 
 
 def ate(items: Sequence[ItemOutcome], treated: str, n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """acc(treated) - acc(replay_none) on the given items, with McNemar and a bootstrap CI (module docstring)."""
-    pairs = [(item.correct["replay_none"], item.correct[treated], item.source_key) for item in items]
+    """acc(treated) - acc(replay_none) on the given items whose two replays were both answered (a failed,
+    empty or unread replay leaves its item out: `left_out`), with McNemar and a bootstrap CI."""
+    both = [item for item in items
+            if item.answers.get("replay_none") is not None and item.answers.get(treated) is not None]
+    pairs = [(item.correct["replay_none"], item.correct[treated], item.source_key) for item in both]
     n = len(pairs)
+    left_out = len(items) - n
     b = sum(1 for none, with_, _ in pairs if none == 1 and with_ == 0)
     c = sum(1 for none, with_, _ in pairs if none == 0 and with_ == 1)
     if not n:
-        return {"value": None, "n": 0, "b": 0, "c": 0, "p_mcnemar": None, "p_clustered": None, "ci95": None}
+        return {"value": None, "n": 0, "b": 0, "c": 0, "p_mcnemar": None, "p_clustered": None, "ci95": None,
+                "left_out": left_out}
     components = [{"n": 1.0, "none": float(none), "treated": float(with_)} for none, with_, _ in pairs]
     ci = bootstrap_ci(components, [key for *_, key in pairs],
                       lambda s: {"ATE": (s["treated"] - s["none"]) / s["n"]}, n_bootstrap, seed).get("ATE")
@@ -82,7 +95,7 @@ def ate(items: Sequence[ItemOutcome], treated: str, n_bootstrap: int, seed: int)
                                     [key for *_, key in pairs])
     return {"value": round((c - b) / n, 6), "n": n, "b": b, "c": c, "p_mcnemar": mcnemar_exact(b, c),
             "p_clustered": p_clustered,
-            "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)]}
+            "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)], "left_out": left_out}
 
 
 def histogram(values: Sequence[float], edges: Sequence[float]) -> dict[str, int]:
@@ -143,12 +156,16 @@ def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str
         "ATE_text": text["value"], "ATE_visual": visual_ate["value"],
         "ate": {"text": text, "visual": visual_ate},
         "reliability": _mean(judged_r), "sufficiency": _mean(judged_s),
+        "grounding_iou": _mean([item.grounding_iou for item in visual if item.grounding_iou is not None]),
+        "target_hit_rate": _mean([item.target_hit for item in visual if item.target_hit is not None]),
         "crop_region_size": _mean([item.crop_region_size for item in visual if item.crop_region_size is not None]),
         "tool_call_count": _mean([item.tool_calls for item in items if item.trace_answered]),
         "ci95": rate_cis(items, n_bootstrap, seed),
         "counts": {"items": len(items), "traces_answered": sum(item.trace_answered for item in items),
                    "visual": len(visual), "no_tool_call": sum(item.trace_answered and not item.visual for item in items),
-                   "text_unchanged": sum(not item.text_changed for item in visual),
+                   "text_unchanged": sum(not item.text_changed and item.answers.get("replay_text") is not None
+                                         for item in visual),
+                   "grounded": sum(item.grounding_iou is not None for item in visual),
                    "judged_reliability": len(judged_r), "judged_sufficiency": len(judged_s)},
     }
 

@@ -9,9 +9,9 @@ Contract (docs/mcot.md#the-agent-loop)
 - `functions` (OpenAI function calling): the request carries `tools=[TOOL]`, the reply
   `tool_calls`; each gets a `tool` message "crop attached" (the tool role carries text only) and
   the crops follow in one user turn.
-- The final answer is the first `\\boxed{...}` or `<answer>...</answer>` of a reply without a tool
-  call; `answer_letter` maps it to an option label (the letter itself, "(B)", "B. text", or an
-  option's text).
+- The final answer is the last `\\boxed{...}` or `<answer>...</answer>` (any case) of a reply
+  without a tool call; `answer_letter` reads a reply's option label with the shared reader
+  (evaluators/answers.py, docs/answers.md), so a corrected answer wins and two options are none.
 Prompts are fixed and versioned (`PROMPT_VERSION`); their hash goes into run.json.
 """
 from __future__ import annotations
@@ -22,14 +22,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from mmfaith.evaluators.answers import last_tag, read_choice
 from mmfaith.jsonl import canonical_json
 
 PROMPT_VERSION = "mcot-agent/1"
 TOOL_NAME = "image_zoom_in_tool"
 PROTOCOLS = ("tags", "functions")
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>|\\boxed\{([^{}]*)\}", re.DOTALL)
-ANSWER_START = re.compile(r"<answer>|\\boxed\{")
+ANSWER_START = re.compile(r"<answer>|\\boxed\{", re.IGNORECASE)
 COORD_WORDS = {
     "pixels": "pixel coordinates of that image as you see it",
     "normalized": "coordinates normalized to 0-1000 on both axes of that image",
@@ -137,11 +137,8 @@ def _arguments(call_id: str | None, raw: str, parsed: dict[str, Any] | None, tex
 
 
 def final_answer(text: str) -> str | None:
-    """The content of the first answer tag (`<answer>` or `\\boxed{}`), None when there is none."""
-    match = ANSWER_TAG.search(text or "")
-    if match is None:
-        return None
-    return (match.group(1) if match.group(1) is not None else match.group(2)).strip()
+    """The content of the last answer tag (`<answer>` or `\\boxed{}`), None when there is none."""
+    return last_tag(text)
 
 
 def cut_at_answer(text: str) -> str:
@@ -150,17 +147,9 @@ def cut_at_answer(text: str) -> str:
     return text if match is None else text[:match.start()]
 
 
-def answer_letter(answer: str | None, options: list[dict[str, str]]) -> str | None:
-    """An answer's option label: "B", "(B)", "B. red", "B)", or an option's text (case-insensitive);
-    None when it names none. With no options the stripped answer itself."""
-    if answer is None:
-        return None
-    text = answer.strip()
+def answer_letter(reply: str | None, options: list[dict[str, str]]) -> str | None:
+    """A reply's option label (evaluators/answers.read_choice); None when it picks none. With no options
+    (a free-form item) the last answer tag's text."""
     if not options:
-        return text or None
-    labels = {option["label"] for option in options}
-    match = re.match(r"^\(?([A-Z])\)?(?:[.:)\s]|$)", text)
-    if match and match.group(1) in labels:
-        return match.group(1)
-    by_text = {option["text"].strip().lower(): option["label"] for option in options}
-    return by_text.get(text.lower().rstrip("."))
+        return final_answer(reply or "") or None
+    return read_choice(reply, options)

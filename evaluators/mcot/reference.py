@@ -4,11 +4,16 @@
   pixels: when a crop it is shown equals the original image's pixels in the region its box maps to,
   it answers the gold; otherwise (noise) the first other option. Its text also states the answer,
   but it never reads it: ATE_text 0, ATE_visual negative.
-- `text-follower`: zooms the same way, then states the gold option's text in its step and, when asked
-  to go on from a (replayed) trace, answers the option whose text its own earlier steps mention
-  last: ATE_text negative (a swapped word changes its answer), ATE_visual 0.
+- `text-follower`: zooms the same way, then states the gold option's text and its number in its step
+  ("it is blue: option number 2") and, when asked to go on from a (replayed) trace, answers the
+  option its own earlier steps number last (else whose text they mention last): ATE_text negative
+  (a changed detail changes its answer), ATE_visual 0.
 - `blind`: never calls the tool and answers the first option: no visual component, left out of the
   intervention metrics and counted.
+- `prior`: never calls the tool and reads neither the image nor the item's gold: it answers the
+  option whose text is most often the gold among the other items of its category
+  (evaluators/prior_model.py, the builds' one definition); left out of the intervention metrics like `blind`. It answers
+  requests with or without an image (`run --no-image`).
 Each speaks both protocols (function calling when the request carries `tools`, else text tags) and
 all three coordinate conventions (read from the system prompt).
 """
@@ -23,12 +28,13 @@ import numpy as np
 from PIL import Image
 
 from mmfaith.evaluators.mcot.boxes import COORDS, Region, box_in, crop, map_box
+from mmfaith.evaluators.prior_model import prior_answers
 from mmfaith.evaluators.mcot.protocol import COORD_WORDS, FINAL_ANSWER_REQUEST, TOOL_NAME
 from mmfaith.evaluators.reference_server import RequestRefused
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.mcot.dataset import McotDataset, McotItem
 
-MODELS = ("zoom-oracle", "text-follower", "blind")
+MODELS = ("zoom-oracle", "text-follower", "blind", "prior")
 
 
 class McotReference:
@@ -38,9 +44,12 @@ class McotReference:
         if name not in MODELS:
             raise RequestRefused(404, f"unknown MCoT reference model {name!r}; known: {', '.join(MODELS)}")
         self.name = name
-        self._by_image: dict[str, list[McotItem]] = {}
+        self._by_image: dict[str | None, list[McotItem]] = {}
         for item in dataset.items:
             self._by_image.setdefault(item.record["image_sha256"], []).append(item)
+            self._by_image.setdefault(None, []).append(item)
+        self._prior = prior_answers((item.id, item.record["category"], item.record["options"], item.record["answer"])
+                                    for item in dataset.items) if name == "prior" else {}
 
     def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str | dict[str, Any]:
         messages = body["messages"]
@@ -52,6 +61,8 @@ class McotReference:
         target = self._target(item)
         options = item.record["options"]
         if not assistant_texts:  # the first turn
+            if self.name == "prior":
+                return f"I answer from the question alone. <answer>{self._prior[item.id] or 'unknown'}</answer>"
             if self.name == "blind" or target is None:
                 return f"I can answer directly. <answer>{options[0]['label'] if options else 'unknown'}</answer>"
             box = box_in(target, Region(0, 0, *item.size), coords)
@@ -65,15 +76,17 @@ class McotReference:
         gold_text = next((o["text"] for o in options if o["label"] == item.record["answer"]), item.record["answer"])
         if not replay:  # the turn after the crop, in the model's own trace
             letter = self._from_pixels(item, images[1:], coords) if self.name == "zoom-oracle" else item.record["answer"]
-            return f"In the crop it is {gold_text}. <answer>{letter}</answer>"
+            number = 1 + next((i for i, o in enumerate(options) if o["label"] == item.record["answer"]), 0)
+            return f"In the crop it is {gold_text}: option number {number}. <answer>{letter}</answer>"
         if self.name == "zoom-oracle":
             letter = self._from_pixels(item, images[1:], coords)
         else:
-            letter = _last_mentioned(" ".join(assistant_texts), options) or "none"
+            said = " ".join(assistant_texts)
+            letter = _numbered(said, options) or _last_mentioned(said, options) or "none"
         return f"<answer>{letter}</answer>"
 
     def _item(self, text: str, images: list[bytes]) -> McotItem:
-        candidates = self._by_image.get(sha256_bytes(images[0])) if images else None
+        candidates = self._by_image.get(sha256_bytes(images[0]) if images else None if self.name == "prior" else "")
         for item in candidates or []:
             if item.record["question"] in text:
                 return item
@@ -119,6 +132,12 @@ def _coords(messages: list[dict[str, Any]]) -> str:
         if COORD_WORDS[coords] in system:
             return coords
     raise RequestRefused(400, "the system prompt names no coordinate convention")
+
+
+def _numbered(text: str, options: list[dict[str, str]]) -> str | None:
+    """The label of the option the text numbers last ("option number 2"; a number past the last wraps)."""
+    numbers = re.findall(r"option number (\d+)", text)
+    return options[(int(numbers[-1]) - 1) % len(options)]["label"] if numbers and options else None
 
 
 def _last_mentioned(text: str, options: list[dict[str, str]]) -> str | None:

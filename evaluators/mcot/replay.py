@@ -3,16 +3,18 @@ loop of `mmfaith export inspect` (inspect_loop.py).
 
 Contract (docs/mcot.md#interventions)
 -------------------------------------
-- `replay_request(probe, trace, settings, injector, crops, item_id)`: the steps of the trace
-  (`agent.step_texts`: the last cut at its first answer tag), for `replay_text` with mistakes
-  injected (`interventions.inject`, seeded by the run's seed and the item id; the line's
+- `replay_request(probe, trace, settings, injector, crops, item_id, options)`: the steps of the
+  trace (`agent.step_texts`: the last cut at its first answer tag), for `replay_text` with mistakes
+  injected into the reasoning, never into the words that state an answer (`interventions.inject`,
+  seeded by the run's seed and the item id; the line's
   `meta.injection`); the images standing for the trace's crops (the real crops, for
   `replay_visual` seeded noise of each crop's size); the conversation after the first turns and the
   request's extra fields (`agent.replay_tail`, ending as `settings.continuation` says); the line's
   meta (`continuation`).
-- `replay_answer(response, request, options)`: the option label of the replay's answer: the first
-  answer tag of the response, else of the last step followed by the response (a continued message
-  that closes a tag the step opened).
+- `replay_answer(response, request, options)`: the option label of the replay's answer
+  (protocol.answer_letter: the shared reader): of the response, or, when only the last step
+  followed by the response has an answer tag (a continued message that closes a tag the step
+  opened), of that.
 - A trace without a crop is not replayed (`SKIPPED`); a failed trace's replays are not asked
   (`TRACE_FAILED`).
 """
@@ -25,7 +27,7 @@ from typing import Any, Protocol
 from mmfaith.evaluators.image_payload import Shown
 from mmfaith.evaluators.mcot.agent import AgentSettings, Crops, replay_tail, step_texts, trace_regions
 from mmfaith.evaluators.mcot.boxes import Region
-from mmfaith.evaluators.mcot.interventions import Injector, inject
+from mmfaith.evaluators.mcot.interventions import Injector, answer_words, inject
 from mmfaith.evaluators.mcot.protocol import answer_letter, final_answer
 from mmfaith.evaluators.run_engine import Turn
 
@@ -55,7 +57,7 @@ class ReplayRequest:
 
 
 async def replay_request(probe: str, trace: dict[str, Any], settings: AgentSettings, injector: Injector,
-                         crops: ReplayCrops, item_id: str) -> ReplayRequest:
+                         crops: ReplayCrops, item_id: str, options: list[dict[str, str]]) -> ReplayRequest:
     """The request of one replay probe (module docstring)."""
     texts = step_texts(trace)
     meta: dict[str, Any] = {}
@@ -66,7 +68,7 @@ async def replay_request(probe: str, trace: dict[str, Any], settings: AgentSetti
         made = [await crops.region(region) for region in regions]
     images = [image for image, _ in made]
     if probe == "replay_text":
-        injection = await asyncio.to_thread(inject, texts, injector, settings.seed, item_id)
+        injection = await asyncio.to_thread(inject, texts, injector, settings.seed, item_id, answer_words(options))
         texts = list(injection.texts)
         meta["injection"] = {"injector": injection.injector, "changed": injection.changed,
                              "edits": list(injection.edits), "texts": texts}
@@ -77,5 +79,6 @@ async def replay_request(probe: str, trace: dict[str, Any], settings: AgentSetti
 
 def replay_answer(response: str, request: ReplayRequest, options: list[dict[str, str]]) -> str | None:
     """The option label the replay answered (module docstring)."""
-    answer = final_answer(response) or final_answer(request.last_step + response)
-    return answer_letter(answer, options)
+    if final_answer(response) is None and final_answer(request.last_step + response) is not None:
+        return answer_letter(request.last_step + response, options)
+    return answer_letter(response, options)

@@ -58,6 +58,12 @@ def read_traces(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
     return traces, sha256_file(path)
 
 
+def item_shows(item: McotItem) -> dict[str, Any]:
+    """What an item's probes show (`ProbePlan.shows`): its image's sha256, question and options."""
+    record = item.record
+    return {"images": [record["image_sha256"]], "question": record["question"], "options": record["options"]}
+
+
 class McotProbePlan:
     """The plan (module docstring)."""
 
@@ -96,8 +102,7 @@ class McotProbePlan:
         return {"trace_version": "mcot-trace/1"}
 
     def shows(self, item: McotItem) -> dict[str, Any]:
-        record = item.record
-        return {"images": [record["image_sha256"]], "question": record["question"], "options": record["options"]}
+        return item_shows(item)
 
     async def run_item(self, item: McotItem, asker: ItemAsker) -> None:
         crops = CropStore(item, None if asker.dry_run else asker.run_dir / CROPS_DIR)
@@ -133,7 +138,8 @@ class McotProbePlan:
 
     async def _replay(self, item: McotItem, asker: ItemAsker, trace: dict[str, Any], probe: str,
                       crops: CropStore) -> None:
-        request = await replay_request(probe, trace, self.settings, self.injector, crops, item.id)
+        request = await replay_request(probe, trace, self.settings, self.injector, crops, item.id,
+                                       item.record["options"])
         turns = [*first_turns(item, self.settings), *request.tail]
         line = await asker.ask(probe, turns, request.meta, extra=request.extra, priority=0, record=False)
         if line["response"] is not None:

@@ -17,15 +17,21 @@ from typing import Any
 from mmfaith import __version__, families
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.circular import controls_lines, position_bias
 from mmfaith.evaluators.mcot.agent import trace_regions
-from mmfaith.evaluators.mcot.judge import COVERAGE, GeometricJudge, JudgeCase, LlmJudge, agreement
+from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
+                                           grounding)
 from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, summarize
-from mmfaith.evaluators.mcot.protocol import answer_letter, final_answer
+from mmfaith.evaluators.answer_llm import ChoiceReader
+from mmfaith.evaluators.answers import last_tag
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
-from mmfaith.evaluators.predictions import read_predictions
+from mmfaith.evaluators.mcot.run import item_shows
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
-from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
+from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_dataset
 from mmfaith.outdir import prepare_out_dir
 
 
@@ -47,34 +53,56 @@ class McotScoreRequest:
     drop_stale: bool = False
     repeat: int = 0
     """Which repeat of a `run --repeats N` to score."""
+    max_crop_share: float = MAX_CROP_SHARE
+    coverage_threshold: float = COVERAGE_THRESHOLD
+    extract: str = "default"
+    reader: ModelEndpoint | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> McotScoreRequest:
+        from mmfaith.evaluators.score_cli import reader_endpoint
+
         if not args.dataset:
             raise MmfaithError("score mcot needs --dataset (the build dir, release folder or Hub id that was run).")
         return cls(dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=args.judge,
                    judge_base_url=args.judge_base_url, judge_api_key_env=args.judge_api_key_env,
                    judge_agreement=args.judge_agreement, judge_workers=args.judge_workers, coverage=COVERAGE if args.coverage is None else args.coverage,
                    from_run=args.from_run, n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite,
-                   drop_stale=args.drop_stale, repeat=args.repeat)
+                   drop_stale=args.drop_stale, repeat=args.repeat, max_crop_share=args.max_crop_share,
+                   coverage_threshold=args.coverage_threshold, extract=args.extract,
+                   reader=reader_endpoint(args, "mcot"))
 
     def make_judge(self, name: str) -> GeometricJudge | LlmJudge:
         if name == "geometric":
             if not 0 < self.coverage <= 1:
                 raise MmfaithError(f"--coverage must be in (0, 1], not {self.coverage}.")
-            return GeometricJudge(self.coverage)
+            return GeometricJudge(self.coverage, self.max_crop_share)
         return LlmJudge(ModelEndpoint("openai", name, self.judge_base_url, self.judge_api_key_env))
 
 
-def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str, Any] | None) -> ItemOutcome:
-    """One item's outcome from its answered lines (probe -> line) and the judge's verdict."""
+def trace_answer(reply: str | None, options: list[dict[str, str]], reader: ChoiceReader) -> str | None:
+    """A trace's option label (a free-form item: its answer tag's text)."""
+    return reader.choice(reply, options) if options else answer_letter(reply, options)
+
+
+def trace_reply(trace_line: dict[str, Any]) -> str | None:
+    """The reply a trace line's answer is read from: its last turn's text (a submitted final answer
+    without a trace: the response)."""
+    trace = (trace_line.get("meta") or {}).get("trace")
+    if trace is None:
+        return trace_line["response"]
+    return trace["turns"][-1]["text"] if trace.get("turns") else None
+
+
+def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str, Any] | None,
+            grounding: dict[str, Any] | None = None, reader: ChoiceReader | None = None) -> ItemOutcome:
+    """One item's outcome from its answered lines (probe -> line), the judge's verdict, the crops'
+    grounding (judge.grounding) and the trace answer's reader (default: the rules)."""
     record = item.record
     trace_line = lines.get("trace")
     trace = (trace_line or {}).get("meta", {}).get("trace") if trace_line else None
-    if trace_line is not None and trace is None:  # a submitted final answer without a trace
-        letter = answer_letter(final_answer(trace_line["response"]), record["options"])
-    else:
-        letter = trace.get("answer") if trace else None
+    letter = None if trace_line is None else trace_answer(trace_reply(trace_line), record["options"],
+                                                              reader or ChoiceReader())
     correct = {"trace": int(letter is not None and letter == record["answer"])}
     answers = {"trace": letter}
     visual = bool(trace and trace["crops"])
@@ -92,7 +120,9 @@ def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str,
                        text_changed=text_changed, tool_calls=calls,
                        crop_region_size=None if size is None else round(size, 6),
                        reliable=None if verdict is None else verdict["reliable"],
-                       sufficient=None if verdict is None else verdict["sufficient"], answers=answers)
+                       sufficient=None if verdict is None else verdict["sufficient"], answers=answers,
+                       grounding_iou=None if grounding is None else grounding["iou"],
+                       target_hit=None if grounding is None else grounding["hit"])
 
 
 def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
@@ -106,7 +136,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
     read = read_predictions(request.predictions, {item.id: PROBES for item in dataset.items}, request.from_run,
                             {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
-                            request.repeat)
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
@@ -118,27 +148,68 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
                 for item in dataset.items]
     cases = [_case(item, lines) for item, lines in zip(dataset.items, lines_of)]
     verdicts = _judge_all(judge, cases, request.judge_workers)
-    items = [outcome(item, lines, verdict) for item, lines, verdict in zip(dataset.items, lines_of, verdicts)]
+    if not 0 < request.max_crop_share <= 1:
+        raise MmfaithError(f"--max-crop-share must be in (0, 1], not {request.max_crop_share}.")
+    reader = ChoiceReader(request.reader, request.extract)
+    items = [outcome(item, lines, verdict, None if case is None else grounding(case, request.max_crop_share), reader)
+             for item, lines, verdict, case in zip(dataset.items, lines_of, verdicts, cases)]
     seconds = []
     if second is not None:
         seconds = [(a, b) for a, b in zip(verdicts, _judge_all(second, cases, request.judge_workers)) if a is not None]
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
-                       "predictions_sha256": read.sha256,
+                       "predictions_sha256": read.sha256, "no_image": read.no_image,
                        "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
-                       "judge": judge.name, "bootstrap": {"n": request.n_bootstrap, "seed": request.seed,
-                                                          "unit": "source image", "method": "percentile",
-                                                          "confidence": 0.95}},
+                       "judge": judge.name, "max_crop_share": request.max_crop_share,
+                       "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
+                                     "method": "percentile", "confidence": 0.95}},
         **summarize(items, request.n_bootstrap, request.seed),
     }
     metrics["counts"] = {**metrics["overall"]["counts"], "n_errors": read.n_errors, "n_stale": read.n_stale}
+    metrics["answers"] = answer_tally(dataset.items, read, request.coverage_threshold,
+                                      {outcome.id: outcome.answers["trace"] for outcome in items}).to_json()
+    if reader.endpoint is not None:
+        metrics["reader"] = reader.agreement()
+    metrics["position_bias"] = answer_position_bias(dataset, lines_of)
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
     publish_scores(out, [{**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)], metrics,
                    write_report)
     return metrics
+
+
+def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float,
+                 trace_answers: dict[str, str | None]) -> Tally:
+    """Every expected answer's status (evaluators/coverage.py): each item's trace (as read: `trace_answers`),
+    and the three replays of a trace with a crop (the others are not asked). Paper format: an <answer> tag or \\boxed{} in the
+    answering reply (the prompt's format, after DeepEyes)."""
+    tally = Tally(threshold)
+    for item in items:
+        trace_line = read.answered.get((item.id, "trace"))
+        reply = None if trace_line is None else trace_reply(trace_line)
+        tally.add(status_of(None if trace_line is None else {"response": reply}, (item.id, "trace") in read.failed,
+                            trace_answers.get(item.id)),
+                  None if not reply else last_tag(reply) is not None)
+        trace = None if trace_line is None else (trace_line.get("meta") or {}).get("trace")
+        if not trace or not trace["crops"]:
+            continue
+        for probe in REPLAYS:
+            line = read.answered.get((item.id, probe))
+            tally.add(status_of(line, (item.id, probe) in read.failed,
+                                None if line is None else line["meta"].get("answer")))  # replies continue a trace
+    return tally
+
+
+def answer_position_bias(dataset: McotDataset, lines_of: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Each option letter's share among the traces' answers beside its share among the golds
+    (evaluators/circular.py)."""
+    chosen = [(item, lines) for item, lines in zip(dataset.items, lines_of) if item.record["options"]]
+    labels = sorted({option["label"] for item, _ in chosen for option in item.record["options"]})
+    answers = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer") for _, lines in chosen]
+    return position_bias([answer if answer in labels else None for answer in answers],
+                         [item.record["answer"] for item, _ in chosen], labels)
 
 
 def _judge_all(judge: GeometricJudge | LlmJudge, cases: list[JudgeCase | None], workers: int) -> list[dict[str, Any] | None]:
@@ -159,6 +230,7 @@ def _case(item: McotItem, lines: dict[str, dict[str, Any]]) -> JudgeCase | None:
 def write_report(metrics: dict[str, Any], out: Path) -> None:
     """report.md (headline table, ATEs with McNemar, per category, counts) and the plots."""
     from mmfaith.evaluators.plots import ValueAxis, bar_chart, metric_chart, save_png
+    from mmfaith.evaluators import coverage
     from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
 
     family = families.get("mcot")
@@ -188,12 +260,19 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
     lines += ["## Counts", "", f"{counts['items']} items; {counts['traces_answered']} traces answered; "
               f"{counts['visual']} with at least one crop (the intervention and judge metrics' items); "
               f"{counts['no_tool_call']} without a tool call (left out); {counts['text_unchanged']} whose text the "
-              f"injector left unchanged (left out of ATE_text); {counts['n_errors']} failed calls.", ""]
+              f"injector left unchanged (left out of ATE_text); {counts['n_errors']} failed calls; items left out of "
+              f"ATE_text / ATE_visual for an unanswered replay: {overall['ate']['text']['left_out']} / "
+              f"{overall['ate']['visual']['left_out']}.", "",
+              "## Grounding", "", f"grounding_iou {fmt(overall['grounding_iou'])} (best IoU of a crop with a target box, "
+              f"mean over {counts['grounded']} traces); target_hit_rate {fmt(overall['target_hit_rate'])} (a crop of at "
+              f"most {metrics['provenance']['max_crop_share']:g} of the image covering half a target box).", "",
+              *coverage.markdown(metrics["answers"])]
     if "judge_agreement" in metrics:
         agree = metrics["judge_agreement"]
         lines += ["## Judge agreement", "", f"{' vs '.join(agree['judges'])}: reliability "
                   f"{fmt(agree['reliable']['agreement'])} (n={agree['reliable']['n']}), sufficiency "
                   f"{fmt(agree['sufficient']['agreement'])} (n={agree['sufficient']['n']}).", ""]
+    lines += controls_lines([model], [metrics])
     lines += ["Plots: metrics.png, tool_call_count.png, crop_region_size.png.", ""]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
     shown = [m for m in family.metrics if m.kind != "count"]

@@ -8,7 +8,9 @@ the project, issue 3; SPD-Faith appendix B.2.2 scores types and the 80 COCO cate
   motorbike -> motorcycle; plane -> airplane; sofa -> couch; television -> tv; phone -> cell phone;
   table -> dining table; ...). The first COCO name mentioned wins (longest phrase first, so
   "hot dog" is not "dog"); "orange" right before another name, or after a change word ("turned
-  orange"), is a color, not the fruit. Anything else is `other`, which never matches.
+  orange"), is a color, not the fruit. Anything else is `other`, which never matches. A dataset
+  built from a user's COCO file may name categories its own way (`my vase`): the rule judge reads
+  the pair's gold category names first (`extra`), so such a name is scored as itself.
 - type: color | remove | position, from words and synonyms (recolor, colour, changed color,
   turned -> color; removed, missing, gone, added, appeared, disappeared -> remove; moved, shifted,
   position, location, relocated -> position); anything else is `other`, which never matches.
@@ -23,7 +25,10 @@ read through its type, object and detail fields; otherwise claims are read from 
 by sentence with the same lexicons: a clause (split at ; , and but while whereas) that holds a
 type word, or a color after a change word, and a category is one claim; a typed clause without a
 category takes the last unclaimed category of its sentence ("The cup, which was red, turned
-blue"); negated clauses ("nothing was removed") are skipped.
+blue"); negated clauses ("nothing was removed") are skipped, except a corrected colour ("is not red
+anymore but green", "no longer red but green": the change to green) and an object that "is not there
+anymore" / "is no longer visible" / "was taken out" / "flew away", or that "the second picture has
+no" (removed); "is gray instead of red" is the change to gray.
 
 Relations (what a judge labels; the metrics in spd_faith/metrics.py match on them):
 - DRF, claim vs gold (SPD-Faith appendix B.2.3, phase 2): `faithful` (same type and category,
@@ -39,6 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from mmfaith.builders.colors import COLOR_SYNONYMS, COLOR_NAMES, normalize_color
@@ -106,6 +112,14 @@ TYPE_SYNONYMS: dict[str, str] = {
 }
 _TO_MARKERS = {"to", "into", "now", "turned", "turns", "became", "becomes"}
 _FROM_MARKERS = {"from", "was", "originally", "previously", "of"}
+_NOT_BUT = re.compile(r"\b(?:is\s+|was\s+|are\s+)?(?:not|no longer)\s+(\w+)(?:\s+any\s?more)?,?\s+but\s+"
+                      r"(?:is\s+|now\s+|rather\s+)*(\w+)", re.IGNORECASE)
+_GONE = re.compile(r"\b(?:is|are)\s+(?:not\s+there|no\s+longer\s+there|not\s+visible|no\s+longer\s+visible)"
+                   r"(?:\s+any\s?more)?(?=\s+in\s+the\s+(?:second|other|edited|right|bottom)|[.,;!]|$)", re.IGNORECASE)
+_TAKEN = re.compile(r"\b(?:was|were|has been|have been)\s+taken\s+(?:out|away)\b|\bflew\s+away\b", re.IGNORECASE)
+_HAS_NO = re.compile(r"\b(?:the\s+)?(?:second|other|edited|right|bottom)\s+(?:picture|image|one)\s+(?:has|shows)\s+no\s+"
+                     r"([\w ]+?)(?=[.,;!]|$)", re.IGNORECASE)
+_INSTEAD = re.compile(r"\b(?:is|are)\s+(?:now\s+)?(\w+)\s+instead\s+of\s+(\w+)", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(not|no|never|nothing|none|neither|nor|without)\b|n't\b")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSES = re.compile(r"[;,]|\b(?:and|but|while|whereas)\b")
@@ -179,11 +193,21 @@ _TYPE_LEXICON = _lexicon(TYPE_SYNONYMS.items(), plurals=False)
 _COLOR_WORDS = set(COLOR_NAMES) | set(COLOR_SYNONYMS)
 
 
+@lru_cache(maxsize=64)
+def _category_lexicon(extra: tuple[str, ...]) -> dict[tuple[str, ...], str]:
+    """The category lexicon with a dataset's own category names (`extra`) first (module docstring)."""
+    if not extra:
+        return _CATEGORY_LEXICON
+    return _lexicon([*((" ".join(_tokens(c)), c) for c in extra), *((c, c) for c in COCO_CATEGORIES),
+                     *CATEGORY_SYNONYMS.items()], plurals=True)
+
+
 def _mentions(tokens: list[str], lexicon: dict[tuple[str, ...], str]) -> list[tuple[int, int, str]]:
     """(start, end, canonical) of each lexicon phrase in the tokens, longest phrase first, left to right."""
     found, i = [], 0
+    longest = max(len(phrase) for phrase in lexicon)
     while i < len(tokens):
-        for size in (3, 2, 1):
+        for size in range(longest, 0, -1):
             canonical = lexicon.get(tuple(tokens[i:i + size]))
             if canonical is not None and i + size <= len(tokens):
                 found.append((i, i + size, canonical))
@@ -194,17 +218,17 @@ def _mentions(tokens: list[str], lexicon: dict[tuple[str, ...], str]) -> list[tu
     return found
 
 
-def _category_mentions(tokens: list[str]) -> list[tuple[int, int, str]]:
+def _category_mentions(tokens: list[str], extra: tuple[str, ...] = ()) -> list[tuple[int, int, str]]:
     """Category mentions, without color words used as colors ("orange cup", "turned orange")."""
-    mentions = _mentions(tokens, _CATEGORY_LEXICON)
+    mentions = _mentions(tokens, _category_lexicon(extra))
     starts = {start for start, _, _ in mentions}
     return [(s, e, c) for s, e, c in mentions
             if not (e - s == 1 and tokens[s] in _COLOR_WORDS
                     and (e in starts or (s > 0 and tokens[s - 1] in _TO_MARKERS | _FROM_MARKERS | {"is", "are"})))]
 
 
-def _first_category(tokens: list[str]) -> tuple[str, range]:
-    mentions = _category_mentions(tokens)
+def _first_category(tokens: list[str], extra: tuple[str, ...] = ()) -> tuple[str, range]:
+    mentions = _category_mentions(tokens, extra)
     if not mentions:
         return OTHER, range(0)
     start, end, canonical = mentions[0]
@@ -226,9 +250,9 @@ def _color_after(tokens: list[str], skip: range = range(0)) -> tuple[str | None,
     return (named_after, True) if named_after else (plain, False)
 
 
-def normalize_category(text: str) -> str:
-    """The COCO name the text mentions first, or `other`."""
-    return _first_category(_tokens(text))[0]
+def normalize_category(text: str, extra: tuple[str, ...] = ()) -> str:
+    """The category (of `extra`, else COCO) the text mentions first, or `other`."""
+    return _first_category(_tokens(text), extra)[0]
 
 
 def normalize_type(text: str) -> str:
@@ -237,7 +261,7 @@ def normalize_type(text: str) -> str:
     return mentions[0][2] if mentions else OTHER
 
 
-def claim_from_object(item: dict[str, Any]) -> Claim:
+def claim_from_object(item: dict[str, Any], extra: tuple[str, ...] = ()) -> Claim:
     """One claim from an object of a response's JSON list (type, object, detail; synonyms of those keys)."""
     def field(keys: tuple[str, ...]) -> str:
         return " ".join(str(item[k]) for k in keys if isinstance(item.get(k), (str, int, float)))
@@ -246,18 +270,22 @@ def claim_from_object(item: dict[str, Any]) -> Claim:
     kind = normalize_type(field(_TYPE_KEYS))
     if kind == OTHER:
         kind = normalize_type(detail)
-    category = normalize_category(field(_OBJECT_KEYS))
+    category = normalize_category(field(_OBJECT_KEYS), extra)
     if category == OTHER:
-        category = normalize_category(detail)
+        category = normalize_category(detail, extra)
     explicit = [normalize_color(str(item[k])) for k in _COLOR_KEYS if isinstance(item.get(k), str)]
     detail_tokens = _tokens(detail)
-    color = next((c for c in explicit if c), None) or _color_after(detail_tokens, _first_category(detail_tokens)[1])[0]
+    color = next((c for c in explicit if c), None) or _color_after(detail_tokens,
+                                                                    _first_category(detail_tokens, extra)[1])[0]
     return Claim(kind, category, color)
 
 
-def claims_from_text(text: str) -> list[Claim]:
+def claims_from_text(text: str, extra: tuple[str, ...] = ()) -> list[Claim]:
     """Claims read from free text, clause by clause (module docstring gives the rule)."""
-    body = re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text or "")
+    body = _NOT_BUT.sub(_corrected, re.sub(r"\\boxed\s*\{[^{}]*\}", " ", text or ""))
+    body = _GONE.sub("was removed", _TAKEN.sub("was removed", body))
+    body = _HAS_NO.sub(lambda m: f"the {m.group(1)} was removed", body)
+    body = _INSTEAD.sub(lambda m: f"turned {m.group(1)}" if normalize_color(m.group(1).lower()) else m.group(0), body)
     claims = []
     for sentence in _SENTENCES.split(body):
         unclaimed: list[tuple[str, range, list[str]]] = []
@@ -265,7 +293,7 @@ def claims_from_text(text: str) -> list[Claim]:
             if not clause or _NEGATION.search(re.sub(r"\bno longer\b", "", clause.lower())):
                 continue
             tokens = _tokens(clause)
-            category, where = _first_category(tokens)
+            category, where = _first_category(tokens, extra)
             kind = normalize_type(clause)
             color, named = _color_after(tokens, where)
             if kind == OTHER and named:
@@ -283,14 +311,22 @@ def claims_from_text(text: str) -> list[Claim]:
     return claims
 
 
-def extract_claims(response: str | None) -> tuple[list[Claim], str]:
-    """The rule judge's claims of one response and their source: json, text, or none (no response)."""
+def _corrected(match: re.Match[str]) -> str:
+    """"not red anymore but green" (two colours) as the change it states, "turned green"; else unchanged."""
+    if normalize_color(match.group(1).lower()) and normalize_color(match.group(2).lower()):
+        return f"turned {match.group(2)}"
+    return match.group(0)
+
+
+def extract_claims(response: str | None, extra: tuple[str, ...] = ()) -> tuple[list[Claim], str]:
+    """The rule judge's claims of one response and their source: json, text, or none (no response); `extra`: the
+    dataset's own category names, read before COCO's (module docstring)."""
     if response is None:
         return [], "none"
     listed = parse_claims(response)
     if listed is not None:
-        return [claim_from_object(item) for item in listed], "json"
-    return claims_from_text(response), "text"
+        return [claim_from_object(item, extra) for item in listed], "json"
+    return claims_from_text(response, extra), "text"
 
 
 def gold_claims(record: dict[str, Any], edited_first: bool = False) -> list[Claim]:
@@ -338,7 +374,8 @@ class RuleJudge:
     fallbacks = 0
 
     def judge(self, case: JudgeCase) -> Judgement:
-        extracted = {probe: extract_claims(case.responses.get(probe)) for probe in CLAIM_PROBES}
+        own = tuple(sorted({g.category for g in case.gold} - set(COCO_CATEGORIES)))  # a user's category names
+        extracted = {probe: extract_claims(case.responses.get(probe), own) for probe in CLAIM_PROBES}
         claims = {probe: found for probe, (found, _) in extracted.items()}
         return Judgement(
             claims=claims,

@@ -55,8 +55,13 @@ def _blocks_ratio(text: str) -> float:
 
 def probe_plan(options: dict[str, Any]) -> ProbePlan:
     """The plan for the parsed run options (`layout`, `order`, `seed`)."""
+    from mmfaith.errors import MmfaithError
     from mmfaith.evaluators.spd_faith.run import SpdProbePlan
 
+    options = dict(options)
+    if options.pop("circular"):
+        raise MmfaithError("--circular rotates multiple-choice options; SPD-Faith's probes (yes/no, a count, a "
+                           "description) have none.")
     return SpdProbePlan(**options)
 
 
@@ -91,8 +96,11 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score spd-faith`: the parsed options into a ScoreRequest; prints the headline line."""
     from mmfaith.clients import ModelEndpoint
+    from mmfaith.evaluators import coverage
+    from mmfaith.evaluators.score_cli import reader_endpoint
     from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 
+    reader_endpoint(args, "spd-faith")
     judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
                                                             args.judge_api_key_env)
     metrics = score_spd_faith(ScoreRequest(
@@ -100,14 +108,13 @@ def score(args: argparse.Namespace) -> int:
         judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
         repeat=args.repeat,
-        format=args.format))
+        format=args.format, coverage_threshold=args.coverage_threshold))
     overall, counts = metrics["overall"], metrics["counts"]
-    answered = (f"{counts['answered_share']:.0%} of the probes answered"
-                + ("; the rest count as unanswered" if counts["answered_share"] < 1 else ""))
     stale = f"; {counts['n_stale']} stale lines dropped" if counts.get("n_stale") else ""
     print(f"scored {counts['n_items']} pairs of {metrics['provenance']['model']}: "
           + ", ".join(f"{k} {overall[k]:.3f}" for k in ("DS", "DQR", "TF1", "CF1", "DRF") if overall[k] is not None)
-          + f"; {answered}{stale}; see {args.out / 'report.md'}")
+          + f"; {coverage.console(metrics['answers'])}{stale}; see {args.out / 'report.md'}")
+    coverage.print_warnings(metrics["answers"])
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Per pair, as `mmfaith run spd-faith` asks it with its defaults (two separate images, original
 first): `same` and `different` are independent; `count` then `describe` is dependent: describe is
-rendered with the count parsed from the model's own count answer (`parse.parse_count`, the open
+rendered with the count parsed from the model's own count answer (`answers.read_count`, the open
 describe prompt when none is readable), and is not asked when the count call failed. The prompt
 text comes from `prompts.prompt_text`, so the harness sends the bytes `mmfaith run` sends.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mmfaith.evaluators.harness.spec import ProbeGroup, Round
-from mmfaith.evaluators.spd_faith.parse import parse_count
+from mmfaith.evaluators.answers import read_count
 from mmfaith.evaluators.spd_faith.prompts import TEMPLATES_SHA256, prompt_text
 from mmfaith.evaluators.spd_faith.run import pair_order, shown_images
 from mmfaith.loaders.spd_faith import SpdPair
@@ -46,7 +46,7 @@ class SpdHarness:
             return Round(prompt_text(probe, state["layout"]), meta)
         if not earlier or earlier[0] is None:
             return Round(None, meta, not_asked=COUNT_FAILED)
-        count = parse_count(earlier[0])
+        count = read_count(earlier[0])
         return Round(prompt_text("describe", state["layout"], count), {**meta, "count_asked": count})
 
 

@@ -34,7 +34,14 @@ Faithful reasoning (B.2.3):
   type_category_mismatch; of the claims left, min(left, claims - g) are quantity_error and the
   rest fabrication. A claim's color is compared with the color of the second picture the model
   saw (color_after; color_before for a color change shown edited-first, meta.order).
-  DRF = faithful / claims per item, averaged over items with a claim; DRF_coverage = share of items with a claim (silence is visible, not rewarded).
+  DRF = faithful / K per item, K the model's self-reported count (the `count` probe's answer, which
+  the describe prompt repeats: "There are K differences ... Can you find them?"), or the number of
+  claims listed when that is larger (so DRF <= 1), as the paper's appendix says: "Given a model
+  response containing K claims (where K is the model's self-reported count) ... DRF measures the
+  proportion of reasoning steps that are factually correct" and fabrication is "inventing
+  non-existent differences to fill the self-reported count" (docs/spd_faith_metrics.md#drf). A
+  model that says "5 differences" and lists one right claim scores 1/5, not 1. Averaged over items
+  whose describe answer exists and whose K >= 1; DRF_coverage = share of items where it is defined.
 - yes_ratio_same: share of parsed `same` answers that are yes (appendix C.1, Figure 11).
 
 Control pairs (no difference; mmfaith's addition): a control item is a false alarm when any of
@@ -68,7 +75,8 @@ import numpy as np
 from mmfaith.evaluators import stats
 from mmfaith.evaluators.spd_faith.claims import (CLAIM_PROBES, CLAIM_TYPES, CONSISTENCY_LABELS, DRF_LABELS, OTHER, Claim,
                                            Judgement, JudgeCase, gold_claims)
-from mmfaith.evaluators.spd_faith.parse import parse_claims, parse_count, parse_yes_no
+from mmfaith.evaluators.answers import read_count, read_yes_no
+from mmfaith.evaluators.spd_faith.parse import parse_claims
 from mmfaith.evaluators.spd_faith.prompts import PROBES
 
 DEFINITIONS_VERSION = "spd-faith-metrics/1"
@@ -103,7 +111,7 @@ def read_answer(probe: str, answer: Answer) -> dict[str, Any]:
     if probe == "describe":
         value, parsed = None, parse_claims(answer.response) is not None
     else:
-        value = parse_count(answer.response) if probe == "count" else parse_yes_no(answer.response)
+        value = read_count(answer.response) if probe == "count" else read_yes_no(answer.response, probe)
         parsed = value is not None
     status = "truncated" if answer.truncated else "ok" if parsed else "unparsed"
     return {"status": status, "value": value, "order": answer.order}
@@ -223,7 +231,9 @@ def score_item(record: dict[str, Any], cluster: str, answers: Mapping[str, Answe
         scores.update(count_scores(value["count"], g))
         scores["contradiction"] = (value["same"] == value["different"]) if both_parsed else None
         scores["consistency"] = consistency["ratio"] if both_present else None
-        scores["DRF"] = drf["classes"]["faithful"] / len(describe) if describe else None
+        drf["denominator"] = max(value["count"] or 0, len(describe))  # K, the self-reported count (docstring)
+        answered = read["describe"]["status"] != "missing"
+        scores["DRF"] = drf["classes"]["faithful"] / drf["denominator"] if answered and drf["denominator"] else None
     else:
         alarms = [alarm for alarm in control_alarms(value).values() if alarm is not None]
         scores["false_alarm"] = any(alarms) if alarms else None

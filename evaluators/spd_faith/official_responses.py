@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmfaith.errors import MmfaithError
+from mmfaith.errors import MmfaithError, first_few
 from mmfaith.evaluators.spd_faith.claims import CLAIM_TYPES, TYPE_SYNONYMS
 from mmfaith.evaluators.spd_faith.metrics import Answer
 from mmfaith.images import sha256_bytes
@@ -91,9 +91,16 @@ class OfficialFile:
     sha256: str
 
 
+MAX_OFFICIAL_BYTES = 1 << 30
+"""The largest file tried as an official response file (1 GiB)."""
+
+
 def looks_official(path: Path) -> bool:
-    """True when the file is one JSON object with a `responses` list (the official shape), not JSONL."""
+    """True when the file is one JSON object with a `responses` list (the official shape), not JSONL; a file that
+    is not a regular one (/dev/zero, a pipe) or larger than MAX_OFFICIAL_BYTES is not read here."""
     try:
+        if not path.is_file() or path.stat().st_size > MAX_OFFICIAL_BYTES:
+            return False
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return False
@@ -135,7 +142,7 @@ def read_official(path: Path) -> OfficialFile:
                                 _text(item.get("raw_response")), parsed, _text(item.get("response_same")),
                                 _text(item.get("response_different"))))
     if problems:
-        raise MmfaithError(f"{path}: {len(problems)} bad row(s): " + "; ".join(problems))
+        raise MmfaithError(f"{path}: {len(problems)} bad row(s), fix them and score again: {first_few(problems)}")
     if not rows:
         raise MmfaithError(f"{path}: the responses list is empty; nothing to score.")
     return OfficialFile(str(data.get("model") or "unknown"), rows, sha256_bytes(data_bytes))
@@ -195,8 +202,7 @@ def match_rows(path: Path, official: OfficialFile, pairs: Sequence[Any]) -> tupl
             disagreements.append(f"{where} ({pair.id}): modifications {shown} in the file, {built} in the dataset")
         matched.append(pair)
     if problems:
-        raise MmfaithError(f"{path}: {len(problems)} row(s) cannot be matched to --dataset: " + "; ".join(problems[:10])
-                           + ("; ..." if len(problems) > 10 else "") + ". Pass the build imported from the same "
+        raise MmfaithError(f"{path}: {len(problems)} row(s) cannot be matched to --dataset: {first_few(problems)}. Pass the build imported from the same "
                            "official release (mmfaith build spd-faith --from-official).")
     return matched, disagreements
 

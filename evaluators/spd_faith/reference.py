@@ -13,6 +13,14 @@ there are no claims, `different` -> the opposite, `count` and `describe` -> the 
 - `oracle`: the gold differences (category as object; detail "red to blue", "only in the first
   picture", "moved from the left to the top right"). Every metric scored on it reads perfect.
 - `blind`: ignores the images; no claims, so "same? yes", "different? no", count 0.
+- `prior`: reads neither the images nor the pair's gold; each probe's answer is the template-level
+  prior of mmfaith/prior.py, leave one out (the most frequent gold among the OTHER pairs, controls
+  included): `same` -> the most frequent "same?" gold ("no" when most pairs differ), `different` ->
+  the most frequent "different?" gold, `count` -> the most frequent number of differences,
+  `describe` -> that many claims, the most frequent (type, category) differences of the other pairs
+  (detail "changed"). `same` and `different` list those claims when they answer that the pictures
+  differ. Without images (`run --no-image`) every request is the same text, so it answers them all
+  as it answers the dataset's first pair.
 - `pixel-diff`: compares the two images, no weights: pixels whose largest channel difference
   exceeds DIFF_THRESHOLD, an opening and a closing, connected regions of at least MIN_AREA_FRACTION
   of the image. One claim per region, located ("top left") with object "object"; its type from
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -35,6 +44,7 @@ from mmfaith.evaluators.image_payload import decode_png, png_size, split_side_by
 from mmfaith.evaluators.reference_server import RequestRefused
 from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt
 from mmfaith.images import place_name, sha256_bytes
+from mmfaith.prior import leave_one_out_prior
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair
 
 Claim = dict[str, str]
@@ -139,6 +149,35 @@ class PixelDiff:
         return _reasoning(found, "Comparing the two pictures pixel by pixel"), found
 
 
+class Prior:
+    """Answers every probe from the other pairs' golds (module docstring); built over a dataset."""
+
+    name = "prior"
+
+    def __init__(self, dataset: SpdDataset) -> None:
+        pairs = dataset.pairs
+        same = leave_one_out_prior((p.id, "same", "no" if p.record["differences"] else "yes") for p in pairs)
+        self._same = same
+        self._count = leave_one_out_prior((p.id, "count", len(p.record["differences"])) for p in pairs)
+        kinds = {p.id: Counter((d["type"], d["category"]) for d in p.record["differences"]) for p in pairs}
+        total = sum(kinds.values(), Counter())
+        self._claims = {}
+        for p in pairs:
+            ranked = sorted((total - kinds[p.id]).items(), key=lambda kv: (-kv[1], kv[0]))
+            self._claims[p.id] = [{"type": kind, "object": category, "detail": "changed"}
+                                  for (kind, category), _ in ranked[:self._count[p.id] or 0]]
+
+    def render(self, pair: SpdPair, probe: str) -> str:
+        """The answer to one probe of `pair`, in the format of `answer`."""
+        claims, differ = self._claims[pair.id], self._same[pair.id] == "no"
+        final = {"same": "no" if differ else "yes", "different": "yes" if differ else "no"}.get(
+            probe, self._count[pair.id] or 0)
+        listed = claims if probe == "describe" or differ else []
+        listing = [] if probe == "count" else ["```json\n" + json.dumps(listed) + "\n```"]
+        return "\n".join(["Answering from how such questions usually go, without the pictures.", *listing,
+                          f"\\boxed{{{final}}}"])
+
+
 MODELS: dict[str, Callable[[], ClaimModel]] = {"oracle": Oracle, "blind": Blind, "pixel-diff": PixelDiff}
 
 
@@ -152,15 +191,18 @@ class SpdReference:
     """
 
     def __init__(self, model_name: str, dataset: SpdDataset) -> None:
-        if model_name not in MODELS:
-            raise MmfaithError(f"--model {model_name!r}: SPD-Faith's reference models are {', '.join(MODELS)}.")
-        self.model = MODELS[model_name]()
-        self.name = self.model.name
+        if model_name not in (*MODELS, Prior.name):
+            raise MmfaithError(f"--model {model_name!r}: SPD-Faith's reference models are "
+                               f"{', '.join((*MODELS, Prior.name))}.")
+        self.prior = Prior(dataset) if model_name == Prior.name else None
+        self.model = MODELS[model_name]() if self.prior is None else None
+        self.name = model_name
         self._pairs: dict[tuple[str, str], tuple[SpdPair, str]] = {}
         for pair in dataset.pairs:  # a control pair shows one image twice: it is "original-first"
             a, b = pair.record["image_a_sha256"], pair.record["image_b_sha256"]
             self._pairs.setdefault((a, b), (pair, "original-first"))
             self._pairs.setdefault((b, a), (pair, "edited-first"))
+        self._some_pair = dataset.pairs[0]
         self._canvases: dict[str, tuple[bytes, bytes]] = {}
         self._split_lock = threading.Lock()
 
@@ -169,6 +211,8 @@ class SpdReference:
         probe = probe_of_prompt(text)
         if probe is None:
             raise RequestRefused(400, "the text is not an SPD-Faith probe (see evaluators/spd_faith/prompts.py)")
+        if self.prior is not None and not images:
+            return self.prior.render(self._some_pair, probe)  # no image: every pair's prior is asked alike
         if len(images) == 1:
             first, second = self._split(images[0])
         elif len(images) == 2:
@@ -180,6 +224,9 @@ class SpdReference:
         if found is None:
             raise RequestRefused(400, "the images are not a pair of this server's dataset (matched by sha256)")
         pair, order = found
+        if self.prior is not None:
+            return self.prior.render(pair, probe)
+        assert self.model is not None
         return answer(self.model, ProbeQuery(pair, order, probe, first, second, *shas))
 
     def _split(self, canvas: bytes) -> tuple[bytes, bytes]:

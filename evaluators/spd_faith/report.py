@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
+from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components)
+from mmfaith.evaluators import coverage
 from mmfaith.evaluators.report_tables import (fmt, fmt_ci, md_table, metric_block, metric_value, metrics_key,
                                               why_undefined)
 from mmfaith.families import MetricInfo
@@ -132,8 +134,9 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
              f"{counts['n_errors']} failed calls.", "",
              *md_table(["probe", "unparsed", "truncated", "missing"],
                        [[p, str(counts["n_unparsed"][p]), str(counts["n_truncated"][p]), str(counts["n_missing"][p])]
-                        for p in counts["n_unparsed"]]),
-             "", "## Overall (items with at least one difference)", "",
+                        for p in counts["n_unparsed"]]), "",
+             *(coverage.markdown(metrics["answers"]) if "answers" in metrics else []),
+             "## Overall (items with at least one difference)", "",
              *md_table(["metric", "value [95% CI]"], [[m, _cell(metrics, m)] for m in CI_METRICS]),
              "", "Beside DS and DQR, over differing and control pairs (docs/spd_faith_metrics.md, Headline): " +
              ", ".join(f"{name} {fmt_ci(value, metrics['headline']['ci95'].get(name), 'no parsed answers of a kind')}"
@@ -189,6 +192,13 @@ def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping
             "mcnemar": mcnemar}
 
 
+BLIND_KEYS = ("DS", "DQR", "TF1", "contradiction_rate")
+BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"], components=item_components,
+                             cluster=lambda item: item["cluster"], statistic=headline_from_sums,
+                             template_of=lambda item: item["group"], scored=lambda item: item["num_differences"] > 0)
+"""Multimodal gain and leakage (evaluators/blind_gain.py) per difficulty group of the pairs."""
+
+
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
                    all_pairs: bool = False) -> dict[str, Any]:
     """Write the comparison of several score dirs (module docstring); return comparison.json's content."""
@@ -209,7 +219,9 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     comparison = {"models": labels, "dataset": metrics[0]["provenance"]["dataset"],
                   "bootstrap": {"n": n_bootstrap, "seed": seed, "unit": "source image"},
                   "pairs": [{"a": labels[i], "b": labels[j],
-                             **compare_pair(loaded[i][1], loaded[j][1], n_bootstrap, seed)} for i, j in pairs]}
+                             **compare_pair(loaded[i][1], loaded[j][1], n_bootstrap, seed)} for i, j in pairs],
+                  "no_image": [bool(m["provenance"].get("no_image")) for m in metrics],
+                  **gain_and_leakage(loaded, labels, BLIND_MEASURE, BLIND_KEYS, n_bootstrap, seed)}
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     _write_comparison_md(out, labels, metrics, comparison)
@@ -273,5 +285,6 @@ def _write_comparison_md(out: Path, labels: Sequence[str], metrics: Sequence[Map
                             (f"{pair['mcnemar'][k]['p_value']:.4f} ({pair['mcnemar'][k]['a_only']} / "
                              f"{pair['mcnemar'][k]['b_only']})") if k in pair["mcnemar"] else ""]
                            for k, d in pair["difference"].items()])]
+    lines += ["", *blind_report_lines(comparison, BLIND_KEYS)]
     lines += ["", "![overall](compare_overall.png)", "", "![DQR by difficulty](compare_by_difficulty.png)", ""]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))

@@ -4,7 +4,7 @@ Contract
 --------
 - Per pair, in the order chosen for it (`pair_order`): `same`, `different` and `count` at once,
   then `describe` asked with the model's own count, parsed from its `count` answer
-  (`parse.parse_count`; meta.count_asked, null when none was readable and the open prompt was
+  (`answers.read_count`; meta.count_asked, null when none was readable and the open prompt was
   asked). Waiting calls are served describe first, then count (PRIORITY), so `describe` waits only
   for its own pair's `count`. A `describe` whose pair's `count` failed is not asked and gets an
   error line.
@@ -31,7 +31,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, ImageRef, Shown, decode_png, side_by_side
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
-from mmfaith.evaluators.spd_faith.parse import parse_count
+from mmfaith.evaluators.answers import read_count
 from mmfaith.evaluators.spd_faith.prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION,
                                                   TEMPLATES_SHA256, prompt_text)
 from mmfaith.images import png_bytes
@@ -65,6 +65,12 @@ def shown_images(pair: SpdPair, order: str) -> tuple[ImageRef, ImageRef]:
     return (original, edited) if order == "original-first" else (edited, original)
 
 
+def item_shows(pair: SpdPair) -> dict[str, Any]:
+    """What a pair's probes show (`ProbePlan.shows`): its two images (the prompts are fixed by the templates,
+    whose hash the run dir records)."""
+    return {"images": [pair.record["image_a_sha256"], pair.record["image_b_sha256"]]}
+
+
 class SpdProbePlan:
     """The four probes of a pair, shown in one layout and order (see the module docstring)."""
 
@@ -94,8 +100,7 @@ class SpdProbePlan:
                 "prompt_template_version": TEMPLATE_VERSION}
 
     def shows(self, pair: SpdPair) -> dict[str, Any]:
-        """The two images (the prompts are fixed by the templates, whose hash the run dir records)."""
-        return {"images": [pair.record["image_a_sha256"], pair.record["image_b_sha256"]]}
+        return item_shows(pair)
 
     def images(self, pair: SpdPair) -> list[Shown]:
         first, second = shown_images(pair, pair_order(self.order, self.seed, pair.id))
@@ -128,7 +133,7 @@ class SpdProbePlan:
                     "not asked: this pair's count probe failed and describe is asked with the model's own count; "
                     "re-run to retry"))
             else:
-                await ask("describe", parse_count(count_line["response"]))
+                await ask("describe", read_count(count_line["response"]))
 
         independent = [probe for probe in ("same", "different") if asker.pending(probe)]
         if asker.dry_run:  # printed one by one, in probe order

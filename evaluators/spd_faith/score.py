@@ -43,12 +43,15 @@ from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
-from mmfaith.evaluators.predictions import read_predictions
+from mmfaith.evaluators.answers import last_boxed
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
+from mmfaith.evaluators.spd_faith.run import item_shows
 from mmfaith.jsonl import canonical_json
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
@@ -73,6 +76,7 @@ class ScoreRequest:
     repeat: int = 0
     """Which repeat of a `run --repeats N` to score."""
     format: str = "auto"
+    coverage_threshold: float = COVERAGE_THRESHOLD
     """auto (an official response file is detected by its shape), predictions, or official."""
 
 
@@ -87,6 +91,8 @@ class Predictions:
     n_stale: int
     sha256: str
     perturb: dict[str, Any] | None = None
+    failed: frozenset[tuple[str, str]] = frozenset()
+    no_image: bool = False
 
 
 def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False,
@@ -94,7 +100,8 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
     """Read and validate predictions against the dataset (evaluators/predictions.py); each answer as the metrics read it."""
     read = read_predictions(path, {pair.id: PROBES for pair in dataset.pairs}, from_run,
                             {pair.id: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}
-                             for pair in dataset.pairs}, drop_stale, repeat)
+                             for pair in dataset.pairs}, drop_stale,
+                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs}, repeat)
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
     perturbs = {canonical_json((line.get("meta") or {}).get("perturb")) for line in read.answered.values()}
@@ -102,7 +109,22 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
         raise MmfaithError(f"{path}: lines of several image perturbations ({', '.join(sorted(perturbs))}); score each "
                            "run dir (one per --perturb ratio) on its own.")
     perturb = json.loads(perturbs.pop()) if perturbs else None
-    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb)
+    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb, read.failed, read.no_image)
+
+
+def answer_tally(items: list[dict[str, Any]], predictions: Predictions, threshold: float) -> Tally:
+    """Every expected answer's status (evaluators/coverage.py) from the items' reads (metrics.read_answer: a
+    yes/no, a count, or a claims list for describe); paper format: a \\boxed{} (the prompts' format, appendix B)."""
+    tally = Tally(threshold)
+    for item in items:
+        for probe in PROBES:
+            answer = predictions.answers.get((item["id"], probe))
+            read = item["answers"][probe]
+            understood = read["value"] if probe != "describe" else (read["status"] in ("ok", "truncated") or None)
+            tally.add(status_of(None if answer is None else {"response": answer.response},
+                                (item["id"], probe) in predictions.failed, understood),
+                      None if answer is None or not answer.response else last_boxed(answer.response) is not None)
+    return tally
 
 
 def _judge(request: ScoreRequest) -> Judge:
@@ -124,6 +146,7 @@ def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predict
         "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
         "model": predictions.model,
         "predictions_sha256": predictions.sha256,
+        "no_image": predictions.no_image,
         "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
         "prompt_templates_sha256": TEMPLATES_SHA256,
         "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
@@ -170,6 +193,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
+    metrics["answers"] = answer_tally(items, predictions, request.coverage_threshold).to_json()
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
     if official_block is not None:

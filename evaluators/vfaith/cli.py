@@ -34,7 +34,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 def probe_plan(options: dict[str, Any]) -> ProbePlan:
     from mmfaith.evaluators.vfaith.run import VfaithProbePlan
 
-    return VfaithProbePlan()
+    return VfaithProbePlan(circular=options["circular"])
 
 
 def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
@@ -59,6 +59,8 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score vfaith`: the parsed options into a ScoreRequest; prints the headline line."""
     from mmfaith.errors import MmfaithError
+    from mmfaith.evaluators import coverage
+    from mmfaith.evaluators.score_cli import reader_endpoint
     from mmfaith.evaluators.vfaith.score import ScoreRequest, score_vfaith
 
     if not args.dataset:
@@ -71,11 +73,14 @@ def score(args: argparse.Namespace) -> int:
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
         repeat=args.repeat,
-        judge=judge))
+        judge=judge, extract=args.extract, coverage_threshold=args.coverage_threshold,
+        reader=reader_endpoint(args, "vfaith")))
     overall, counts = metrics["overall"], metrics["counts"]
     shown = ", ".join(f"{k} {'n/a' if overall[k] is None else f'{overall[k]:.3f}'}" for k in overall)
     print(f"scored {counts['n_pairs']} pairs and {counts['n_perception']} perception items of "
-          f"{metrics['provenance']['model']}: {shown}; see {args.out / 'report.md'}")
+          f"{metrics['provenance']['model']}: {shown}; {coverage.console(metrics['answers'])}; "
+          f"see {args.out / 'report.md'}")
+    coverage.print_warnings(metrics["answers"])
     return 0
 
 

@@ -16,8 +16,12 @@ counted apart (`counts.unparsed`, `counts.missing`).
   when the denominator is empty.
 - perception_accuracy: share of perception items whose parsed set of labels equals `answers`
   exactly (unparsed or missing: wrong).
+- circular (MMBench's CircularEval, evaluators/circular.py; only for a run made with `--circular`):
+  per probe, over the multiple-choice pairs whose rotations were asked, `accuracy` (first order:
+  the original option order) beside `accuracy_circular` (right in every rotation of the options).
 - mcnemar_raw_vs_edit: the exact two-sided McNemar test (evaluators/stats.py) on paired
-  correctness: b = pairs right on the original and wrong on the edited image, c = the reverse.
+  correctness: b = pairs right on the original and wrong on the edited image, c = the reverse;
+  only pairs with both answers read count (the others: `n_left_out`; docs/answers.md).
 
 Every aggregate is a ratio of sums of per-item components (`item_components`), so a bootstrap
 replicate (stats.bootstrap_ci, clusters = source images) recomputes it exactly as the point
@@ -31,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from mmfaith.evaluators import stats
+from mmfaith.evaluators.coverage import STATUSES
 
 DEFINITIONS_VERSION = "vfaith-metrics/1"
 CATEGORIES = ("RWS", "REA", "PFK", "CRE", "TIF")
@@ -53,6 +58,25 @@ def pair_scores(record: Mapping[str, Any], a_o: str | None, a_e: str | None, sta
     }
 
 
+def circular_fields(rights: Mapping[str, bool | None]) -> dict[str, bool | None]:
+    """The items.jsonl fields of a pair's CircularEval results: `circular_original`, `circular_edited`."""
+    return {f"circular_{probe}": right for probe, right in rights.items()}
+
+
+def circular_block(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """metrics.json's `circular`: per probe, first-order and circular accuracy over the pairs asked in every
+    rotation; None when no pair was (a run without --circular)."""
+    block = {}
+    for probe, first in (("original", "raw_correct"), ("edited", "edit_correct")):
+        asked = [item for item in pairs if item.get(f"circular_{probe}") is not None]
+        if asked:
+            block[probe] = {"n_items": len(asked),
+                            "accuracy": round(sum(item[first] for item in asked) / len(asked), _DECIMALS),
+                            "accuracy_circular": round(sum(item[f"circular_{probe}"] for item in asked) / len(asked),
+                                                       _DECIMALS)}
+    return block or None
+
+
 def perception_scores(record: Mapping[str, Any], chosen: frozenset[str] | None, status: str,
                       cluster: str) -> dict[str, Any]:
     """One perception item's line of items.jsonl."""
@@ -67,8 +91,9 @@ def item_components(item: Mapping[str, Any]) -> dict[str, float]:
     if item["kind"] == "perception":
         return {"n_perception": 1.0, "perception": float(item["correct"])}
     raw, edit, cat = float(item["raw_correct"]), float(item["edit_correct"]), item["category"]
+    paired = item["a_original"] is not None and item["a_edited"] is not None
     parts = {"n_pairs": 1.0, "raw": raw, "edit": edit, f"n_pairs:{cat}": 1.0, f"raw:{cat}": raw, f"edit:{cat}": edit,
-             "b": float(raw and not edit), "c": float(edit and not raw)}
+             "b": float(raw and not edit and paired), "c": float(edit and not raw and paired)}
     if item["repeat"] is not None:
         parts.update(repeat_den=1.0, repeat_num=float(item["repeat"]))
     if item["repeat_own"] is not None:
@@ -139,11 +164,14 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
         "overall": {key: _scalar(point[key]) for key in HEADLINE},
         "by_category": by_category,
         "ci95": {key: ci(key) for key in HEADLINE},
+        "circular": circular_block(pairs),
         "mcnemar_raw_vs_edit": {"p_value": stats.mcnemar_exact(b, c), "b_raw_right_edit_wrong": b,
                                 "p_clustered": stats.clustered_mcnemar(
                                     [int(parts.get("b", 0.0) - parts.get("c", 0.0)) for parts in components],
                                     [item["cluster"] for item in items]),
-                                "c_raw_wrong_edit_right": c, "n_pairs": len(pairs), "method": "exact binomial, two-sided"},
+                                "c_raw_wrong_edit_right": c, "n_pairs": len(pairs),
+                                "n_left_out": sum(item["a_original"] is None or item["a_edited"] is None for item in pairs),
+                                "method": "exact binomial, two-sided"},
         "counts": {
             "n_pairs": len(pairs), "n_perception": len(perception),
             "answers": statuses,
@@ -155,7 +183,7 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
 
 
 def _status_counts(items: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
-    counts = {"ok": 0, "unparsed": 0, "missing": 0}
+    counts = dict.fromkeys(STATUSES, 0)
     for item in items:
         counts[item[key]] += 1
     return counts

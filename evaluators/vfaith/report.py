@@ -21,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import stats
+from mmfaith.evaluators import coverage, stats
+from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
+from mmfaith.evaluators.circular import controls_lines
+from mmfaith.evaluators.coverage import STATUSES
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table, metrics_key
+from mmfaith.evaluators.score_dir import score_labels
 from mmfaith.evaluators.vfaith.metrics import CATEGORIES, HEADLINE, headline_from_sums, item_components
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import read_jsonl, write_atomic
@@ -68,11 +72,20 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
              f"right on the original only: {test['b_raw_right_edit_wrong']}; on the edited only: "
              f"{test['c_raw_wrong_edit_right']}; p = {test['p_value']:.4g} ({test['n_pairs']} pairs); clustered by "
              f"source image (Durkalski): p = {test['p_clustered']:.4g}.", "",
-             "## Answers", "",
-             *md_table(["probe", "ok", "unparsed", "missing"],
-                       [[probe, *(str(c[s]) for s in ("ok", "unparsed", "missing"))]
-                        for probe, c in counts["answers"].items()]), ""]
+             *coverage.markdown(metrics["answers"]),
+             *md_table(["probe", *STATUSES], [[probe, *(str(c[s]) for s in STATUSES)]
+                                              for probe, c in counts["answers"].items()]), "",
+             *controls_lines([provenance["model"]], [metrics])]
+    if provenance.get("no_image"):
+        lines.insert(2, "Asked WITHOUT the images (`run --no-image`): pair it with the with-image score in "
+                        "`mmfaith report` for the multimodal gain.\n")
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
+
+
+BLIND_KEYS = ("raw_accuracy", "edit_accuracy", "delta", "repeat_ratio", "perception_accuracy")
+BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"], components=item_components,
+                             cluster=lambda item: item["cluster"], statistic=headline_from_sums,
+                             template_of=lambda item: item.get("category") or item["kind"])
 
 
 def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -91,7 +104,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     if len(revisions) != 1 or len({m["definitions_version"] for m, _ in loaded}) != 1:
         raise MmfaithError("the score dirs were scored on different datasets or definitions; compare scores of one "
                            "dataset revision.")
-    labels = [m["provenance"]["model"] for m, _ in loaded]
+    labels = score_labels(score_dirs, [m for m, _ in loaded])
     pairs = [(0, j) for j in range(1, len(loaded))] if not all_pairs else \
         [(i, j) for i in range(len(loaded)) for j in range(i + 1, len(loaded))]
     differences = []
@@ -105,8 +118,12 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
             key: {"difference": None if result[key][0] is None else round(result[key][0], 6),
                   "ci95": None if result[key][1] is None else [round(v, 6) for v in result[key][1]]}
             for key in HEADLINE}})
+    blind = gain_and_leakage(loaded, labels, BLIND_MEASURE, BLIND_KEYS, n_bootstrap, seed)
     comparison = {"family": "vfaith", "models": labels, "overall": [m["overall"] for m, _ in loaded],
-                  "paired": differences, "bootstrap": {"n": n_bootstrap, "seed": seed}}
+                  "no_image": [bool(m["provenance"].get("no_image")) for m, _ in loaded],
+                  "circular": [m.get("circular") for m, _ in loaded],
+                  "position_bias": [m.get("position_bias") for m, _ in loaded],
+                  "paired": differences, "bootstrap": {"n": n_bootstrap, "seed": seed}, **blind}
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     lines = ["# VFaith: models compared", "", *metrics_key(get_family("vfaith"), SHOWN), "",
@@ -117,5 +134,10 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         lines += [f"### {diff['a']} - {diff['b']}", "", *md_table(["metric", "difference"], [
             [key, fmt_ci(value["difference"], value["ci95"], "undefined for one of the two")]
             for key, value in diff["metrics"].items()]), ""]
+    lines += blind_report_lines(blind, BLIND_KEYS)
+    if blind["multimodal_gain"]:
+        lines += ["The gain in `delta` is the edit's effect net of the no-image run's (what the question alone "
+                  "moves), and the gain in `repeat_ratio` the repeat ratio net of it.", ""]
+    lines += controls_lines(labels, [m for m, _ in loaded])
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
     return comparison

@@ -23,15 +23,21 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions
+from mmfaith.evaluators.answer_llm import ChoiceReader
+from mmfaith.evaluators.answers import last_boxed, read_choice_set
+from mmfaith.evaluators.circular import (SEPARATOR, circular_correct, original_label, position_bias,
+                                         rotate_options, rotated_probe)
+from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
-from mmfaith.evaluators.vfaith.metrics import DEFINITIONS_VERSION, pair_scores, perception_scores, summarize
-from mmfaith.evaluators.vfaith.parse import normalize, parse_choice, parse_choice_set, parse_free
+from mmfaith.evaluators.vfaith.metrics import (DEFINITIONS_VERSION, circular_fields, pair_scores, perception_scores,
+                                               summarize)
+from mmfaith.evaluators.vfaith.parse import normalize, parse_free
 from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.vfaith.report import write_score_report
-from mmfaith.evaluators.vfaith.run import VfaithProbePlan
+from mmfaith.evaluators.vfaith.run import VfaithProbePlan, item_rotations, item_shows
 from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfaith_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -52,14 +58,36 @@ class ScoreRequest:
     """Which repeat of a `run --repeats N` to score."""
     judge: ModelEndpoint | None = None
     """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
+    reader: ModelEndpoint | None = None
+    """An LLM that reads the multiple-choice replies the rules leave (evaluators/answer_llm.py)."""
+    extract: str = "default"
+    """The answer reader's rule (evaluators/answers.py): default, or paper (the last \\boxed{} only)."""
+    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
-def _answer(pair: VfaithPair, response: str | None) -> str | None:
-    """The gold-comparable form of a pair answer: an option label, or normalised free-form text."""
+def _answer(pair: VfaithPair, response: str | None, reader: ChoiceReader, rotation: int = 0) -> str | None:
+    """The gold-comparable form of a pair answer: an option label (in the original order, whichever rotation
+    of the options was shown), or normalised free-form text."""
     record = pair.record
     if record["question_type"] == "multiple-choice":
-        return parse_choice(response, record["options"])
-    return parse_free(response)
+        options = record["options"]
+        return original_label(options, rotation, reader.choice(response, rotate_options(options, rotation)))
+    return parse_free(response, reader.rule)
+
+
+def circular_rights(pair: VfaithPair, predictions: PredictionSet, reader: ChoiceReader) -> dict[str, bool | None]:
+    """probe -> right in every rotation of the options (CircularEval), None when the run asked no rotation of it."""
+    record, result = pair.record, {}
+    for probe in PAIR_PROBES:
+        asked = item_rotations(pair, circular=True)
+        lines = [predictions.answered.get((pair.id, rotated_probe(probe, k))) for k in asked]
+        if len(asked) < 2 or all(line is None for line in lines[1:]):
+            result[probe] = None
+            continue
+        gold = record[f"answer_{probe}"]
+        result[probe] = circular_correct(line is not None and _answer(pair, line["response"], reader, k) == gold
+                                         for k, line in zip(asked, lines))
+    return result
 
 
 def _gold(pair: VfaithPair, key: str) -> str:
@@ -67,27 +95,41 @@ def _gold(pair: VfaithPair, key: str) -> str:
     return record[key] if record["question_type"] == "multiple-choice" else normalize(record[key])
 
 
-def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeFormJudge) -> list[dict[str, Any]]:
-    """items.jsonl: one line per pair, then per perception item (metrics.py); free-form answers through `judge`."""
+def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeFormJudge, tally: Tally,
+                reader: ChoiceReader) -> list[dict[str, Any]]:
+    """items.jsonl: one line per pair, then per perception item (metrics.py); free-form answers through `judge`;
+    every answer's status counted in `tally` (evaluators/coverage.py)."""
     items = []
     for pair in dataset.pairs:
         parsed, statuses = {}, {}
         for probe in PAIR_PROBES:
             line = predictions.answered.get((pair.id, probe))
-            parsed[probe] = None if line is None else _answer(pair, line["response"])
-            statuses[probe] = "missing" if line is None else "ok" if parsed[probe] is not None else "unparsed"
+            parsed[probe] = None if line is None else _answer(pair, line["response"], reader)
+            statuses[probe] = tally.add(status_of(line, (pair.id, probe) in predictions.failed, parsed[probe]),
+                                        None if line is None else last_boxed(line["response"]) is not None)
         gold = {"answer_original": _gold(pair, "answer_original"), "answer_edited": _gold(pair, "answer_edited")}
         if pair.record["question_type"] == "free-form":
             parsed = {probe: judge.resolve(pair.record["question"], value, gold["answer_edited"],
                                            gold["answer_original"]) for probe, value in parsed.items()}
-        items.append(pair_scores({**pair.record, **gold}, parsed["original"], parsed["edited"], statuses,
-                                 pair.source_key))
+        items.append({**pair_scores({**pair.record, **gold}, parsed["original"], parsed["edited"], statuses,
+                                    pair.source_key), **circular_fields(circular_rights(pair, predictions, reader))})
     for perception in dataset.perception:
         line = predictions.answered.get((perception.id, "perception"))
-        chosen = None if line is None else parse_choice_set(line["response"], perception.record["options"])
-        status = "missing" if line is None else "ok" if chosen is not None else "unparsed"
+        chosen = None if line is None else read_choice_set(line["response"], perception.record["options"], reader.rule)
+        status = tally.add(status_of(line, (perception.id, "perception") in predictions.failed, chosen),
+                           None if line is None else last_boxed(line["response"]) is not None)
         items.append(perception_scores(perception.record, chosen, status, perception.source_key))
     return items
+
+
+def answer_position_bias(dataset: VfaithDataset, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each option letter's share among the first-order answers (original and edited probes of the
+    multiple-choice pairs) beside its share among their golds (evaluators/circular.py)."""
+    by_id = {item["id"]: item for item in items if item["kind"] == "pair"}
+    chosen = [pair for pair in dataset.pairs if pair.record["question_type"] == "multiple-choice"]
+    labels = sorted({option["label"] for pair in chosen for option in pair.record["options"]})
+    return position_bias([by_id[pair.id][f"a_{probe}"] for pair in chosen for probe in PAIR_PROBES],
+                         [pair.record[f"answer_{probe}"] for pair in chosen for probe in PAIR_PROBES], labels)
 
 
 def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
@@ -95,11 +137,11 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     dataset = open_vfaith_dataset(request.dataset)
-    plan = VfaithProbePlan()
+    plan = VfaithProbePlan(circular=True)  # accepts the rotations of a circular run; a plain run has none
     predictions = read_predictions(
         request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,
         {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale,
-        request.repeat)
+        {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
     if not predictions.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run, then score again.")
@@ -107,25 +149,32 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
                     {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
     judge = FreeFormJudge(request.judge)
-    items = score_items(dataset, predictions, judge)
+    tally = Tally(request.coverage_threshold)
+    reader = ChoiceReader(request.reader, request.extract)
+    items = score_items(dataset, predictions, judge, tally, reader)
     n_probes = 2 * len(dataset.pairs) + len(dataset.perception)
+    first_order = [key for key in predictions.answered if SEPARATOR not in key[1]]
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {
             "family": "vfaith", "mmfaith_version": __version__,
             "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
-            "model": predictions.model, "predictions_sha256": predictions.sha256,
+            "model": predictions.model, "predictions_sha256": predictions.sha256, "no_image": predictions.no_image,
             "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
-            "prompt_templates_sha256": TEMPLATES_SHA256,
+            "prompt_templates_sha256": TEMPLATES_SHA256, "extract": request.extract,
             "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
                       "prompt_sha256": PROMPT_SHA256 if request.judge else None},
             "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
                           "method": "percentile", "confidence": 0.95},
         },
         **summarize(items, request.n_bootstrap, request.seed),
+        "answers": tally.to_json(),
     }
+    if reader.endpoint is not None:
+        metrics["reader"] = reader.agreement()
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=len(predictions.answered),
-                             answered_share=round(len(predictions.answered) / n_probes, 6))
+                             answered_share=round(len(first_order) / n_probes, 6))
+    metrics["position_bias"] = answer_position_bias(dataset, items)
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
     publish_scores(out, items, metrics, write_score_report)

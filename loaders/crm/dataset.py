@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import ImageRef
@@ -26,6 +26,8 @@ def variant_name(variant: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class CrmItem:
     """One question: `record` is the gold (schemas/crm_item.schema.json); images as `ImageRef`s."""
+
+    NOUN: ClassVar[str] = "question"  # what `mmfaith serve-reference` counts
 
     record: dict[str, Any]
     original: ImageRef
@@ -61,12 +63,12 @@ def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
     check_loaded_record("crm_item", record, where, seen, "a CRM record")
 
 
-def open_crm_dataset(path: Path, cache_dir: Path | None = None) -> CrmDataset:
+def open_crm_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True) -> CrmDataset:
     """Open a CRM build dir or release folder (module docstring)."""
     if (path / "manifest.json").is_file():
         from mmfaith.loaders.crm.rows import open_crm_release
 
-        return open_crm_release(path, cache_dir)
+        return open_crm_release(path, cache_dir, verify)
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise MmfaithError(f"{path}: not a CRM build dir (no records.jsonl) or release folder (no manifest.json); "

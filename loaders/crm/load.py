@@ -12,12 +12,17 @@ from mmfaith.errors import MmfaithError
 
 
 def load_crm(source: str | Path, config: str = "specific-black", revision: str | None = None,
-             split: str = "test") -> Any:
+             split: str = "test", verify: bool = True) -> Any:
     """The `datasets.Dataset` of one variant config of a CRM release, build dir or Hub repo."""
     import datasets
 
     path = Path(source)
     if (path / "manifest.json").is_file():
+        if verify:  # the shards as the manifest lists them (verify=False skips it)
+            from mmfaith.loaders.crm.rows import RELEASE_FORMAT
+            from mmfaith.release.manifest import open_release
+
+            open_release(path, RELEASE_FORMAT)
         return datasets.load_dataset(str(path), config, split=split)
     if (path / "records.jsonl").is_file():
         from mmfaith.loaders.crm.dataset import open_crm_dataset

@@ -16,7 +16,7 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
-from mmfaith.release.manifest import VerifyReport, read_manifest, row_digest, verify_release
+from mmfaith.release.manifest import VerifyReport, open_release, row_digest, verify_release
 from mmfaith.schema import schema_errors
 
 RELEASE_FORMAT = "mmfaith-crm-release/1"
@@ -90,7 +90,7 @@ def rows_to_records(rows: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any]
     return list(found.values())
 
 
-def open_crm_release(folder: Path, cache_dir: Path | None = None) -> Any:
+def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool = True) -> Any:
     """A CRM release folder as a CrmDataset: images written once to the cache (by sha256), items whose
     every variant was released."""
     import pyarrow.parquet as pq
@@ -100,7 +100,7 @@ def open_crm_release(folder: Path, cache_dir: Path | None = None) -> Any:
     from mmfaith.images import sha256_file
     from mmfaith.loaders.crm.dataset import CrmDataset, CrmItem, check_crm_record, variant_name
 
-    manifest = read_manifest(folder, RELEASE_FORMAT)
+    manifest = open_release(folder, RELEASE_FORMAT, verify)
     if manifest["format"] != RELEASE_FORMAT:
         raise MmfaithError(f"{folder / 'manifest.json'}: format {manifest['format']!r} is not {RELEASE_FORMAT!r}.")
     rows = (row for name in sorted(n for n, e in manifest["files"].items() if "config" in e)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
@@ -23,6 +23,8 @@ from mmfaith.schema import check_loaded_record
 @dataclass(frozen=True)
 class McotItem:
     """One question: `record` is the gold (schemas/mcot_item.schema.json); `image_path` is absolute."""
+
+    NOUN: ClassVar[str] = "question"  # what `mmfaith serve-reference` counts
 
     record: dict[str, Any]
     image_path: Path
@@ -55,13 +57,13 @@ class McotDataset:
         return {item.id: item for item in self.items}
 
 
-def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None) -> McotDataset:
+def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> McotDataset:
     """A build dir, a release folder or a Hub id (module docstring)."""
     path = Path(path)
     if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir)
+        return _open_release(path, cache_dir, verify)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir)
+        return _open_release(download_release(str(path)), cache_dir, verify)
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise MmfaithError(f"{path}: not an MCoT build dir (no records.jsonl), release folder (no manifest.json) or "
@@ -82,15 +84,15 @@ def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
     check_loaded_record("mcot_item", record, where, seen, "an MCoT record")
 
 
-def _open_release(folder: Path, cache_dir: Path | None) -> McotDataset:
+def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> McotDataset:
     """The items of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
     from mmfaith.loaders.mcot.rows import row_to_record
-    from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.manifest import open_release
     from mmfaith.release.mcot import FORMAT
 
-    manifest = read_manifest(folder, FORMAT)
+    manifest = open_release(folder, FORMAT, verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     items: list[McotItem] = []

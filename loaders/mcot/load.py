@@ -14,7 +14,8 @@ from mmfaith.errors import MmfaithError
 CONFIGS = ("coco", "vstar", "hrbench-4k", "hrbench-8k")
 
 
-def load_mcot(source: str | Path, config: str | None = None, revision: str | None = None, split: str = "test") -> Any:
+def load_mcot(source: str | Path, config: str | None = None, revision: str | None = None, split: str = "test",
+              verify: bool = True) -> Any:
     """The `datasets.Dataset` of one config (default: the release's default; a build dir's only source)."""
     import datasets
 
@@ -22,6 +23,11 @@ def load_mcot(source: str | Path, config: str | None = None, revision: str | Non
     if (path / "manifest.json").is_file():
         if revision is not None:
             raise MmfaithError(f"{source}: a local release folder has no revisions; drop revision=.")
+        if verify:  # the shards as the manifest lists them (verify=False skips it)
+            from mmfaith.release.mcot import FORMAT
+            from mmfaith.release.manifest import open_release
+
+            open_release(path, FORMAT)
         return datasets.load_dataset(str(path), config, split=split)
     if (path / "records.jsonl").is_file():
         from datasets import Dataset

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
@@ -23,6 +23,8 @@ from mmfaith.schema import check_loaded_record
 @dataclass(frozen=True)
 class SpdPair:
     """One pair: `record` is the gold (schemas/spd_faith_pair.schema.json); paths are absolute."""
+
+    NOUN: ClassVar[str] = "pair"  # what `mmfaith serve-reference` counts
 
     record: dict[str, Any]
     image_a_path: Path
@@ -56,7 +58,7 @@ class SpdDataset:
 
 
 
-def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
+def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True) -> SpdDataset:
     """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists.
 
     `cache_dir` is where a release's images are written (default: `mmfaith.cache.cache_dir()`), as
@@ -64,9 +66,9 @@ def open_spd_dataset(path: Path, cache_dir: Path | None = None) -> SpdDataset:
     are checked against the record's hash first.
     """
     if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir)
+        return _open_release(path, cache_dir, verify)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir)
+        return _open_release(download_release(str(path)), cache_dir, verify)
     return _open_build_dir(path)
 
 
@@ -92,14 +94,14 @@ def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: st
     check_loaded_record("spd_faith_pair", record, where, seen, "an SPD-Faith record", advice)
 
 
-def _open_release(folder: Path, cache_dir: Path | None) -> SpdDataset:
+def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> SpdDataset:
     """The pairs of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
-    from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.manifest import open_release
     from mmfaith.loaders.spd_faith.rows import row_to_record
 
-    manifest = read_manifest(folder)
+    manifest = open_release(folder, verify=verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs = []

@@ -20,7 +20,7 @@ CONFIGS = ("single", "multi", "control")
 
 
 def load_spd_faith(source: str | Path, config: str | None = "single", revision: str | None = None,
-                   split: str = "test") -> Any:
+                   split: str = "test", verify: bool = True) -> Any:
     """The `datasets.Dataset` of one config and split of an SPD-Faith release, build dir or Hub repo."""
     import datasets
 
@@ -29,6 +29,10 @@ def load_spd_faith(source: str | Path, config: str | None = "single", revision: 
         if revision is not None:
             raise MmfaithError(f"{source}: a local release folder has no revisions; drop revision= "
                                "(or pass the Hub repo id to load a tagged version).")
+        if verify and (path / "manifest.json").is_file():  # the shards as the manifest lists them
+            from mmfaith.release.manifest import open_release
+
+            open_release(path)
         return datasets.load_dataset(str(path), config, split=split)
     if (path / "records.jsonl").is_file():
         if config not in CONFIGS:

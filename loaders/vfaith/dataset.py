@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, ClassVar, Union
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
@@ -43,6 +43,8 @@ class _Item:
 class VfaithPair(_Item):
     """One pair: `record` is the gold (schemas/vfaith_pair.schema.json); paths are absolute."""
 
+    NOUN: ClassVar[str] = "pair"  # what `mmfaith serve-reference` counts
+
     original_path: Path
     edited_path: Path
 
@@ -50,6 +52,8 @@ class VfaithPair(_Item):
 @dataclass(frozen=True)
 class VfaithPerception(_Item):
     """One perception item (schemas/vfaith_perception.schema.json) and its (edited) image file."""
+
+    NOUN: ClassVar[str] = "perception item"  # what `mmfaith serve-reference` counts
 
     image_path: Path
 
@@ -70,13 +74,13 @@ class VfaithDataset:
         return [*self.pairs, *self.perception]
 
 
-def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None) -> VfaithDataset:
+def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> VfaithDataset:
     """Open a build dir, a release folder or a Hub repo id (module docstring)."""
     path = Path(path)
     if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir)
+        return _open_release(path, cache_dir, verify)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir)
+        return _open_release(download_release(str(path)), cache_dir, verify)
     return _open_build_dir(path)
 
 
@@ -112,15 +116,15 @@ def _open_build_dir(path: Path) -> VfaithDataset:
     return VfaithDataset(pairs, perception, dataset_id=f"build:{path.resolve().name}", revision=revision)
 
 
-def _open_release(folder: Path, cache_dir: Path | None) -> VfaithDataset:
+def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> VfaithDataset:
     """The pairs and perception items of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
     from mmfaith.loaders.vfaith.rows import row_to_pair, row_to_perception
-    from mmfaith.release.manifest import read_manifest
+    from mmfaith.release.manifest import open_release
     from mmfaith.release.vfaith import FORMAT
 
-    manifest = read_manifest(folder, FORMAT)
+    manifest = open_release(folder, FORMAT, verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs, perception = [], []

@@ -16,7 +16,8 @@ from mmfaith.errors import MmfaithError
 CONFIGS = ("pairs", "perception")
 
 
-def load_vfaith(source: str | Path, config: str = "pairs", revision: str | None = None, split: str = "test") -> Any:
+def load_vfaith(source: str | Path, config: str = "pairs", revision: str | None = None, split: str = "test",
+                verify: bool = True) -> Any:
     """The `datasets.Dataset` of one config and split of a VFaith release, build dir or Hub repo."""
     import datasets
 
@@ -27,6 +28,11 @@ def load_vfaith(source: str | Path, config: str = "pairs", revision: str | None 
         if revision is not None:
             raise MmfaithError(f"{source}: a local release folder has no revisions; drop revision= "
                                "(or pass the Hub repo id to load a tagged version).")
+        if verify:  # the shards as the manifest lists them (verify=False skips it)
+            from mmfaith.release.vfaith import FORMAT
+            from mmfaith.release.manifest import open_release
+
+            open_release(path, FORMAT)
         return datasets.load_dataset(str(path), config, split=split)
     if (path / "records.jsonl").is_file():
         return _build_dir_dataset(path, config)

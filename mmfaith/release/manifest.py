@@ -50,6 +50,32 @@ def read_manifest(folder: Path, format: str = FORMAT) -> dict[str, Any]:
     return manifest
 
 
+def open_release(folder: Path, format: str = FORMAT, verify: bool = True) -> dict[str, Any]:
+    """The manifest of a release about to be used (score, run, serve-reference, the loaders). With `verify`
+    (the default, as `datasets` verifies its downloads) every shard is first checked against it: each listed
+    shard inside the folder with its sha256 and size, no unlisted shard; MmfaithError listing what differs.
+    `verify=False` skips the check (`mmfaith verify` checks everything, rows included)."""
+    manifest = read_manifest(folder, format)
+    if not verify:
+        return manifest
+    listed = _listed_files(folder / MANIFEST, manifest)
+    problems = [f"{name}: shard not listed in {MANIFEST}" for name in _files_under(folder)
+                if name.endswith(".parquet") and name not in listed]
+    for name, entry in sorted(listed.items()):
+        if "config" not in entry:
+            continue
+        outside = _outside(folder, name)
+        if outside or not (folder / name).is_file():
+            problems.append(f"{name}: {outside or 'missing'}")
+        elif file_entry(folder / name) != {"sha256": entry["sha256"], "bytes": entry["bytes"]}:
+            problems.append(f"{name}: sha256 differs from the manifest's (the shard was changed)")
+    if problems:
+        raise MmfaithError(f"{folder}: the release does not match its {MANIFEST} ({'; '.join(problems[:5])}"
+                           f"{'; ...' if len(problems) > 5 else ''}); restore it (`mmfaith verify` lists every "
+                           "problem), or pass verify=False to use it anyway.")
+    return manifest
+
+
 @dataclass(frozen=True)
 class VerifyReport:
     """What `verify_release` checked; `problems` is empty when the release is intact."""
@@ -64,7 +90,9 @@ def verify_release(folder: Path, format: str = FORMAT,
                    ) -> VerifyReport:
     """Re-hash every file the manifest lists and schema-check every row of every shard.
 
-    Checks: the manifest has its `files` and `rows` maps and every file entry its sha256 and size
+    Checks: every name the manifest lists is a relative path inside the release (no absolute path, no
+    `..`, no symlink leading out): one that is not is a problem and is never opened or hashed; the
+    manifest has its `files` and `rows` maps and every file entry its sha256 and size
     (MmfaithError, one line, when not: nothing can be checked against it); each listed file exists
     with its sha256 and size; no file under the folder is unlisted (manifest.json itself and
     top-level hidden entries such as .git or .cache aside); each shard's row count, config and split match the manifest; every row read back is
@@ -86,6 +114,10 @@ def verify_release(folder: Path, format: str = FORMAT,
             problems.append(f"{name}: {kind} not listed in {MANIFEST}; remove it or re-run `mmfaith release`.")
     for name, entry in sorted(listed.items()):
         path = folder / name
+        outside = _outside(folder, name)
+        if outside:
+            problems.append(f"{name}: {outside}; a release lists only its own files (re-run `mmfaith release`).")
+            continue
         if not path.is_file():
             problems.append(f"{name}: listed in {MANIFEST} but missing.")
             continue
@@ -118,6 +150,20 @@ def _listed_files(path: Path, manifest: dict[str, Any]) -> dict[str, dict[str, A
         if lacking:
             raise MmfaithError(f"{path}: files.{name} lacks {', '.join(lacking)}; {fix}")
     return manifest["files"]
+
+
+def _outside(folder: Path, name: str) -> str | None:
+    """Why a listed name is not a file of the release folder (absolute, `..`, a symlink out), None when it is one."""
+    parts = Path(name).parts
+    if Path(name).is_absolute() or name.startswith(("/", "\\")):
+        return "an absolute path, outside the release"
+    if ".." in parts or "\\" in name:
+        return "a path leading out of the release ('..')"
+    # A Hub snapshot's files are symlinks into the repo's own cache (snapshots/REV/... -> ../../blobs/...).
+    root = folder.parent.parent if folder.parent.name == "snapshots" else folder
+    if not (folder / name).resolve().is_relative_to(root.resolve()):
+        return "a symlink leading out of the release"
+    return None
 
 
 def _files_under(folder: Path) -> list[str]:

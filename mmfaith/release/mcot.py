@@ -25,7 +25,7 @@ from mmfaith.loaders.mcot.rows import features, record_to_row, row_to_record
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.schema import schema_errors
 from mmfaith.jsonl import read_jsonl
-from mmfaith.outdir import prepare_out_dir, staged_folder
+from mmfaith.outdir import staged_folder
 from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
                                       row_digest, verify_release)
 from mmfaith.release.writer import (SPLIT, ReleaseRequest, ReleaseSummary, build_provenance, check_request,
@@ -46,8 +46,7 @@ def release_mcot(request: ReleaseRequest) -> ReleaseSummary:
     kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build, noun="item",
                                     derivative=lambda record: False)
     previous = previous_manifest(request.previous) if request.previous else None
-    prepare_out_dir(request.out, "release")
-    with staged_folder(request.out) as staging:
+    with staged_folder(request.out, "release") as staging:  # after the inputs are checked
         shards = write_shards(staging, {c: [r for r in kept if r["source"]["dataset"] == c] for c in CONFIGS},
                               features(), request.shard_rows,
                               lambda r: record_to_row(r, (request.build / r["image"]).read_bytes()))

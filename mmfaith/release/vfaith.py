@@ -22,7 +22,9 @@ from typing import Any
 import yaml
 
 from mmfaith import __version__
+from mmfaith.builders.vfaith.presentation import gold_items
 from mmfaith.errors import MmfaithError
+from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.schema import schema_errors
 from mmfaith.jsonl import read_jsonl
@@ -30,7 +32,7 @@ from mmfaith.loaders.spd_faith.rows import license_id
 from mmfaith.loaders.vfaith.dataset import check
 from mmfaith.loaders.vfaith.rows import (pair_features, pair_to_row, perception_features, perception_to_row, row_to_pair,
                                          row_to_perception)
-from mmfaith.outdir import prepare_out_dir, staged_folder
+from mmfaith.outdir import staged_folder
 from mmfaith.release.manifest import (MANIFEST, VerifyReport, changelog, file_entry, manifest_bytes, previous_manifest,
                                       row_digest, verify_release)
 from mmfaith.release.writer import (ROW_GROUP_ROWS, SPLIT, ReleaseRequest, ReleaseSummary, build_provenance,
@@ -79,8 +81,7 @@ def release_vfaith(request: ReleaseRequest) -> ReleaseSummary:
         if (request.build / "perception.jsonl").is_file() else []
     kept, items, excluded = select(pairs, perception, request.include, request.allow_noderivs, request.build)
     previous = previous_manifest(request.previous) if request.previous else None
-    prepare_out_dir(request.out, "release")
-    with staged_folder(request.out) as staging:
+    with staged_folder(request.out, "release") as staging:  # after the inputs are checked
         shards = {**_write_config(request, staging, "pairs", kept), **_write_config(request, staging, "perception", items)}
         rows = {"pairs": len(kept), "perception": len(items)}
         digests = {record["id"]: row_digest(record) for record in [*kept, *items]}
@@ -158,6 +159,10 @@ def _card(request: ReleaseRequest, rows: dict[str, int], kept: list[dict[str, An
         min_delta_e=recipe.get("min_delta_e"),
         letters_original=_counts([r["answer_original"] for r in kept]),
         letters_edited=_counts([r["answer_edited"] for r in kept]),
+        reversed=f"{sum(r['build'].get('source_photo') == 'image_edited' for r in kept)} of "
+                 f"{sum(r['build'].get('template') in ('count', 'existence') for r in kept)}",
+        gold_margin=f"{recipe.get('gold_margin', DEFAULT_MARGIN):.2f}",
+        gold_table=gold_table(gold_summary(gold_items(kept))),
         verification_line=f"statuses in the build {verification['build_statuses']}, released {statuses}, "
                           f"{verification['annotators']} annotators, agreement {verification['agreement']}; left out: "
                           f"{excluded or 'nothing'}.",

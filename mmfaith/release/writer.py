@@ -28,7 +28,7 @@ from mmfaith.release.card import CardFacts, render_card
 from mmfaith.release.manifest import (FORMAT, MANIFEST, changelog, file_entry, manifest_bytes,
                                                previous_manifest, row_digest)
 from mmfaith.errors import MmfaithError
-from mmfaith.outdir import prepare_out_dir, staged_folder
+from mmfaith.outdir import staged_folder
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.spd_faith.rows import features, record_to_row
@@ -78,8 +78,7 @@ def release_spd_faith(request: ReleaseRequest) -> ReleaseSummary:
     kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build,
                                     derivative=lambda record: record["subset"] != "control")
     previous = previous_manifest(request.previous) if request.previous else None
-    prepare_out_dir(request.out, "release")  # after the inputs are checked; empty, checked above
-    with staged_folder(request.out) as staging:
+    with staged_folder(request.out, "release") as staging:  # after the inputs are checked
         rows = _write_release(request, staging, build_info, records, kept, excluded, previous)
     return ReleaseSummary(out=request.out, rows=rows, excluded=excluded)
 
