@@ -36,19 +36,22 @@ LOOPBACK_FLAG = "--i-know-this-serves-gold"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `run FAMILY` (one subcommand per registered family) and `serve-reference`."""
-    for family, parser in family_parsers(
-            subparsers, "run", "ask a model every probe of a benchmark; write predictions.jsonl",
-            "Send a benchmark's probes to a model over the OpenAI chat-completions protocol and record its "
-            "answers (resumable).", families.all_families(),
-            help_of=lambda family: f"{family.title}: {', '.join(p.name for p in family.probes)}",
-            epilog_of=lambda family: RUN_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
-                                                        model=family.reference_models[0][0])):
-        _add_shared_run_options(parser)
-        before = {action.dest for action in parser._actions}
-        family.parts().add_run_options(parser)
-        own = tuple(action.dest for action in parser._actions if action.dest not in before)
-        parser.set_defaults(handler=_run, family_options=own)
+    family_parsers(subparsers, "run", "ask a model every probe of a benchmark; write predictions.jsonl",
+                   "Send a benchmark's probes to a model over the OpenAI chat-completions protocol and record its "
+                   "answers (resumable).", families.all_families(),
+                   help_of=lambda family: f"{family.title}: {', '.join(p.name for p in family.probes)}",
+                   populate=_populate_run,
+                   epilog_of=lambda family: RUN_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
+                                                               model=family.reference_models[0][0]))
     _add_serve_reference(subparsers)
+
+
+def _populate_run(family: families.Family, parser: argparse.ArgumentParser) -> None:
+    _add_shared_run_options(parser)
+    before = {action.dest for action in parser._actions}
+    family.parts().add_run_options(parser)
+    own = tuple(action.dest for action in parser._actions if action.dest not in before)
+    parser.set_defaults(handler=_run, family_options=own)
 
 
 def _default(name: str) -> object:

@@ -115,7 +115,8 @@ class Family:
     """A family's declaration (see the module docstring).
 
     `parts` is "module:attribute" naming a `FamilyParts` (or a function returning one), or the
-    `FamilyParts` itself (a family defined in a script or a test).
+    `FamilyParts` itself (a family defined in a script or a test). `builds` says whether its parts include a
+    builder, so that `mmfaith build` lists it without importing them.
     """
 
     name: str
@@ -126,6 +127,7 @@ class Family:
     metrics: tuple[MetricInfo, ...]
     reference_models: tuple[tuple[str, str], ...]
     parts_source: str | FamilyParts = field(repr=False)
+    builds: bool = True
 
     def parts(self) -> FamilyParts:
         """The family's code, imported once."""

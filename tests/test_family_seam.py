@@ -106,7 +106,8 @@ TOY = Family(
     reference_models=(("oracle", "the gold answer"), ("blind", "always no")),
     parts_source=FamilyParts(open_dataset=open_toy, add_run_options=lambda parser: None,
                              probe_plan=lambda options: LookPlan(), add_score_options=lambda parser: None,
-                             score=toy_score, reference_model=ToyReference))
+                             score=toy_score, reference_model=ToyReference),
+    builds=False)
 
 
 @pytest.fixture()
