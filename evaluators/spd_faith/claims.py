@@ -15,7 +15,7 @@ the project, issue 3; SPD-Faith appendix B.2.2 scores types and the 80 COCO cate
   turned -> color; removed, missing, gone, added, appeared, disappeared -> remove; moved, shifted,
   position, location, relocated -> position); anything else is `other`, which never matches.
 - color: the color after the change (in the second picture), in the builder's vocabulary
-  (builders.colors.normalize_color, so crimson -> red); compared with the gold color_after
+  (mmfaith.vocabulary.normalize_color, so crimson -> red); compared with the gold color_after
   (color_before when the pair was shown edited-first, gold_claims). The last color named after a
   change word (to, into, now, turned, became) wins; without one, the last color not named after
   "from", "was", "originally" or "of".
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from mmfaith.builders.colors import COLOR_SYNONYMS, COLOR_NAMES, normalize_color
+from mmfaith.vocabulary import COLOR_NAMES, COLOR_SYNONYMS, normalize_color
 from mmfaith.evaluators.spd_faith.parse import parse_claims
 from mmfaith.nouns import noun_forms
 
