@@ -2,8 +2,8 @@
 
 Contract
 --------
-`ReferenceServer(dataset, model_name, host="127.0.0.1", port=0, latency_s=0.0, family="spd-faith")`
-serves one reference model of a family (the family's `reference_model(name, dataset)`, a
+`ReferenceServer(dataset, model_name, family=NAME, host="127.0.0.1", port=0, latency_s=0.0)`
+serves one reference model of a registered family (the family's `reference_model(name, dataset)`, a
 `run_engine.ReferenceModel`) from threads (stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a
 deep accept queue), as a context manager (`with ReferenceServer(...) as server: server.base_url`)
 or in the foreground (`serve_forever`, Ctrl-C stops it). The server is family-neutral: the model
@@ -65,8 +65,8 @@ class ReferenceServer(BackgroundHTTP):
 
     thread_name = "reference-server"
 
-    def __init__(self, dataset: EvalDataset, model_name: str, host: str = "127.0.0.1", port: int = 0,
-                 latency_s: float = 0.0, family: str = "spd-faith") -> None:
+    def __init__(self, dataset: EvalDataset, model_name: str, *, family: str, host: str = "127.0.0.1", port: int = 0,
+                 latency_s: float = 0.0) -> None:
         self.model = families.get(family).parts().reference_model(model_name, dataset)
         self.host = host
         self.latency_s = latency_s

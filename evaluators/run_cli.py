@@ -140,7 +140,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _add_serve_reference(subparsers: argparse._SubParsersAction) -> None:
-    models = sorted({name for family in families.all_families() for name, _ in family.reference_models})
+    models = "; ".join(f"{family.name}: {', '.join(name for name, _ in family.reference_models)}"
+                       for family in families.all_families())
     serve = subparsers.add_parser(
         "serve-reference", help="serve a deterministic reference model (e.g. oracle, blind) over a dataset",
         description="An OpenAI-compatible chat server whose model answers a family's probes deterministically: "
@@ -150,7 +151,7 @@ def _add_serve_reference(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=HelpFormatter)
     serve.add_argument("family", nargs="?", metavar="FAMILY",
                        help="the dataset's family (default: the one its build.json or manifest names)")
-    serve.add_argument("--model", choices=models, required=True, help="the reference model")
+    serve.add_argument("--model", required=True, metavar="NAME", help=f"one of the family's reference models ({models})")
     serve.add_argument("--dataset", required=True, metavar="SOURCE", help="a build dir, release folder or Hub repo id")
     serve.add_argument("--port", type=int, required=True, help="TCP port, 1-65535 (0: any free port)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
