@@ -118,15 +118,28 @@ def _run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_score_line(family_name: str, counted: str, metrics: dict[str, Any], out: Path, extra: str = "") -> None:
+    """The line every `mmfaith score FAMILY` prints: what was scored in the family's nouns (`counted`: "12 pairs"),
+    the model, its headline metrics (`headline`), the answers read, `extra` and where report.md is; then the
+    answer-coverage warnings."""
+    from mmfaith.evaluators import coverage
+
+    family = families.get(family_name)
+    print(f"scored {counted} of {metrics['provenance']['model']}: {headline(family, metrics)}; "
+          f"{coverage.console(metrics['answers'])}{extra}; see {out / 'report.md'}")
+    coverage.print_warnings(metrics["answers"])
+
+
 def headline(family: families.Family, metrics: dict[str, Any]) -> str:
-    """The family's first four metrics that a score's metrics.json holds as numbers: from its `overall`
-    block, or else from each block of `by_mode` ("specific: SDR 1.000, ...")."""
-    keys = [metric.key for metric in family.metrics]
+    """The family's first four declared metrics (`MetricInfo`, in declaration order) that a score's metrics.json
+    holds as numbers, a signed one with its sign: from its `overall` block, or else from each block of `by_mode`
+    ("specific: SDR 1.000, ...")."""
     blocks = ({"": metrics["overall"]} if "overall" in metrics
               else {f"{mode}: ": block.get("metrics", block) for mode, block in metrics.get("by_mode", {}).items()})
     parts = []
     for prefix, block in blocks.items():
-        shown = [f"{key} {block[key]:.3f}" for key in keys if isinstance(block.get(key), (int, float))][:4]
+        shown = [f"{metric.key} {block[metric.key]:{'+' if metric.kind == 'signed' else ''}.3f}"
+                 for metric in family.metrics if isinstance(block.get(metric.key), (int, float))][:4]
         parts.append(prefix + (", ".join(shown) or "no metric defined"))
     return "; ".join(parts) or "no metric defined"
 

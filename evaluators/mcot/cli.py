@@ -104,16 +104,10 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 
 
 def score(args: argparse.Namespace) -> int:
-    from mmfaith.evaluators import coverage
     from mmfaith.evaluators.mcot.score import McotScoreRequest, score_mcot
+    from mmfaith.evaluators.score_cli import print_score_line
+    from mmfaith.nouns import counted
 
     metrics = score_mcot(McotScoreRequest.from_args(args))
-    overall = metrics["overall"]
-    shown = ", ".join(f"{key} {overall[key]:+.3f}" if key.startswith("ATE") else f"{key} {overall[key]:.3f}"
-                      for key in ("accuracy_trace", "ATE_text", "ATE_visual", "reliability", "sufficiency",
-                                  "grounding_iou", "target_hit_rate")
-                      if overall.get(key) is not None)
-    print(f"scored {metrics['counts']['items']} MCoT items of {metrics['provenance']['model']}: {shown}; "
-          f"{coverage.console(metrics['answers'])}; see {args.out / 'report.md'}")
-    coverage.print_warnings(metrics["answers"])
+    print_score_line("mcot", counted(metrics["counts"]["items"], "question"), metrics, args.out)
     return 0
