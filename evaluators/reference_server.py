@@ -36,7 +36,7 @@ from typing import Any
 from mmfaith import families
 from mmfaith.background_http import BackgroundHTTP
 from mmfaith.evaluators.chat_client import TEXT_CHARS_PER_TOKEN, estimate_prompt_tokens
-from mmfaith.evaluators.image_payload import png_size
+from mmfaith.images import image_size
 from mmfaith.evaluators.run_engine import EvalDataset
 
 CHAT_PATH = "/v1/chat/completions"
@@ -97,7 +97,7 @@ class ReferenceServer(BackgroundHTTP):
         content = message.get("content") or ""
         if self.latency_s:
             time.sleep(self.latency_s)
-        prompt_tokens = estimate_prompt_tokens(text, [png_size(image) for image in images])
+        prompt_tokens = estimate_prompt_tokens(text, [image_size(image) for image in images])
         completion_tokens = math.ceil(len(content) / TEXT_CHARS_PER_TOKEN)
         return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
                 "model": self.model.name,

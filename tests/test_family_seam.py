@@ -22,11 +22,11 @@ from PIL import Image
 
 from mmfaith import families
 from mmfaith.cli import main
-from mmfaith.evaluators.image_payload import DerivedImage, ImageRef
+from mmfaith.evaluators.image_payload import DerivedImage
 from mmfaith.evaluators.reference_server import ReferenceServer, RequestRefused
 from mmfaith.evaluators.run_engine import ItemAsker, PredictionLog, Turn
 from mmfaith.families import Family, FamilyParts, MetricInfo, ProbeInfo
-from mmfaith.images import png_bytes, sha256_bytes
+from mmfaith.images import ImageRef, png_bytes, sha256_bytes
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, ImageRef, Shown, decode_png, side_by_side
+from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, Shown, decode_png, side_by_side
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.evaluators.answers import read_count
 from mmfaith.evaluators.spd_faith.prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION,
                                                   TEMPLATES_SHA256, prompt_text)
-from mmfaith.images import png_bytes
+from mmfaith.images import ImageRef, png_bytes
 from mmfaith.loaders.spd_faith import SpdPair, open_spd_dataset
 
 if TYPE_CHECKING:  # the perturbation's OpenCV code loads only for a run that perturbs
