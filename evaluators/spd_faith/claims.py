@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 from mmfaith.vocabulary import COLOR_NAMES, COLOR_SYNONYMS, normalize_color
 from mmfaith.evaluators.spd_faith.parse import parse_claims
+from mmfaith.loaders.spd_faith.difference_types import TYPE_SYNONYMS
 from mmfaith.nouns import noun_forms
 
 RULES_VERSION = "spd-faith-rule-judge/1"
@@ -97,18 +98,6 @@ CATEGORY_SYNONYMS: dict[str, str] = {
     "smartphone": "cell phone", "microwave oven": "microwave", "stove": "oven", "fridge": "refrigerator",
     "teddy": "teddy bear", "stuffed animal": "teddy bear", "stuffed toy": "teddy bear",
     "hair dryer": "hair drier", "hairdryer": "hair drier", "blow dryer": "hair drier",
-}
-TYPE_SYNONYMS: dict[str, str] = {
-    **{w: "color" for w in ("color", "colour", "colors", "colours", "recolor", "recolour", "recolored",
-                            "recoloured", "changed color", "changed colour", "color change", "colour change",
-                            "color changed", "colour changed", "changes color", "change color", "hue", "tint",
-                            "painted", "turned", "turns")},
-    **{w: "remove" for w in ("remove", "removed", "removal", "missing", "gone", "disappeared", "disappears",
-                             "disappear", "vanished", "absent", "deleted", "delete", "erased", "added", "add",
-                             "addition", "appeared", "appears", "appear", "no longer")},
-    **{w: "position" for w in ("position", "positions", "moved", "move", "moves", "movement", "shifted", "shift",
-                               "shifts", "relocated", "relocation", "repositioned", "displaced", "location",
-                               "placement")},
 }
 _TO_MARKERS = {"to", "into", "now", "turned", "turns", "became", "becomes"}
 _FROM_MARKERS = {"from", "was", "originally", "previously", "of"}
