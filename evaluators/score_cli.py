@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
 from mmfaith.errors import MmfaithError
-
-if TYPE_CHECKING:
-    from mmfaith.clients import ModelEndpoint
 
 SCORE_EXAMPLE = """example (offline):
   mmfaith score {family} --dataset out/{short} --predictions runs/{model}/predictions.jsonl --from-run --out scores/{model}
@@ -62,26 +59,8 @@ def _populate_score(family: families.Family, parser: argparse.ArgumentParser) ->
                              "\\boxed{}; elsewhere default)")
     parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
                         help="warn when fewer than this share of the expected answers were read")
-    reader = parser.add_argument_group("LLM reader of multiple-choice answers (VFaith, MCoT; docs/answers.md)")
-    reader.add_argument("--reader-model", metavar="MODEL",
-                        help="an OpenAI-compatible model that reads the replies the rules leave unread (cached; "
-                             "its agreement with the rules is reported)")
-    reader.add_argument("--reader-base-url", metavar="URL", help="the reader model's base URL")
-    reader.add_argument("--reader-api-key-env", metavar="NAME", help="environment variable holding its key")
     family.parts().add_score_options(parser)
     parser.set_defaults(handler=family.parts().score)
-
-
-def reader_endpoint(args: argparse.Namespace, family: str) -> ModelEndpoint | None:
-    """The `--reader-model` endpoint, None without one; refused for a family without multiple-choice replies to read."""
-    if not args.reader_model:
-        return None
-    from mmfaith.clients import ModelEndpoint
-
-    if family not in ("vfaith", "mcot"):
-        raise MmfaithError(f"--reader-model reads the multiple-choice replies of VFaith and MCoT; {family} scores "
-                           "without it (its answers are read by the rules, docs/answers.md).")
-    return ModelEndpoint("openai", args.reader_model, args.reader_base_url, args.reader_api_key_env)
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:

@@ -68,6 +68,27 @@ def add_judge_options(parser: argparse.ArgumentParser, title: str, judged: str, 
     return judge
 
 
+def add_reader_options(parser: argparse.ArgumentParser) -> None:
+    """--reader-model, --reader-base-url, --reader-api-key-env: an LLM reader of the multiple-choice replies the
+    answer rules leave unread (docs/answers.md), for a family whose answers are options (read with
+    `reader_endpoint`)."""
+    reader = parser.add_argument_group("LLM reader of multiple-choice answers (docs/answers.md)")
+    reader.add_argument("--reader-model", metavar="MODEL",
+                        help="an OpenAI-compatible model that reads the replies the rules leave unread (cached; "
+                             "its agreement with the rules is reported)")
+    reader.add_argument("--reader-base-url", metavar="URL", help="the reader model's base URL")
+    reader.add_argument("--reader-api-key-env", metavar="NAME", help="environment variable holding its key")
+
+
+def reader_endpoint(args: argparse.Namespace) -> ModelEndpoint | None:
+    """The `--reader-model` endpoint `add_reader_options` named, None without one."""
+    if not args.reader_model:
+        return None
+    from mmfaith.clients import ModelEndpoint
+
+    return ModelEndpoint("openai", args.reader_model, args.reader_base_url, args.reader_api_key_env)
+
+
 def judge_endpoint(args: argparse.Namespace, offline: str = "rule") -> ModelEndpoint | None:
     """The LLM judge `add_judge_options` named, None for the offline one."""
     if args.judge == offline:

@@ -63,20 +63,17 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score crm`: the parsed options into a CrmScoreRequest; prints the headline line."""
     from mmfaith.errors import MmfaithError
-    from mmfaith.evaluators.score_cli import print_score_line, reader_endpoint
-    from mmfaith.nouns import counted
+    from mmfaith.evaluators.score_cli import print_score_line
     from mmfaith.evaluators.crm.score import CrmScoreRequest, score_crm
+    from mmfaith.evaluators.score_settings import shared_score_settings
+    from mmfaith.nouns import counted
 
     if not args.dataset:
         raise MmfaithError("score crm needs --dataset BUILD_DIR|RELEASE.")
-    reader_endpoint(args, "crm")
     metrics = score_crm(CrmScoreRequest(
-        dataset=Path(args.dataset), predictions=args.predictions, out=args.out, sbert_model=args.sbert_model,
-        step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
-        batch_size=args.batch_size, judge_workers=args.judge_workers, judge_agreement=args.judge_agreement,
-        judge=judge_endpoint(args),
-        coverage_threshold=args.coverage_threshold))
+        **shared_score_settings(args), dataset=Path(args.dataset), sbert_model=args.sbert_model,
+        step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, batch_size=args.batch_size,
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, judge=judge_endpoint(args)))
     counts = metrics["counts"]
     print_score_line("crm", f"{counted(counts['n_units'], 'masked variant')} of "
                             f"{counted(counts['n_items'], 'question')}", metrics, args.out)

@@ -86,8 +86,11 @@ def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
 
 
 def add_score_options(parser: argparse.ArgumentParser) -> None:
-    """The judge of reliability and sufficiency."""
+    """The LLM reader of its multiple-choice answers; the judge of reliability and sufficiency."""
+    from mmfaith.cli_options import add_reader_options
+
     parser.description = SCORE_DESCRIPTION
+    add_reader_options(parser)
     judge = parser.add_argument_group("judge (reliability, sufficiency)")
     judge.add_argument("--judge", default="geometric", metavar="geometric|MODEL",
                        help="geometric (offline: the crops cover the target boxes) or an OpenAI-compatible vision model")

@@ -85,17 +85,15 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score spd-faith`: the parsed options into a ScoreRequest; prints the headline line."""
-    from mmfaith.evaluators.score_cli import print_score_line, reader_endpoint
-    from mmfaith.nouns import counted
+    from mmfaith.evaluators.score_cli import print_score_line
+    from mmfaith.evaluators.score_settings import shared_score_settings
     from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
+    from mmfaith.nouns import counted
 
-    reader_endpoint(args, "spd-faith")
     judge = judge_endpoint(args)
     metrics = score_spd_faith(ScoreRequest(
-        dataset=Path(args.dataset) if args.dataset else None, predictions=args.predictions, out=args.out, judge=judge,
-        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
-        format=args.format, coverage_threshold=args.coverage_threshold))
+        **shared_score_settings(args), dataset=Path(args.dataset) if args.dataset else None, judge=judge,
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, format=args.format))
     counts = metrics["counts"]
     stale = f"; {counts['n_stale']} stale lines dropped" if counts.get("n_stale") else ""
     print_score_line("spd-faith", counted(counts["n_items"], "pair"), metrics, args.out, stale)

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmfaith.cli_options import add_judge_options, judge_endpoint
+from mmfaith.cli_options import add_judge_options, add_reader_options, judge_endpoint, reader_endpoint
 
 if TYPE_CHECKING:
     from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
@@ -49,6 +49,7 @@ def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
 def add_score_options(parser: argparse.ArgumentParser) -> None:
     """The judge of free-form answers: rule (normalised text) or an LLM."""
     parser.description = SCORE_DESCRIPTION
+    add_reader_options(parser)
     add_judge_options(parser, "judge of free-form answers", "the free-form answers the normalised-text rule cannot "
                       "match", agreement=None)
 
@@ -56,19 +57,18 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score vfaith`: the parsed options into a ScoreRequest; prints the headline line."""
     from mmfaith.errors import MmfaithError
-    from mmfaith.evaluators.score_cli import print_score_line, reader_endpoint
+    from mmfaith.evaluators.score_cli import print_score_line
     from mmfaith.evaluators.vfaith.score import ScoreRequest, score_vfaith
 
     if not args.dataset:
         raise MmfaithError("mmfaith score vfaith needs --dataset BUILD_DIR|RELEASE|ORG/NAME.")
+    from mmfaith.evaluators.score_settings import shared_score_settings
     from mmfaith.nouns import counted
 
     judge = judge_endpoint(args)
     metrics = score_vfaith(ScoreRequest(
-        dataset=Path(args.dataset), predictions=args.predictions, out=args.out, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
-        judge=judge, extract=args.extract, coverage_threshold=args.coverage_threshold,
-        reader=reader_endpoint(args, "vfaith")))
+        **shared_score_settings(args), dataset=Path(args.dataset), judge=judge, extract=args.extract,
+        reader=reader_endpoint(args)))
     counts = metrics["counts"]
     print_score_line("vfaith", f"{counted(counts['n_pairs'], 'pair')} and "
                                f"{counted(counts['n_perception'], 'perception item')}", metrics, args.out)
