@@ -151,9 +151,10 @@ def test_a_corrected_box_regenerates_only_that_items_variants(crm_build: Path, t
     differing = {path for path in after if after[path] != before.get(path)}
     specific = {f"variants/{changed['id']}/specific-{s}.png" for s in ("black", "gray", "mean", "blur", "noise")}
     # The specific variants follow the new box; random ones keep sizes, so they change only when the
-    # size changed (here it did); no other item's file changes.
+    # size changed (here it did); no other item's file changes (preview.png shows the corrected item).
     assert specific <= differing
-    assert all(path.startswith(f"variants/{changed['id']}/") or path == "records.jsonl" for path in differing)
+    assert all(path.startswith(f"variants/{changed['id']}/") or path in ("records.jsonl", "preview.png")
+               for path in differing)
     new = read_records(copy)
     assert [r["id"] for r in new] == [r["id"] for r in records]
     remade = new[2]

@@ -45,7 +45,7 @@ from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError
 from mmfaith.gold_balance import DEFAULT_MARGIN, GoldItem, gold_summary
 from mmfaith.images import DEFAULT_MAX_PIXELS, png_bytes, sha256_bytes
-from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.jsonl import canonical_json, read_json_object, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -109,7 +109,11 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
              "columns": dict(sorted(request.columns.items())), "rules": rules}
     recipe = {"family": "mcot", **build, "origin": origin, "limit": request.limit}
     with hold_lock(request.out, "build --out"):
-        check_recipe(request.out / BUILD_JSON, recipe)
+        # records.jsonl is written whole at the end and stray images removed: a build that did not complete
+        # leaves nothing a retry with other settings could mix with, so only a complete one binds the folder
+        if (request.out / BUILD_JSON).is_file() and \
+                read_json_object(request.out / BUILD_JSON, "").get("status") == "complete":
+            check_recipe(request.out / BUILD_JSON, recipe)
         return recorded_build(
             request.out / BUILD_JSON, recipe, {"executor": asdict(request.executor)}, started,
             lambda: _build(request, items, rejected, build, origin, revision),
