@@ -116,9 +116,10 @@ _EVALUATOR_CLI = "mmfaith.evaluators.{package}.cli"
 
 def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
     """A family's parts where the project keeps them, each imported only when called (`lazy`): the builder in
-    `mmfaith.builders.PACKAGE.cli` (`add_build_options`, `run_build`), the loader, run, score, reference and
-    comparison hooks in `mmfaith.evaluators.PACKAGE.cli` (`open_dataset`, `add_run_options`, `probe_plan`,
-    `add_score_options`, `score`, `reference_model`, `compare`), the labeling in
+    `mmfaith.builders.PACKAGE.cli` (`add_build_options`, `run_build`), the loader, run, score and reference
+    hooks in `mmfaith.evaluators.PACKAGE.cli` (`open_dataset`, `add_run_options`, `probe_plan`,
+    `add_score_options`, `score`, `reference_model`), the comparison in
+    `mmfaith.evaluators.PACKAGE.report:compare_scores`, the labeling in
     `mmfaith.annotation.PACKAGE.tasks:family` and the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`.
 
     `elsewhere` overrides a part: a "module:function" string is made lazy, anything else (`scores_alone`'s text,
@@ -127,8 +128,8 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
     build, evaluate = _BUILD_CLI.format(package=package), _EVALUATOR_CLI.format(package=package)
     usual = {"add_build_options": f"{build}:add_build_options", "build": f"{build}:run_build",
              **{name: f"{evaluate}:{name}" for name in ("open_dataset", "add_run_options", "probe_plan",
-                                                         "add_score_options", "score", "reference_model",
-                                                         "compare")},
+                                                         "add_score_options", "score", "reference_model")},
+             "compare": f"mmfaith.evaluators.{package}.report:compare_scores",
              "labeling": f"mmfaith.annotation.{package}.tasks:family",
              "harness": f"mmfaith.evaluators.{package}.harness:harness"}
     chosen = {**usual, **elsewhere}
@@ -337,8 +338,7 @@ MCOT = Family(
         ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
     parts_source=conventional_parts("mcot", release="mmfaith.release.mcot:release_mcot",
-                                    verify="mmfaith.release.mcot:verify_mcot_release",
-                                    compare="mmfaith.evaluators.mcot.report:compare_scores"),
+                                    verify="mmfaith.release.mcot:verify_mcot_release"),
 )
 
 _REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM, MCOT)}

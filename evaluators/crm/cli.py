@@ -78,11 +78,3 @@ def score(args: argparse.Namespace) -> int:
     print_score_line("crm", f"{counted(counts['n_units'], 'masked variant')} of "
                             f"{counted(counts['n_items'], 'question')}", metrics, args.out)
     return 0
-
-
-def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
-    """`mmfaith report` over CRM score dirs."""
-    from mmfaith.evaluators.crm.report import compare_scores
-
-    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)
-

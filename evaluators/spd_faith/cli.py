@@ -98,10 +98,3 @@ def score(args: argparse.Namespace) -> int:
     stale = f"; {counts['n_stale']} stale lines dropped" if counts.get("n_stale") else ""
     print_score_line("spd-faith", counted(counts["n_items"], "pair"), metrics, args.out, stale)
     return 0
-
-
-def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
-    """`mmfaith report` over SPD-Faith score dirs."""
-    from mmfaith.evaluators.spd_faith.report import compare_scores
-
-    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)

@@ -73,10 +73,3 @@ def score(args: argparse.Namespace) -> int:
     print_score_line("vfaith", f"{counted(counts['n_pairs'], 'pair')} and "
                                f"{counted(counts['n_perception'], 'perception item')}", metrics, args.out)
     return 0
-
-
-def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
-    """`mmfaith report` over VFaith score dirs."""
-    from mmfaith.evaluators.vfaith.report import compare_scores
-
-    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)
