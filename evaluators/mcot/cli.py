@@ -23,9 +23,8 @@ def open_dataset(source: Path | str) -> EvalDataset:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The agent loop's protocol, coordinates and turn limit; the replays' continuation and injector."""
-    from mmfaith.evaluators.mcot.agent import CONTINUATIONS
     from mmfaith.evaluators.mcot.boxes import COORDS
-    from mmfaith.evaluators.mcot.protocol import PROTOCOLS
+    from mmfaith.evaluators.mcot.protocol import CONTINUATIONS, PROTOCOLS
 
     parser.description = RUN_DESCRIPTION
     agent = parser.add_argument_group("the agent loop")

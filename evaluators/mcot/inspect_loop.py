@@ -48,12 +48,12 @@ from PIL import Image
 from mmfaith.errors import MmfaithError
 from mmfaith.images import data_url
 from mmfaith.evaluators.image_payload import DerivedImage
-from mmfaith.evaluators.mcot.agent import (CONTINUATIONS, AgentSettings, TraceBuilder, answer_calls, crop_png,
+from mmfaith.evaluators.mcot.agent import (AgentSettings, TraceBuilder, answer_calls, crop_png,
                                            crop_transform, noise_png, noise_transform, reply_calls, reply_text,
                                            shown_images)
 from mmfaith.evaluators.mcot.boxes import Region
 from mmfaith.evaluators.mcot.interventions import RuleInjector
-from mmfaith.evaluators.mcot.protocol import PROTOCOLS, TOOL, TOOL_NAME, system_prompt
+from mmfaith.evaluators.mcot.protocol import CONTINUATIONS, PROTOCOLS, TOOL, TOOL_NAME, system_prompt
 from mmfaith.evaluators.mcot.replay import REPLAYS, SKIPPED, replay_answer, replay_request
 from mmfaith.evaluators.run_engine import Turn
 from mmfaith.images import sha256_bytes
