@@ -110,10 +110,6 @@ def lazy(target: str) -> Callable[..., Any]:
     return call
 
 
-_BUILD_CLI = "mmfaith.builders.{package}.cli"
-_EVALUATOR_CLI = "mmfaith.evaluators.{package}.cli"
-
-
 def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
     """A family's parts where the project keeps them, each imported only when called (`lazy`): the builder in
     `mmfaith.builders.PACKAGE.cli` (`add_build_options`, `run_build`), the loader, run, score and reference
@@ -125,7 +121,7 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
     `elsewhere` overrides a part: a "module:function" string is made lazy, anything else (`scores_alone`'s text,
     None for a part the family lacks) is taken as it is.
     """
-    build, evaluate = _BUILD_CLI.format(package=package), _EVALUATOR_CLI.format(package=package)
+    build, evaluate = f"mmfaith.builders.{package}.cli", f"mmfaith.evaluators.{package}.cli"
     usual = {"add_build_options": f"{build}:add_build_options", "build": f"{build}:run_build",
              **{name: f"{evaluate}:{name}" for name in ("open_dataset", "add_run_options", "probe_plan",
                                                          "add_score_options", "score", "reference_model")},
