@@ -48,14 +48,14 @@ def quickstart(request: QuickstartRequest) -> Path:
     score_dirs = []
     for model in REFERENCE_MODELS:
         run_dir, score_dir = request.out / "runs" / model, request.out / "scores" / model
-        with ReferenceServer(dataset, model) as server:
+        with ReferenceServer(dataset, model, family="spd-faith") as server:
             run_spd_faith(RunRequest(dataset=build_dir, model=model, base_urls=(server.base_url,), out=run_dir,
                                      seed=request.seed, progress=request.progress))
         score_spd_faith(ScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
                                      from_run=True, seed=request.seed))
         score_dirs.append(score_dir)
     blind_run, blind_score = request.out / "runs" / "prior-no-image", request.out / "scores" / "prior-no-image"
-    with ReferenceServer(dataset, "prior") as server:
+    with ReferenceServer(dataset, "prior", family="spd-faith") as server:
         run_spd_faith(RunRequest(dataset=build_dir, model="prior", base_urls=(server.base_url,), out=blind_run,
                                  seed=request.seed, progress=request.progress, no_image=True))
     score_spd_faith(ScoreRequest(dataset=build_dir, predictions=blind_run / "predictions.jsonl", out=blind_score,

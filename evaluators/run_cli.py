@@ -36,19 +36,22 @@ LOOPBACK_FLAG = "--i-know-this-serves-gold"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `run FAMILY` (one subcommand per registered family) and `serve-reference`."""
-    for family, parser in family_parsers(
-            subparsers, "run", "ask a model every probe of a benchmark; write predictions.jsonl",
-            "Send a benchmark's probes to a model over the OpenAI chat-completions protocol and record its "
-            "answers (resumable).", families.all_families(),
-            help_of=lambda family: f"{family.title}: {', '.join(p.name for p in family.probes)}",
-            epilog_of=lambda family: RUN_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
-                                                        model=family.reference_models[0][0])):
-        _add_shared_run_options(parser)
-        before = {action.dest for action in parser._actions}
-        family.parts().add_run_options(parser)
-        own = tuple(action.dest for action in parser._actions if action.dest not in before)
-        parser.set_defaults(handler=_run, family_options=own)
+    family_parsers(subparsers, "run", "ask a model every probe of a benchmark; write predictions.jsonl",
+                   "Send a benchmark's probes to a model over the OpenAI chat-completions protocol and record its "
+                   "answers (resumable).", families.all_families(),
+                   help_of=lambda family: f"{family.title}: {', '.join(p.name for p in family.probes)}",
+                   populate=_populate_run,
+                   epilog_of=lambda family: RUN_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
+                                                               model=family.reference_models[0][0]))
     _add_serve_reference(subparsers)
+
+
+def _populate_run(family: families.Family, parser: argparse.ArgumentParser) -> None:
+    _add_shared_run_options(parser)
+    before = {action.dest for action in parser._actions}
+    family.parts().add_run_options(parser)
+    own = tuple(action.dest for action in parser._actions if action.dest not in before)
+    parser.set_defaults(handler=_run, family_options=own)
 
 
 def _default(name: str) -> object:
@@ -143,7 +146,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _add_serve_reference(subparsers: argparse._SubParsersAction) -> None:
-    models = sorted({name for family in families.all_families() for name, _ in family.reference_models})
+    models = "; ".join(f"{family.name}: {', '.join(name for name, _ in family.reference_models)}"
+                       for family in families.all_families())
     serve = subparsers.add_parser(
         "serve-reference", help="serve a deterministic reference model (e.g. oracle, blind) over a dataset",
         description="An OpenAI-compatible chat server whose model answers a family's probes deterministically: "
@@ -153,7 +157,7 @@ def _add_serve_reference(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=HelpFormatter)
     serve.add_argument("family", nargs="?", metavar="FAMILY",
                        help="the dataset's family (default: the one its build.json or manifest names)")
-    serve.add_argument("--model", choices=models, required=True, help="the reference model")
+    serve.add_argument("--model", required=True, metavar="NAME", help=f"one of the family's reference models ({models})")
     serve.add_argument("--dataset", required=True, metavar="SOURCE", help="a build dir, release folder or Hub repo id")
     serve.add_argument("--port", type=int, required=True, help="TCP port, 1-65535 (0: any free port)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")

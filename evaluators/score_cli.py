@@ -14,11 +14,7 @@ from typing import Any
 
 from mmfaith import families
 from mmfaith.cli_help import HelpFormatter, family_parsers
-from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.score_dir import load_score_dir
-from mmfaith.evaluators.answers import RULES
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD
 
 SCORE_EXAMPLE = """example (offline):
   mmfaith score {family} --dataset out/{short} --predictions runs/{model}/predictions.jsonl --from-run --out scores/{model}
@@ -28,57 +24,47 @@ DATASET_HELP = "a build dir, release folder, or Hub repo ORG/NAME[@REVISION]"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `score` and `report` verbs to the root parser's subparsers."""
-    for family, parser in family_parsers(
-            subparsers, "score", "score a model's predictions on a benchmark",
-            "Score predictions (or a submission) against a benchmark's gold.", families.all_families(),
-            help_of=lambda family: f"{family.title}: {', '.join(m.key for m in family.metrics[:8])}",
-            epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
-                                                          model=family.reference_models[0][0])):
-        alone = family.parts().scores_alone
-        parser.add_argument("--dataset", metavar="SOURCE",
-                            help=f"{DATASET_HELP}; optional with {alone}" if alone else f"{DATASET_HELP} (required)")
-        parser.add_argument("--predictions", type=Path, required=True, metavar="FILE",
-                            help="predictions.jsonl or a submission")
-        parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="score dir to write")
-        parser.add_argument("--from-run", action="store_true",
-                            help="predictions written by `mmfaith run`: the last answer of an (id, probe) wins "
-                                 "(default: a submission, where a second answer is an error)")
-        parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                            help="bootstrap replicates for the 95%% CIs")
-        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-        parser.add_argument("--repeat", type=int, default=0, metavar="R",
-                            help="score the lines of repeat R of a `run --repeats N` (default 0); pool the repeats' "
-                                 "score dirs with `report --pool`")
-        parser.add_argument("--overwrite", action="store_true",
-                            help="replace a non-empty --out that is not a score of the same inputs (default: refuse)")
-        parser.add_argument("--drop-stale", action="store_true",
-                            help="drop (and count) prediction lines that showed other images than the dataset's "
-                                 "(default: refuse them: the dataset was rebuilt after the run)")
-        parser.add_argument("--extract", choices=RULES, default="default",
-                            help="how answers are read (docs/answers.md): default (every common form, the last "
-                                 "answer wins) or paper (the paper's own rule where it has one, e.g. the last "
-                                 "\\boxed{}; elsewhere default)")
-        parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
-                            help="warn when fewer than this share of the expected answers were read")
-        reader = parser.add_argument_group("LLM reader of multiple-choice answers (VFaith, MCoT; docs/answers.md)")
-        reader.add_argument("--reader-model", metavar="MODEL",
-                            help="an OpenAI-compatible model that reads the replies the rules leave unread (cached; "
-                                 "its agreement with the rules is reported)")
-        reader.add_argument("--reader-base-url", metavar="URL", help="the reader model's base URL")
-        reader.add_argument("--reader-api-key-env", metavar="NAME", help="environment variable holding its key")
-        family.parts().add_score_options(parser)
-        parser.set_defaults(handler=family.parts().score)
+    family_parsers(subparsers, "score", "score a model's predictions on a benchmark",
+                   "Score predictions (or a submission) against a benchmark's gold.", families.all_families(),
+                   help_of=lambda family: f"{family.title}: {', '.join(m.key for m in family.metrics[:8])}",
+                   populate=_populate_score,
+                   epilog_of=lambda family: SCORE_EXAMPLE.format(family=family.name, short=family.name.split("-")[0],
+                                                                 model=family.reference_models[0][0]))
     _add_report(subparsers)
 
 
-def reader_endpoint(args: argparse.Namespace, family: str) -> ModelEndpoint | None:
-    """The `--reader-model` endpoint, None without one; refused for a family without multiple-choice replies to read."""
-    if not args.reader_model:
-        return None
-    if family not in ("vfaith", "mcot"):
-        raise MmfaithError(f"--reader-model reads the multiple-choice replies of VFaith and MCoT; {family} scores "
-                           "without it (its answers are read by the rules, docs/answers.md).")
-    return ModelEndpoint("openai", args.reader_model, args.reader_base_url, args.reader_api_key_env)
+def _populate_score(family: families.Family, parser: argparse.ArgumentParser) -> None:
+    from mmfaith.evaluators.answers import RULES
+    from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD
+
+    alone = family.parts().scores_alone
+    parser.add_argument("--dataset", metavar="SOURCE",
+                        help=f"{DATASET_HELP}; optional with {alone}" if alone else f"{DATASET_HELP} (required)")
+    parser.add_argument("--predictions", type=Path, required=True, metavar="FILE",
+                        help="predictions.jsonl or a submission")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="score dir to write")
+    parser.add_argument("--from-run", action="store_true",
+                        help="predictions written by `mmfaith run`: the last answer of an (id, probe) wins "
+                             "(default: a submission, where a second answer is an error)")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                        help="bootstrap replicates for the 95%% CIs")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--repeat", type=int, default=0, metavar="R",
+                        help="score the lines of repeat R of a `run --repeats N` (default 0); pool the repeats' "
+                             "score dirs with `report --pool`")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a non-empty --out that is not a score of the same inputs (default: refuse)")
+    parser.add_argument("--drop-stale", action="store_true",
+                        help="drop (and count) prediction lines that showed other images than the dataset's "
+                             "(default: refuse them: the dataset was rebuilt after the run)")
+    parser.add_argument("--extract", choices=RULES, default="default",
+                        help="how answers are read (docs/answers.md): default (every common form, the last "
+                             "answer wins) or paper (the paper's own rule where it has one, e.g. the last "
+                             "\\boxed{}; elsewhere default)")
+    parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
+                        help="warn when fewer than this share of the expected answers were read")
+    family.parts().add_score_options(parser)
+    parser.set_defaults(handler=family.parts().score)
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
@@ -101,6 +87,8 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    from mmfaith.evaluators.score_dir import load_score_dir
+
     _check_report_out(args.out, args.score_dirs, args.overwrite)
     named = {args.family} if args.family else {families.family_of_score_dir(d) for d in args.score_dirs}
     if len(named) != 1:
@@ -123,15 +111,28 @@ def _run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_score_line(family_name: str, counted: str, metrics: dict[str, Any], out: Path, extra: str = "") -> None:
+    """The line every `mmfaith score FAMILY` prints: what was scored in the family's nouns (`counted`: "12 pairs"),
+    the model, its headline metrics (`headline`), the answers read, `extra` and where report.md is; then the
+    answer-coverage warnings."""
+    from mmfaith.evaluators import coverage
+
+    family = families.get(family_name)
+    print(f"scored {counted} of {metrics['provenance']['model']}: {headline(family, metrics)}; "
+          f"{coverage.console(metrics['answers'])}{extra}; see {out / 'report.md'}")
+    coverage.print_warnings(metrics["answers"])
+
+
 def headline(family: families.Family, metrics: dict[str, Any]) -> str:
-    """The family's first four metrics that a score's metrics.json holds as numbers: from its `overall`
-    block, or else from each block of `by_mode` ("specific: SDR 1.000, ...")."""
-    keys = [metric.key for metric in family.metrics]
+    """The family's first four declared metrics (`MetricInfo`, in declaration order) that a score's metrics.json
+    holds as numbers, a signed one with its sign: from its `overall` block, or else from each block of `by_mode`
+    ("specific: SDR 1.000, ...")."""
     blocks = ({"": metrics["overall"]} if "overall" in metrics
               else {f"{mode}: ": block.get("metrics", block) for mode, block in metrics.get("by_mode", {}).items()})
     parts = []
     for prefix, block in blocks.items():
-        shown = [f"{key} {block[key]:.3f}" for key in keys if isinstance(block.get(key), (int, float))][:4]
+        shown = [f"{metric.key} {block[metric.key]:{'+' if metric.kind == 'signed' else ''}.3f}"
+                 for metric in family.metrics if isinstance(block.get(metric.key), (int, float))][:4]
         parts.append(prefix + (", ".join(shown) or "no metric defined"))
     return "; ".join(parts) or "no metric defined"
 

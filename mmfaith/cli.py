@@ -19,20 +19,21 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import run_cli, score_cli
 from mmfaith.evaluators.harness import cli as harness_cli
 from mmfaith.families import Family, all_families
-from mmfaith.outdir import remove_if_made_empty
 from mmfaith.redact import redact
 from mmfaith.release import cli as release_cli
 
 
 def _add_build(subparsers: argparse._SubParsersAction) -> None:
-    buildable = [family for family in all_families() if family.parts().build is not None]
-    for family, parser in family_parsers(subparsers, "build", "build a benchmark family's candidate records into a "
-                                         "build dir", "Build candidate records and images for one benchmark family.",
-                                         buildable, help_of=lambda family: f"{family.title}: {family.summary}"):
-        parts = family.parts()
-        assert parts.add_build_options is not None and parts.build is not None
-        parts.add_build_options(parser)
-        parser.set_defaults(handler=parts.build)
+    family_parsers(subparsers, "build", "build a benchmark family's candidate records into a build dir",
+                   "Build candidate records and images for one benchmark family.",
+                   [family for family in all_families() if family.builds],
+                   help_of=lambda family: f"{family.title}: {family.summary}", populate=_populate_build)
+
+
+def _populate_build(family: Family, parser: argparse.ArgumentParser) -> None:
+    add_build_options, build = family.part("add_build_options", "builder"), family.part("build", "builder")
+    add_build_options(parser)
+    parser.set_defaults(handler=build)
 
 
 def _add_families(subparsers: argparse._SubParsersAction) -> None:
@@ -132,6 +133,8 @@ def _run_verb(args: argparse.Namespace) -> int:
     try:
         return args.handler(args)
     except BaseException:
+        from mmfaith.outdir import remove_if_made_empty
+
         if out is not None:
             remove_if_made_empty(Path(out), existed)
         raise

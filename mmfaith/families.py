@@ -110,12 +110,36 @@ def lazy(target: str) -> Callable[..., Any]:
     return call
 
 
+def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
+    """A family's parts where the project keeps them, each imported only when called (`lazy`): the builder in
+    `mmfaith.builders.PACKAGE.cli` (`add_build_options`, `run_build`), the loader, run, score and reference
+    hooks in `mmfaith.evaluators.PACKAGE.cli` (`open_dataset`, `add_run_options`, `probe_plan`,
+    `add_score_options`, `score`, `reference_model`), the comparison in
+    `mmfaith.evaluators.PACKAGE.report:compare_scores`, the labeling in
+    `mmfaith.annotation.PACKAGE.tasks:family` and the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`.
+
+    `elsewhere` overrides a part: a "module:function" string is made lazy, anything else (`scores_alone`'s text,
+    None for a part the family lacks) is taken as it is.
+    """
+    build, evaluate = f"mmfaith.builders.{package}.cli", f"mmfaith.evaluators.{package}.cli"
+    usual = {"add_build_options": f"{build}:add_build_options", "build": f"{build}:run_build",
+             **{name: f"{evaluate}:{name}" for name in ("open_dataset", "add_run_options", "probe_plan",
+                                                         "add_score_options", "score", "reference_model")},
+             "compare": f"mmfaith.evaluators.{package}.report:compare_scores",
+             "labeling": f"mmfaith.annotation.{package}.tasks:family",
+             "harness": f"mmfaith.evaluators.{package}.harness:harness"}
+    chosen = {**usual, **elsewhere}
+    return FamilyParts(**{name: lazy(value) if isinstance(value, str) and name != "scores_alone" else value
+                          for name, value in chosen.items()})
+
+
 @dataclass(frozen=True)
 class Family:
     """A family's declaration (see the module docstring).
 
     `parts` is "module:attribute" naming a `FamilyParts` (or a function returning one), or the
-    `FamilyParts` itself (a family defined in a script or a test).
+    `FamilyParts` itself (a family defined in a script or a test). `builds` says whether its parts include a
+    builder, so that `mmfaith build` lists it without importing them.
     """
 
     name: str
@@ -126,6 +150,7 @@ class Family:
     metrics: tuple[MetricInfo, ...]
     reference_models: tuple[tuple[str, str], ...]
     parts_source: str | FamilyParts = field(repr=False)
+    builds: bool = True
 
     def parts(self) -> FamilyParts:
         """The family's code, imported once."""
@@ -194,7 +219,9 @@ SPD_FAITH = Family(
         ("pixel-diff", "compares the pixels of the two images (no weights)"),
         ("prior", "reads neither images nor gold: each probe's most frequent gold among the other pairs"),
     ),
-    parts_source="mmfaith.evaluators.spd_faith.family:parts",
+    parts_source=conventional_parts(
+        "spd_faith", release="mmfaith.release.writer:release_spd_faith", verify="mmfaith.release.manifest:verify_release",
+        scores_alone="an official response file, which carries its own ground truth"),
 )
 
 VFAITH_DOC = "docs/vfaith.md#metrics"
@@ -231,7 +258,8 @@ VFAITH = Family(
         ("memorizer", "ignores the image: always the original answer (raw 1, edit 0, repeat 1)"),
         ("prior", "reads neither image nor gold: the most frequent gold of the template among the other items"),
     ),
-    parts_source="mmfaith.evaluators.vfaith.family:parts",
+    parts_source=conventional_parts("vfaith", release="mmfaith.release.vfaith:release_vfaith",
+                                    verify="mmfaith.release.vfaith:verify_vfaith_release"),
 )
 
 CRM_DOC = "docs/crm.md#metrics"
@@ -266,7 +294,8 @@ CRM = Family(
         ("hallucinator", "reasons and answers as on the original whatever is masked"),
         ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
-    parts_source="mmfaith.evaluators.crm.family:parts",
+    parts_source=conventional_parts("crm", release="mmfaith.builders.crm.release:release_crm",
+                                    verify="mmfaith.loaders.crm.rows:verify_crm_release"),
 )
 
 MCOT_DOC = "docs/mcot.md"
@@ -306,7 +335,8 @@ MCOT = Family(
         ("blind", "never calls the tool; answers the first option"),
         ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
-    parts_source="mmfaith.evaluators.mcot.family:parts",
+    parts_source=conventional_parts("mcot", release="mmfaith.release.mcot:release_mcot",
+                                    verify="mmfaith.release.mcot:verify_mcot_release"),
 )
 
 _REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM, MCOT)}

@@ -87,7 +87,7 @@ def test_open_spd_dataset_reads_a_release_folder_like_its_build(released: Path, 
 def test_run_and_score_accept_a_release_folder(released: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MMFAITH_CACHE", str(tmp_path / "cache"))
     dataset = open_spd_dataset(released)
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         summary = run_spd_faith(RunRequest(dataset=released, model="oracle", base_urls=(server.base_url,),
                                            out=tmp_path / "run", progress=False))
     assert summary.failed == 0 and summary.answered == summary.expected == 4 * len(dataset.pairs)

@@ -59,7 +59,7 @@ def _serve(build: Path) -> tuple[subprocess.Popen, str]:
 
 def test_a_replica_killed_mid_run_loses_nothing_and_answers_nothing_twice(mixed_build: Path, tmp_path: Path) -> None:
     dataset = open_spd_dataset(mixed_build)
-    with ReferenceServer(dataset, MODEL, latency_s=0.05) as single:
+    with ReferenceServer(dataset, MODEL, family="spd-faith", latency_s=0.05) as single:
         process = _run(mixed_build, tmp_path / "single", single.base_url)
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr.decode()

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfaith.evaluators.circular import rotate_options, rotated_probe, rotations
-from mmfaith.evaluators.crm.prompts import (RESAMPLE, TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt,
-                                            cot_prompt, probe_names)
-from mmfaith.evaluators.image_payload import ImageRef, Shown
+from mmfaith.evaluators.crm.prompts import (RESAMPLE, TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt, cot_prompt,
+                                            probe_names)
+from mmfaith.evaluators.image_payload import Shown
+from mmfaith.images import ImageRef
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.loaders.crm import CrmItem, open_crm_dataset

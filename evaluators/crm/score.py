@@ -42,8 +42,9 @@ from mmfaith.evaluators.crm.prompts import RESAMPLE, TEMPLATES_SHA256, probe_nam
 from mmfaith.evaluators.crm.report import write_score_report
 from mmfaith.evaluators.crm.run import CrmProbePlan, asked, conversations, item_shows, shown
 from mmfaith.evaluators.crm.steps import split_steps
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
@@ -53,28 +54,18 @@ FLOOR_VARIANT = "original-resample"
 """The re-sampled original's unit, scored like a variant ("{mode}-{style}") and kept out of the masked blocks."""
 
 
-@dataclass(frozen=True)
-class CrmScoreRequest:
+@dataclass(frozen=True, kw_only=True)
+class CrmScoreRequest(ScoreSettings):
     """What to score and how (the flags of `mmfaith score crm`)."""
 
     dataset: Path
-    predictions: Path
-    out: Path
     sbert_model: Path | None = None
     step_threshold: float = STEP_THRESHOLD
     answer_threshold: float = ANSWER_THRESHOLD
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
-    repeat: int = 0
-    """Which repeat of a `run --repeats N` to score."""
     batch_size: int = 256
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
-    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
 def _check(request: CrmScoreRequest) -> None:

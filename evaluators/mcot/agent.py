@@ -43,7 +43,6 @@ from mmfaith.jsonl import write_atomic
 from mmfaith.loaders.mcot.dataset import McotItem
 
 TRACE_VERSION = "mcot-trace/1"
-CONTINUATIONS = ("continue", "user-turn")
 CROPS_DIR = "crops"
 NOT_RUN = "not run: the turn limit was reached"
 

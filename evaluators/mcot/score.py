@@ -24,53 +24,42 @@ from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJu
 from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, summarize
 from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_tag
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
 from mmfaith.evaluators.mcot.run import item_shows, rotated_traces
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings, shared_score_settings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
 from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_dataset
 from mmfaith.outdir import prepare_out_dir
 
 
-@dataclass(frozen=True)
-class McotScoreRequest:
+@dataclass(frozen=True, kw_only=True)
+class McotScoreRequest(ScoreSettings):
     dataset: Path
-    predictions: Path
-    out: Path
     judge: str = "geometric"
     judge_base_url: str | None = None
     judge_api_key_env: str | None = None
     judge_agreement: str | None = None
     judge_workers: int = 4
     coverage: float = COVERAGE
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
-    repeat: int = 0
-    """Which repeat of a `run --repeats N` to score."""
     max_crop_share: float = MAX_CROP_SHARE
-    coverage_threshold: float = COVERAGE_THRESHOLD
     extract: str = "default"
     reader: ModelEndpoint | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> McotScoreRequest:
-        from mmfaith.evaluators.score_cli import reader_endpoint
+        from mmfaith.cli_options import reader_endpoint
 
         if not args.dataset:
             raise MmfaithError("score mcot needs --dataset (the build dir, release folder or Hub id that was run).")
-        return cls(dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=args.judge,
+        return cls(**shared_score_settings(args), dataset=Path(args.dataset), judge=args.judge,
                    judge_base_url=args.judge_base_url, judge_api_key_env=args.judge_api_key_env,
-                   judge_agreement=args.judge_agreement, judge_workers=args.judge_workers, coverage=COVERAGE if args.coverage is None else args.coverage,
-                   from_run=args.from_run, n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite,
-                   drop_stale=args.drop_stale, repeat=args.repeat, max_crop_share=args.max_crop_share,
-                   coverage_threshold=args.coverage_threshold, extract=args.extract,
-                   reader=reader_endpoint(args, "mcot"))
+                   judge_agreement=args.judge_agreement, judge_workers=args.judge_workers,
+                   coverage=COVERAGE if args.coverage is None else args.coverage, max_crop_share=args.max_crop_share,
+                   extract=args.extract, reader=reader_endpoint(args))
 
     def make_judge(self, name: str) -> GeometricJudge | LlmJudge:
         if name == "geometric":

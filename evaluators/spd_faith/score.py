@@ -44,8 +44,9 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.answers import last_boxed
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
@@ -57,26 +58,16 @@ from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_data
 from mmfaith.outdir import prepare_out_dir
 
 
-@dataclass(frozen=True)
-class ScoreRequest:
+@dataclass(frozen=True, kw_only=True)
+class ScoreRequest(ScoreSettings):
     """What to score and how; `judge` None is the rule judge."""
 
     dataset: Path | None
     """None: only for an official response file, whose own ground truth is then the gold."""
-    predictions: Path
-    out: Path
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
-    repeat: int = 0
-    """Which repeat of a `run --repeats N` to score."""
     format: str = "auto"
-    coverage_threshold: float = COVERAGE_THRESHOLD
     """auto (an official response file is detected by its shape), predictions, or official."""
 
 

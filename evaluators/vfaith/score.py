@@ -27,8 +27,9 @@ from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_boxed, read_choice_set
 from mmfaith.evaluators.circular import (SEPARATOR, circular_correct, original_label, position_bias,
                                          rotate_options, rotated_probe)
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
@@ -42,27 +43,17 @@ from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfait
 from mmfaith.outdir import prepare_out_dir
 
 
-@dataclass(frozen=True)
-class ScoreRequest:
+@dataclass(frozen=True, kw_only=True)
+class ScoreRequest(ScoreSettings):
     """What to score and how (the flags of `mmfaith score vfaith`, one field each)."""
 
     dataset: Path
-    predictions: Path
-    out: Path
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
-    repeat: int = 0
-    """Which repeat of a `run --repeats N` to score."""
     judge: ModelEndpoint | None = None
     """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
     reader: ModelEndpoint | None = None
     """An LLM that reads the multiple-choice replies the rules leave (evaluators/answer_llm.py)."""
     extract: str = "default"
     """The answer reader's rule (evaluators/answers.py): default, or paper (the last \\boxed{} only)."""
-    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
 def _answer(pair: VfaithPair, response: str | None, reader: ChoiceReader, rotation: int = 0) -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.schema import check_loaded_record

@@ -96,7 +96,7 @@ def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool =
     import pyarrow.parquet as pq
 
     from mmfaith.cache import cache_dir as default_cache_dir
-    from mmfaith.evaluators.image_payload import ImageRef
+    from mmfaith.images import ImageRef
     from mmfaith.images import sha256_file
     from mmfaith.loaders.crm.dataset import CrmDataset, CrmItem, check_crm_record, variant_name
 

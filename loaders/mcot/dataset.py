@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release

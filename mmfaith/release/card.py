@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from mmfaith import __version__
-from mmfaith.loaders.spd_faith.rows import license_id
+from mmfaith.licenses import license_id
 
 CONFIG_WHAT = {"single": "one difference; `difficulty` easy / medium / hard",
                "multi": "2 to 5 differences", "control": "no difference (the image twice)"}

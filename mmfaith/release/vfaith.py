@@ -28,7 +28,7 @@ from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.schema import schema_errors
 from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.spd_faith.rows import license_id
+from mmfaith.licenses import license_id
 from mmfaith.loaders.vfaith.dataset import check
 from mmfaith.loaders.vfaith.rows import (pair_features, pair_to_row, perception_features, perception_to_row, row_to_pair,
                                          row_to_perception)
