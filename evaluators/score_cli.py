@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                  "\\boxed{}; elsewhere default)")
         parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
                             help="warn when fewer than this share of the expected answers were read")
-        reader = parser.add_argument_group("LLM reader of multiple-choice answers (VFaith, MCoT; docs/answers.md)")
+        reader = parser.add_argument_group("LLM reader of multiple-choice answers (docs/answers.md)")
         reader.add_argument("--reader-model", metavar="MODEL",
                             help="an OpenAI-compatible model that reads the replies the rules leave unread (cached; "
                                  "its agreement with the rules is reported)")

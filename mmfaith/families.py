@@ -70,8 +70,8 @@ class FamilyParts:
       over a dataset, for `serve-reference` and the tests.
     - `compare(score_dirs, out, n_bootstrap, seed, all_pairs) -> comparison`: `mmfaith report`.
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
-    - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
-    - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
+    - `release() -> release.declaration.ReleaseDeclaration`: the family's release format, which the
+      shared `mmfaith release`, `verify`, `--push` and the loaders' source resolver use.
     - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
     - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
@@ -88,8 +88,7 @@ class FamilyParts:
     build: Callable[[argparse.Namespace], int] | None = None
     compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
-    release: Callable[[Any], Any] | None = None
-    verify: Callable[[Path], Any] | None = None
+    release: Callable[[], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
     scores_alone: str | None = None
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mmfaith.release.writer import ReleaseRequest, release_spd_faith
+from mmfaith.release.declaration import declaration_of
+from mmfaith.release.writer import ReleaseRequest, write_release
 from mmfaith.release.manifest import verify_release
 from mmfaith.errors import MmfaithError
 from mmfaith.loaders.spd_faith.rows import row_to_record
@@ -57,7 +58,7 @@ def cli(argv: list[str]) -> int:
 
 
 def release(build: Path, out: Path, version: str = "0.1.0", **kwargs) -> Path:
-    release_spd_faith(ReleaseRequest(build=build, out=out, name="mmfaith/spd-faith-sample", version=version,
+    write_release(declaration_of("spd-faith"), ReleaseRequest(build=build, out=out, name="mmfaith/spd-faith-sample", version=version,
                                      **{"include": "all", **kwargs}))
     return out
 

@@ -20,9 +20,8 @@ def parts() -> FamilyParts:
         add_score_options=evaluator_cli.add_score_options,
         score=evaluator_cli.score,
         reference_model=evaluator_cli.reference_model,
-        release=lazy("mmfaith.builders.crm.release:release_crm"),
+        release=lazy("mmfaith.loaders.crm.release:declaration"),
         labeling=lazy("mmfaith.annotation.crm.tasks:family"),
-        verify=lazy("mmfaith.loaders.crm.rows:verify_crm_release"),
         compare=evaluator_cli.compare,
         harness=lazy("mmfaith.evaluators.crm.harness:harness"),
     )

@@ -17,9 +17,8 @@ def parts() -> FamilyParts:
         add_score_options=evaluator_cli.add_score_options,
         score=evaluator_cli.score,
         reference_model=evaluator_cli.reference_model,
-        release=lazy("mmfaith.release.mcot:release_mcot"),
+        release=lazy("mmfaith.loaders.mcot.release:declaration"),
         labeling=lazy("mmfaith.annotation.mcot.tasks:family"),
         compare=lazy("mmfaith.evaluators.mcot.report:compare_scores"),
-        verify=lazy("mmfaith.release.mcot:verify_mcot_release"),
         harness=lazy("mmfaith.evaluators.mcot.harness:harness"),
     )

@@ -22,8 +22,7 @@ def parts() -> FamilyParts:
         compare=evaluator_cli.compare,
         reference_model=evaluator_cli.reference_model,
         labeling=lazy("mmfaith.annotation.spd_faith.tasks:family"),
-        release=lazy("mmfaith.release.writer:release_spd_faith"),
-        verify=lazy("mmfaith.release.manifest:verify_release"),
+        release=lazy("mmfaith.loaders.spd_faith.release:declaration"),
         harness=lazy("mmfaith.evaluators.spd_faith.harness:harness"),
         scores_alone="an official response file, which carries its own ground truth",
     )

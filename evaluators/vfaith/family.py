@@ -22,7 +22,6 @@ def parts() -> FamilyParts:
         compare=evaluator_cli.compare,
         reference_model=evaluator_cli.reference_model,
         labeling=lazy("mmfaith.annotation.vfaith.tasks:family"),
-        release=lazy("mmfaith.release.vfaith:release_vfaith"),
-        verify=lazy("mmfaith.release.vfaith:verify_vfaith_release"),
+        release=lazy("mmfaith.loaders.vfaith.release:declaration"),
         harness=lazy("mmfaith.evaluators.vfaith.harness:harness"),
     )
