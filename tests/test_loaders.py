@@ -163,8 +163,14 @@ def official_fixture(build: Path, out: Path) -> list[dict]:
 
 
 def test_official_release_rows_load_into_the_same_typed_view(mixed_build: Path, tmp_path: Path) -> None:
+    import datasets
+
     rows = official_fixture(mixed_build, tmp_path / "official")
-    dataset = load_spd_faith(tmp_path / "official", config=None)
+    # the official layout is not an mmfaith release (no manifest.json): plain `datasets` loads it, the
+    # loaders refuse it (import it with `mmfaith build spd-faith --from-official` instead)
+    with pytest.raises(MmfaithError, match="not a SPD-Faith release folder"):
+        load_spd_faith(tmp_path / "official", config=None)
+    dataset = datasets.load_dataset(str(tmp_path / "official"), split="test")
     assert set(dataset.column_names) == {"qid", "image", "modifications", "question"}
     views = list(spd_pairs(dataset))
     assert [v.id for v in views] == ["100", "101", "102"]

@@ -76,7 +76,8 @@ def check_row(where: str, config: str, row: dict[str, Any]) -> tuple[Record | No
 
 def card(facts: CardFacts) -> str:
     """README.md: cards/mcot.md with the Hub front matter (one config per source, the first the default)."""
-    front = {"pretty_name": pretty_name(facts.name), "license": "other", "language": ["en"],
+    front = {"pretty_name": pretty_name(facts.name), "license": "other", "license_name": "per-source-licenses",
+             "license_link": f"https://huggingface.co/datasets/{facts.name}#licenses", "language": ["en"],
              "task_categories": ["visual-question-answering"], "tags": ["multimodal", "faithfulness", "mmfaith",
                                                                         "thinking-with-images"],
              "configs": hub_configs(facts)}

@@ -119,6 +119,31 @@ def write_shards(out: Path, declaration: ReleaseDeclaration, build: Path, units:
     """Each config's units sorted by record id, in parquet shards of `shard_rows` rows (at least one shard per
     config), written row group by row group; returns the shards' manifest entries."""
     import pyarrow as pa
+
+    previous_pool = pa.default_memory_pool()
+    pa.set_memory_pool(_returning_pool())
+    try:
+        return _write_configs(out, declaration, build, units, shard_rows)
+    finally:
+        pa.set_memory_pool(previous_pool)
+
+
+def _returning_pool() -> Any:
+    """An arrow memory pool that hands freed row groups back to the system at once (jemalloc with no decay
+    where pyarrow has it, else the system allocator), so peak memory is about one row group's."""
+    import pyarrow as pa
+
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(0)
+        return pool
+    except NotImplementedError:
+        return pa.system_memory_pool()
+
+
+def _write_configs(out: Path, declaration: ReleaseDeclaration, build: Path, units: dict[str, list[Unit]],
+                   shard_rows: int) -> dict[str, dict[str, Any]]:
+    """write_shards' loop: each config's shards into `out`; their manifest entries."""
     import pyarrow.parquet as pq
 
     entries: dict[str, dict[str, Any]] = {}
@@ -132,13 +157,22 @@ def write_shards(out: Path, declaration: ReleaseDeclaration, build: Path, units:
             name = f"data/{config}/{SPLIT}-{index:05d}-of-{count:05d}.parquet"
             with pq.ParquetWriter(out / name, features.arrow_schema, **PARQUET_SETTINGS) as writer:
                 for start in range(0, max(len(part), 1), ROW_GROUP_ROWS):
-                    rows = [features.encode_example(declaration.to_row(build, config, unit))
-                            for unit in part[start:start + ROW_GROUP_ROWS]]
-                    writer.write_table(pa.Table.from_pylist(rows, schema=features.arrow_schema),
+                    writer.write_table(_row_group(declaration, features, build, config,
+                                                  part[start:start + ROW_GROUP_ROWS]),
                                        row_group_size=ROW_GROUP_ROWS)
-                    del rows
             entries[name] = {**file_entry(out / name), "rows": len(part), "config": config, "split": SPLIT}
     return entries
+
+
+def _row_group(declaration: ReleaseDeclaration, features: Any, build: Path, config: str, units: list[Unit]) -> Any:
+    """One row group as a single-chunk arrow table (the bytes one `from_pylist` of its rows gives): each row is
+    made and converted alone, so at most one row's images are held as Python objects at a time."""
+    import pyarrow as pa
+
+    schema = features.arrow_schema
+    batches = [pa.RecordBatch.from_pylist([features.encode_example(declaration.to_row(build, config, unit))],
+                                          schema=schema) for unit in units]
+    return pa.Table.from_batches(batches, schema=schema).combine_chunks()
 
 
 def select_records(records: list[Record], include: str, allow_noderivs: bool, build: Path, *,
