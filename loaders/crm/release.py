@@ -13,35 +13,20 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.builders.crm.build import gold_items
-from mmfaith.errors import MmfaithError
 from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
-from mmfaith.images import sha256_bytes, sha256_file
-from mmfaith.jsonl import read_jsonl
+from mmfaith.images import sha256_bytes
 from mmfaith.loaders.crm.dataset import check_crm_record, variant_name
 from mmfaith.loaders.crm.rows import features, record_to_row
 from mmfaith.release.card import changelog_text, fill, hub_configs, pretty_name, verification_line
-from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit
+from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
 
 
 def read_build(build: Path) -> list[Record]:
     """Every record of the build, schema-checked, its original and every variant present with its sha256."""
-    path = build / "records.jsonl"
-    if not path.is_file():
-        raise MmfaithError(f"{build}: no records.jsonl; pass the --out of `mmfaith build crm`.")
-    records: list[Record] = []
-    seen: set[str] = set()
-    for number, record in read_jsonl(path):
-        check_crm_record(record, f"{path}:{number}", seen)
-        images = [(record["image_original"], record["image_original_sha256"])]
-        images += [(variant["image"], variant["sha256"]) for variant in record["variants"]]
-        for relative, digest in images:
-            image = build / relative
-            if not image.is_file() or sha256_file(image) != digest:
-                raise MmfaithError(f"{path}:{number}: image {image} is missing or does not match its sha256; restore "
-                                   "the build's images.")
-        records.append(record)
-    return records
+    return checked_records(build, "crm", "records.jsonl", check_crm_record,
+                           lambda r: [(r["image_original"], r["image_original_sha256"])]
+                           + [(v["image"], v["sha256"]) for v in r["variants"]])
 
 
 def select(records: list[Record], include: str, allow_noderivs: bool, build: Path) -> tuple[list[Record], dict[str, int]]:

@@ -11,14 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith import __version__
-from mmfaith.errors import MmfaithError
 from mmfaith.gold_balance import GoldItem, gold_summary, gold_table
-from mmfaith.images import sha256_bytes, sha256_file
-from mmfaith.jsonl import read_jsonl
+from mmfaith.images import sha256_bytes
 from mmfaith.loaders.mcot.dataset import check_item
 from mmfaith.loaders.mcot.rows import features, record_to_row, row_to_record
 from mmfaith.release.card import changelog_text, fill, hub_configs, pretty_name, verification_line
-from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit
+from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
 
 CONFIGS = ("coco", "vstar", "hrbench-4k", "hrbench-8k")
@@ -28,18 +26,7 @@ CONFIG_WHAT = {"coco": "small-target colour and left/right questions from COCO a
 
 def read_build(build: Path) -> list[Record]:
     """Every record of the build, schema-checked, each image present and matching its hash."""
-    path = build / "records.jsonl"
-    if not path.is_file():
-        raise MmfaithError(f"{build}: no records.jsonl; pass the --out of `mmfaith build mcot`.")
-    records: list[Record] = []
-    seen: set[str] = set()
-    for number, record in read_jsonl(path):
-        check_item(record, f"{path}:{number}", seen)
-        image = build / record["image"]
-        if not image.is_file() or sha256_file(image) != record["image_sha256"]:
-            raise MmfaithError(f"{path}:{number}: image {image} is missing or does not match image_sha256.")
-        records.append(record)
-    return records
+    return checked_records(build, "mcot", "records.jsonl", check_item, lambda r: [(r["image"], r["image_sha256"])])
 
 
 def select(records: list[Record], include: str, allow_noderivs: bool, build: Path) -> tuple[list[Record], dict[str, int]]:

@@ -12,12 +12,11 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.errors import MmfaithError
-from mmfaith.images import sha256_bytes, sha256_file
-from mmfaith.jsonl import read_jsonl
+from mmfaith.images import sha256_bytes
 from mmfaith.loaders.spd_faith.rows import features, license_id, record_to_row, row_to_record
 from mmfaith.release.card import (changelog_text, fill, hub_configs, pretty_name, size_category,
                                   verification_line)
-from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit
+from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
 
 CONFIGS = ("single", "multi", "control")
@@ -25,24 +24,16 @@ CONFIG_WHAT = {"single": "one difference; `difficulty` easy / medium / hard",
                "multi": "2 to 5 differences", "control": "no difference (the image twice)"}
 
 
+def _check(record: Record, where: str, seen: set[str]) -> None:
+    errors = schema_errors("spd_faith_pair", record)
+    if errors:
+        raise MmfaithError(f"{where}: not an SPD-Faith record: {'; '.join(errors[:3])}")
+
+
 def read_build(build: Path) -> list[Record]:
     """Every record of the build, schema-checked, with both image files present and matching their hashes."""
-    path = build / "records.jsonl"
-    if not path.is_file():
-        raise MmfaithError(f"{build}: no records.jsonl; pass the --out of `mmfaith build spd-faith`.")
-    records = []
-    for number, record in read_jsonl(path):
-        errors = schema_errors("spd_faith_pair", record)
-        if errors:
-            raise MmfaithError(f"{path}:{number}: not an SPD-Faith record: {'; '.join(errors[:3])}")
-        for side in ("image_a", "image_b"):
-            image = build / record[side]
-            if not image.is_file():
-                raise MmfaithError(f"{path}:{number}: {side} {image} is missing; restore the build's images.")
-            if sha256_file(image) != record[f"{side}_sha256"]:
-                raise MmfaithError(f"{path}:{number}: {side} {image} does not match {side}_sha256; the image was changed.")
-        records.append(record)
-    return records
+    return checked_records(build, "spd-faith", "records.jsonl", _check,
+                           lambda r: [(r["image_a"], r["image_a_sha256"]), (r["image_b"], r["image_b_sha256"])])
 
 
 def select(records: list[Record], include: str, allow_noderivs: bool, build: Path) -> tuple[list[Record], dict[str, int]]:

@@ -13,16 +13,14 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.builders.vfaith.presentation import gold_items
-from mmfaith.errors import MmfaithError
 from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
-from mmfaith.images import sha256_bytes, sha256_file
-from mmfaith.jsonl import read_jsonl
+from mmfaith.images import sha256_bytes
 from mmfaith.loaders.spd_faith.rows import license_id
 from mmfaith.loaders.vfaith.dataset import check
 from mmfaith.loaders.vfaith.rows import (pair_features, pair_to_row, perception_features, perception_to_row, row_to_pair,
                                          row_to_perception)
 from mmfaith.release.card import changelog_text, fill, hub_configs, pretty_name
-from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit
+from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
 
 CONFIGS = ("pairs", "perception")
@@ -36,24 +34,15 @@ def is_pair(record: Record) -> bool:
 
 
 def read_build(build: Path) -> list[Record]:
-    """The build's pairs, then its perception items; schema-checked, every image present with its sha256."""
-    records: list[Record] = []
+    """The build's pairs, then its perception items (perception.jsonl, when the build has one); schema-checked,
+    every image present with its sha256."""
     seen: set[str] = set()
-    for name, kind in (("records.jsonl", "vfaith_pair"), ("perception.jsonl", "vfaith_perception")):
-        path = build / name
-        if not path.is_file():
-            if name == "perception.jsonl":
-                continue
-            raise MmfaithError(f"{build}: no {name}; pass the --out of `mmfaith build vfaith`.")
-        config = "pairs" if kind == "vfaith_pair" else "perception"
-        for number, record in read_jsonl(path):
-            check(kind, record, f"{path}:{number}", seen)
-            for column, digest in IMAGE_COLUMNS[config]:
-                image = build / record[column]
-                if not image.is_file() or sha256_file(image) != record[digest]:
-                    raise MmfaithError(f"{path}:{number}: {image} is missing or does not match {digest}; restore the "
-                                       "build's images.")
-            records.append(record)
+    records = checked_records(build, "vfaith", "records.jsonl", lambda r, where, ids: check("vfaith_pair", r, where, ids),
+                              lambda r: [(r[c], r[d]) for c, d in IMAGE_COLUMNS["pairs"]], seen)
+    if (build / "perception.jsonl").is_file():
+        records += checked_records(build, "vfaith", "perception.jsonl",
+                                   lambda r, where, ids: check("vfaith_perception", r, where, ids),
+                                   lambda r: [(r[c], r[d]) for c, d in IMAGE_COLUMNS["perception"]], seen)
     return records
 
 

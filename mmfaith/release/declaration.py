@@ -81,3 +81,29 @@ def declaration_of(family: str) -> ReleaseDeclaration:
     from mmfaith import families
 
     return families.get(family).part("release", "release format")()
+
+
+def checked_records(build: Path, family: str, name: str, check: Callable[[Record, str, set[str]], None],
+                    images: Callable[[Record], list[tuple[str, str]]], seen: set[str] | None = None) -> list[Record]:
+    """The records of `build`/`name` for a declaration's `read_build`: each passed to `check(record, where, seen)`
+    (schema and unique id; raises), and each of its `images(record)` (relative path, sha256) present and hashing
+    to its sha256; a one-line MmfaithError naming file and line otherwise."""
+    from mmfaith.errors import MmfaithError
+    from mmfaith.images import sha256_file
+    from mmfaith.jsonl import read_jsonl
+
+    path = build / name
+    if not path.is_file():
+        raise MmfaithError(f"{build}: no {name}; pass the --out of `mmfaith build {family}`.")
+    seen = set() if seen is None else seen
+    records = []
+    for number, record in read_jsonl(path):
+        check(record, f"{path}:{number}", seen)
+        for relative, digest in images(record):
+            image = build / relative
+            if not image.is_file():
+                raise MmfaithError(f"{path}:{number}: image {image} is missing; restore the build's images.")
+            if sha256_file(image) != digest:
+                raise MmfaithError(f"{path}:{number}: image {image} does not match its sha256; the image was changed.")
+        records.append(record)
+    return records
