@@ -166,13 +166,17 @@ def _write_configs(out: Path, declaration: ReleaseDeclaration, build: Path, unit
 
 def _row_group(declaration: ReleaseDeclaration, features: Any, build: Path, config: str, units: list[Unit]) -> Any:
     """One row group as a single-chunk arrow table (the bytes one `from_pylist` of its rows gives): each row is
-    made and converted alone, so at most one row's images are held as Python objects at a time."""
+    made and converted alone, so at most one row's images are held as Python objects at a time, and the columns
+    are combined one by one, so at most one column is held twice."""
     import pyarrow as pa
 
     schema = features.arrow_schema
-    batches = [pa.RecordBatch.from_pylist([features.encode_example(declaration.to_row(build, config, unit))],
-                                          schema=schema) for unit in units]
-    return pa.Table.from_batches(batches, schema=schema).combine_chunks()
+    table = pa.Table.from_batches([pa.RecordBatch.from_pylist(
+        [features.encode_example(declaration.to_row(build, config, unit))], schema=schema) for unit in units],
+        schema=schema)
+    for index in range(table.num_columns):  # one column at a time: its chunks are freed as it is combined
+        table = table.set_column(index, schema.field(index), table.column(index).combine_chunks())
+    return table
 
 
 def select_records(records: list[Record], include: str, allow_noderivs: bool, build: Path, *,
