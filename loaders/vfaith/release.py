@@ -134,7 +134,7 @@ def card(facts: CardFacts) -> str:
                           f"{facts.excluded or 'nothing'}.",
         seed=recipe.get("seed"), records_sha256=facts.build["records_sha256"],
         licenses=_counts([license_id(r["source"]["license"]) for r in kept]),
-        changelog=changelog_text(facts.changelog, "rows"))
+        changelog=changelog_text(facts.changelog, "records"))
 
 
 def declaration() -> ReleaseDeclaration:
