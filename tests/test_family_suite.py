@@ -26,6 +26,8 @@ import pytest
 
 from mmfaith import families
 from mmfaith.cli import main
+from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.image_payload import ImageRef
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.run_engine import PredictionLog
 from mmfaith.families import Family, FamilyParts
@@ -38,7 +40,6 @@ from mmfaith.release.declaration import CardFacts, ReleaseDeclaration
 from tests.hub_server import FakeHub
 from tests.mcot_fixtures import write_vstar_folder
 from tests.test_family_seam import TOY, LookPlan, ToyDataset, ToyItem, ToyReference
-from mmfaith.evaluators.image_payload import ImageRef
 
 TOY_NAME = "toy-suite"
 REPO = Path(__file__).resolve().parents[1]
@@ -245,6 +246,12 @@ def test_release_verify_and_load_from_the_folder(family: str, build: Path, tmp_p
     config = next(iter(manifest["configs"]))
     from_release, from_build = load_config(family, tmp_path / "r", config), load_config(family, build, config)
     assert from_release["id"] == from_build["id"] and len(from_release) == manifest["configs"][config]
+    # one strictness and one message for every family: no revision on a local folder, unknown sources named
+    with pytest.raises(MmfaithError, match="a local folder has no revisions"):
+        load_config(family, tmp_path / "r", config, revision="v1.0.0")
+    with pytest.raises(MmfaithError, match=rf"not a {re.escape(families.get(family).title)} release folder "
+                                           r"\(manifest.json\), build dir \(records.jsonl\) or Hub repo id"):
+        families.get(family).parts().open_dataset(tmp_path / "nothing")
     # a changed shard is refused by the loaders, named
     shard = next((tmp_path / "r" / "data").rglob("*.parquet"))
     shard.write_bytes(shard.read_bytes()[:-9] + b"x" * 9)
