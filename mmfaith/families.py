@@ -70,8 +70,8 @@ class FamilyParts:
       over a dataset, for `serve-reference` and the tests.
     - `compare(score_dirs, out, n_bootstrap, seed, all_pairs) -> comparison`: `mmfaith report`.
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
-    - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
-    - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
+    - `release() -> release.declaration.ReleaseDeclaration`: the family's release format, which the
+      shared `mmfaith release`, `verify`, `--push` and the loaders' source resolver use.
     - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
     - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
@@ -88,8 +88,7 @@ class FamilyParts:
     build: Callable[[argparse.Namespace], int] | None = None
     compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
-    release: Callable[[Any], Any] | None = None
-    verify: Callable[[Path], Any] | None = None
+    release: Callable[[], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
     scores_alone: str | None = None
 
@@ -116,7 +115,8 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
     hooks in `mmfaith.evaluators.PACKAGE.cli` (`open_dataset`, `add_run_options`, `probe_plan`,
     `add_score_options`, `score`, `reference_model`), the comparison in
     `mmfaith.evaluators.PACKAGE.report:compare_scores`, the labeling in
-    `mmfaith.annotation.PACKAGE.tasks:family` and the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`.
+    `mmfaith.annotation.PACKAGE.tasks:family`, the release declaration in
+    `mmfaith.loaders.PACKAGE.release:declaration` and the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`.
 
     `elsewhere` overrides a part: a "module:function" string is made lazy, anything else (`scores_alone`'s text,
     None for a part the family lacks) is taken as it is.
@@ -127,6 +127,7 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
                                                          "add_score_options", "score", "reference_model")},
              "compare": f"mmfaith.evaluators.{package}.report:compare_scores",
              "labeling": f"mmfaith.annotation.{package}.tasks:family",
+             "release": f"mmfaith.loaders.{package}.release:declaration",
              "harness": f"mmfaith.evaluators.{package}.harness:harness"}
     chosen = {**usual, **elsewhere}
     return FamilyParts(**{name: lazy(value) if isinstance(value, str) and name != "scores_alone" else value
@@ -220,8 +221,7 @@ SPD_FAITH = Family(
         ("prior", "reads neither images nor gold: each probe's most frequent gold among the other pairs"),
     ),
     parts_source=conventional_parts(
-        "spd_faith", release="mmfaith.release.writer:release_spd_faith", verify="mmfaith.release.manifest:verify_release",
-        scores_alone="an official response file, which carries its own ground truth"),
+        "spd_faith", scores_alone="an official response file, which carries its own ground truth"),
 )
 
 VFAITH_DOC = "docs/vfaith.md#metrics"
@@ -258,8 +258,7 @@ VFAITH = Family(
         ("memorizer", "ignores the image: always the original answer (raw 1, edit 0, repeat 1)"),
         ("prior", "reads neither image nor gold: the most frequent gold of the template among the other items"),
     ),
-    parts_source=conventional_parts("vfaith", release="mmfaith.release.vfaith:release_vfaith",
-                                    verify="mmfaith.release.vfaith:verify_vfaith_release"),
+    parts_source=conventional_parts("vfaith"),
 )
 
 CRM_DOC = "docs/crm.md#metrics"
@@ -294,8 +293,7 @@ CRM = Family(
         ("hallucinator", "reasons and answers as on the original whatever is masked"),
         ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
-    parts_source=conventional_parts("crm", release="mmfaith.builders.crm.release:release_crm",
-                                    verify="mmfaith.loaders.crm.rows:verify_crm_release"),
+    parts_source=conventional_parts("crm"),
 )
 
 MCOT_DOC = "docs/mcot.md"
@@ -335,8 +333,7 @@ MCOT = Family(
         ("blind", "never calls the tool; answers the first option"),
         ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
-    parts_source=conventional_parts("mcot", release="mmfaith.release.mcot:release_mcot",
-                                    verify="mmfaith.release.mcot:verify_mcot_release"),
+    parts_source=conventional_parts("mcot"),
 )
 
 _REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM, MCOT)}

@@ -18,7 +18,7 @@ SCORE_DESCRIPTION = ("Split every chain of thought into steps, compare original 
 
 
 def open_dataset(source: Path | str) -> EvalDataset:
-    """A CRM build dir or release folder, for the run engine and the reference server."""
+    """A CRM build dir, release folder or Hub id ORG/NAME[@REVISION], for the run engine and the reference server."""
     from mmfaith.loaders.crm import open_crm_dataset
 
     return open_crm_dataset(Path(source))  # type: ignore[return-value]

@@ -16,10 +16,6 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
-from mmfaith.release.manifest import VerifyReport, open_release, row_digest, verify_release
-from mmfaith.schema import schema_errors
-
-RELEASE_FORMAT = "mmfaith-crm-release/1"
 
 
 def features() -> Any:
@@ -51,28 +47,6 @@ def record_to_row(record: dict[str, Any], variant: dict[str, Any], masked: bytes
     }
 
 
-def check_release_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:
-    """Problems of one CRM release row (for `mmfaith verify`): its record readable and valid, its variant
-    the shard's config, both images hashing to the record's sha256s, its digest the manifest's."""
-    try:
-        record = json.loads(row["record"])
-        variant = next(v for v in record["variants"] if f"{v['mode']}-{v['style']}" == f"{row['mode']}-{row['style']}")
-    except (KeyError, TypeError, ValueError, StopIteration) as exc:
-        return [f"{where}: cannot be read as a CRM record and variant ({exc!r})."]
-    problems = []
-    errors = schema_errors("crm_item", record)
-    if errors:
-        problems.append(f"{where}: not a valid CRM record: {'; '.join(errors[:3])}")
-    if f"{row['mode']}-{row['style']}" != entry["config"]:
-        problems.append(f"{where}: variant {row['mode']}-{row['style']} in config {entry['config']!r}.")
-    for column, digest in (("image", variant["sha256"]), ("image_original", record["image_original_sha256"])):
-        if sha256_bytes((row[column] or {}).get("bytes") or b"") != digest:
-            problems.append(f"{where}: {column} bytes do not hash to the record's sha256.")
-    if digests.get(record["id"]) != row_digest(record):
-        problems.append(f"{where}: record digest differs from the manifest's rows entry.")
-    return problems
-
-
 def rows_to_records(rows: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, bytes]]]:
     """(record, {path in the record: image bytes}) per id, in first-seen order; checks every image's hash."""
     found: dict[str, tuple[dict[str, Any], dict[str, bytes]]] = {}
@@ -90,7 +64,7 @@ def rows_to_records(rows: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any]
     return list(found.values())
 
 
-def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool = True) -> Any:
+def open_crm_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None = None) -> Any:
     """A CRM release folder as a CrmDataset: images written once to the cache (by sha256), items whose
     every variant was released."""
     import pyarrow.parquet as pq
@@ -100,9 +74,6 @@ def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool =
     from mmfaith.images import sha256_file
     from mmfaith.loaders.crm.dataset import CrmDataset, CrmItem, check_crm_record, variant_name
 
-    manifest = open_release(folder, RELEASE_FORMAT, verify)
-    if manifest["format"] != RELEASE_FORMAT:
-        raise MmfaithError(f"{folder / 'manifest.json'}: format {manifest['format']!r} is not {RELEASE_FORMAT!r}.")
     rows = (row for name in sorted(n for n, e in manifest["files"].items() if "config" in e)
             for row in pq.read_table(folder / name).to_pylist())
     images_dir = (cache_dir or default_cache_dir()) / "images"
@@ -122,9 +93,3 @@ def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool =
                              refs))
     return CrmDataset(items, f"release:{manifest['name']}",
                       f"{manifest['tag']}+{sha256_file(folder / 'manifest.json')[:16]}")
-
-
-def verify_crm_release(folder: Path) -> VerifyReport:
-    """`mmfaith verify` of a CRM release: every hash of the manifest (release.manifest.verify_release) and every
-    row of every variant config checked by `check_release_row`."""
-    return verify_release(folder, RELEASE_FORMAT, check_release_row)

@@ -16,7 +16,8 @@ from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.loaders.release_files import cached_image
+from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
 
 
@@ -59,15 +60,11 @@ class McotDataset:
 
 def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> McotDataset:
     """A build dir, a release folder or a Hub id (module docstring)."""
-    path = Path(path)
-    if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
-    if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
+    found = resolve(path, "mcot", verify=verify)
+    if found.kind == "release":
+        return _open_release(found.path, found.manifest, cache_dir)
+    path = found.path
     records_path = path / "records.jsonl"
-    if not records_path.is_file():
-        raise MmfaithError(f"{path}: not an MCoT build dir (no records.jsonl), release folder (no manifest.json) or "
-                           "Hub repo id ORG/NAME[@REVISION]; build one with `mmfaith build mcot --out DIR`.")
     items, seen = [], set()
     for number, record in read_jsonl(records_path):
         where = f"{records_path}:{number}"
@@ -84,15 +81,12 @@ def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
     check_loaded_record("mcot_item", record, where, seen, "an MCoT record")
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> McotDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None) -> McotDataset:
     """The items of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
     from mmfaith.loaders.mcot.rows import row_to_record
-    from mmfaith.release.manifest import open_release
-    from mmfaith.release.mcot import FORMAT
 
-    manifest = open_release(folder, FORMAT, verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     items: list[McotItem] = []

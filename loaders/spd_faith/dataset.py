@@ -16,7 +16,8 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.loaders.release_files import cached_image
+from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
 
 
@@ -65,18 +66,14 @@ def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = T
     images/<sha256>.png; an image is written only when absent, and its bytes
     are checked against the record's hash first.
     """
-    if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
-    if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
-    return _open_build_dir(path)
+    found = resolve(path, "spd-faith", verify=verify)
+    if found.kind == "release":
+        return _open_release(found.path, found.manifest, cache_dir)
+    return _open_build_dir(found.path)
 
 
 def _open_build_dir(path: Path) -> SpdDataset:
     records_path = path / "records.jsonl"
-    if not records_path.is_file():
-        raise MmfaithError(f"{path}: not an SPD-Faith build dir (no records.jsonl), release folder (no manifest.json) "
-                           "or Hub repo id ORG/NAME[@REVISION]; pass one of those to --dataset.")
     pairs = []
     seen: set[str] = set()
     for number, record in read_jsonl(records_path):
@@ -94,14 +91,12 @@ def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: st
     check_loaded_record("spd_faith_pair", record, where, seen, "an SPD-Faith record", advice)
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> SpdDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None) -> SpdDataset:
     """The pairs of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
-    from mmfaith.release.manifest import open_release
     from mmfaith.loaders.spd_faith.rows import row_to_record
 
-    manifest = open_release(folder, verify=verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs = []

@@ -19,7 +19,8 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.loaders.release_files import cached_image
+from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
 
 
@@ -76,12 +77,10 @@ class VfaithDataset:
 
 def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> VfaithDataset:
     """Open a build dir, a release folder or a Hub repo id (module docstring)."""
-    path = Path(path)
-    if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
-    if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
-    return _open_build_dir(path)
+    found = resolve(path, "vfaith", verify=verify)
+    if found.kind == "release":
+        return _open_release(found.path, found.manifest, cache_dir)
+    return _open_build_dir(found.path)
 
 
 def check(kind: str, record: Any, where: str, seen: set[str], advice: str = "") -> None:
@@ -91,9 +90,6 @@ def check(kind: str, record: Any, where: str, seen: set[str], advice: str = "") 
 
 def _open_build_dir(path: Path) -> VfaithDataset:
     records_path = path / "records.jsonl"
-    if not records_path.is_file():
-        raise MmfaithError(f"{path}: not a VFaith build dir (no records.jsonl), release folder (no manifest.json) or "
-                           "Hub repo id ORG/NAME[@REVISION]; pass one of those to --dataset.")
     seen: set[str] = set()
     pairs = []
     for number, record in read_jsonl(records_path):
@@ -116,15 +112,12 @@ def _open_build_dir(path: Path) -> VfaithDataset:
     return VfaithDataset(pairs, perception, dataset_id=f"build:{path.resolve().name}", revision=revision)
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> VfaithDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None) -> VfaithDataset:
     """The pairs and perception items of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
     from mmfaith.loaders.vfaith.rows import row_to_pair, row_to_perception
-    from mmfaith.release.manifest import open_release
-    from mmfaith.release.vfaith import FORMAT
 
-    manifest = open_release(folder, FORMAT, verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs, perception = [], []
