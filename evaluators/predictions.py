@@ -22,7 +22,8 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
 - A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
   is refused after reading that much, not read whole).
 - Cost: the file is read one line at a time (its sha256 computed on the way), each line checked by
-  the compiled schema; the lines kept leave out `meta.images`, so memory is that of the answers.
+  the compiled schema; a kept line is only its response and the meta a scorer reads (`_kept`), so
+  memory is that of the answers.
 - Errors count: one line naming the file, the number of bad lines and the first few with their
   line numbers (`errors.first_few`), never the whole list.
 - `no_image`: every answered line was asked without images (`mmfaith run --no-image` sets
@@ -40,6 +41,7 @@ from typing import Any, BinaryIO
 
 from mmfaith.errors import SHOWN, MmfaithError, first_few
 from mmfaith.jsonl import canonical_json
+from mmfaith.records import Shared
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
@@ -82,6 +84,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
     model: tuple[str, int] | None = None
     n_errors = 0
     failed: set[Key] = set()
+    shared = Shared()
     for number, raw, torn in _lines(path, handle, digest):
         try:
             line = json.loads(raw)
@@ -100,7 +103,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         if model is not None and line["model"] != model[0]:
             bad.append(f"model {line['model']!r} differs from {model[0]!r} of line {model[1]} (one model per file)")
         model = model or (line["model"], number)
-        key = (line["id"], line["probe"])
+        key = (line["id"], sys.intern(line["probe"]))
         if line["response"] is not None and key in answered and not from_run:
             bad.append(f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
                        "predictions of `mmfaith run` are scored with --from-run)")
@@ -113,7 +116,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
             n_errors += 1
             failed.add(key)
         else:
-            answered[key] = (number, _kept(line))
+            answered[key] = (number, _kept(line, shared))
     if problems:
         raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
                            f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
@@ -148,12 +151,18 @@ def _shows_dataset_content(line: dict[str, Any], expected: str | None) -> bool:
     return recorded is None or expected is None or recorded == expected
 
 
-def _kept(line: dict[str, Any]) -> dict[str, Any]:
-    """The line as scorers read it: `meta.images` (checked above, the bulk of a line) left out."""
-    meta = line.get("meta")
-    if not isinstance(meta, dict) or "images" not in meta:
-        return line
-    return {**line, "meta": {name: value for name, value in meta.items() if name != "images"}}
+RUN_ONLY_META = frozenset({"images", "shown_sha256", "attempts", "latency_s", "prompt_tokens", "completion_tokens"})
+"""A run line's meta that only the reader checks or only run.json counts, never a scorer: left out of kept lines."""
+
+
+def _kept(line: dict[str, Any], shared: Shared) -> dict[str, Any]:
+    """The line as scorers read it: its `response` and `meta` (always a dict, equal ones held once), without
+    RUN_ONLY_META and null values (a scorer reads meta with .get); the id, probe and model are the answered key
+    and the set's model."""
+    meta = line.get("meta") or {}
+    return {"response": line["response"],
+            "meta": shared.value({name: value for name, value in meta.items()
+                                  if value is not None and name not in RUN_ONLY_META})}
 
 
 def _lines(path: Path, handle: BinaryIO, digest: Any) -> Iterable[tuple[int, bytes, bool]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.jsonl import canonical_json, read_jsonl, write_text_atomic
+from mmfaith.jsonl import canonical_json, read_jsonl, write_lines_atomic, write_text_atomic
 
 
 TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".csv", ".txt", ".svg")
@@ -70,7 +70,7 @@ def publish_scores(out: Path, items: Sequence[Mapping[str, Any]], metrics: Mappi
     staging = out.parent / f".{out.name}.scoring"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    write_text_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items))
+    write_lines_atomic(staging / "items.jsonl", (canonical_json(item) + "\n" for item in items))
     write_text_atomic(staging / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     write_report(metrics, staging)
     for path in staging.rglob("*"):

@@ -35,6 +35,10 @@ from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_datase
 from mmfaith.outdir import prepare_out_dir
 
 
+SCORED_FIELDS = ("id", "category", "question", "options", "answer", "image_sha256", "width", "height", "targets")
+"""What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
+
+
 @dataclass(frozen=True)
 class McotScoreRequest:
     dataset: Path
@@ -127,7 +131,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_mcot_dataset(request.dataset)
+    dataset = open_mcot_dataset(request.dataset, fields=SCORED_FIELDS)
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
     judge = request.make_judge(request.judge)

@@ -57,6 +57,11 @@ from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_data
 from mmfaith.outdir import prepare_out_dir
 
 
+SCORED_FIELDS = ("id", "subset", "difficulty", "num_differences", "differences", "image_a_sha256", "image_b_sha256",
+                 "source.dataset", "source.file_name", "source.official")
+"""What scoring reads of a pair record (the loader keeps only these: mmfaith/records.py)."""
+
+
 @dataclass(frozen=True)
 class ScoreRequest:
     """What to score and how; `judge` None is the rule judge."""
@@ -159,7 +164,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     if request.dataset is None and request.format == "predictions":
         raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
-    dataset = open_spd_dataset(request.dataset) if request.dataset is not None else None
+    dataset = open_spd_dataset(request.dataset, fields=SCORED_FIELDS) if request.dataset is not None else None
     official_block: dict[str, Any] | None = None
     if request.format not in official_responses.FORMATS:
         raise MmfaithError(f"--format {request.format!r}: use one of {', '.join(official_responses.FORMATS)}.")

@@ -17,6 +17,7 @@ from mmfaith.evaluators.image_payload import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.schema import check_loaded_record
 
 
@@ -57,25 +58,27 @@ class McotDataset:
         return {item.id: item for item in self.items}
 
 
-def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> McotDataset:
-    """A build dir, a release folder or a Hub id (module docstring)."""
+def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
+                      fields: Fields | None = None) -> McotDataset:
+    """A build dir, a release folder or a Hub id (module docstring); with `fields`, each record keeps only those
+    once checked (mmfaith/records.py)."""
     path = Path(path)
     if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
+        return _open_release(path, cache_dir, verify, fields)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
+        return _open_release(download_release(str(path)), cache_dir, verify, fields)
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise MmfaithError(f"{path}: not an MCoT build dir (no records.jsonl), release folder (no manifest.json) or "
                            "Hub repo id ORG/NAME[@REVISION]; build one with `mmfaith build mcot --out DIR`.")
-    items, seen = [], set()
+    items, seen, shared = [], set(), Shared()
     for number, record in read_jsonl(records_path):
         where = f"{records_path}:{number}"
         check_item(record, where, seen)
         image = path / record["image"]
         if not image.is_file():
             raise MmfaithError(f"{where}: image {image} is missing.")
-        items.append(McotItem(record, image))
+        items.append(McotItem(keep_fields(record, fields, shared), image))
     return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
 
 
@@ -84,7 +87,7 @@ def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
     check_loaded_record("mcot_item", record, where, seen, "an MCoT record")
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> McotDataset:
+def _open_release(folder: Path, cache_dir: Path | None, verify: bool, fields: Fields | None) -> McotDataset:
     """The items of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
@@ -97,12 +100,13 @@ def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> McotDat
     images.mkdir(parents=True, exist_ok=True)
     items: list[McotItem] = []
     seen: set[str] = set()
+    shared = Shared()
     for name in sorted(name for name, entry in manifest["files"].items() if "config" in entry):
         batches = pq.ParquetFile(folder / name).iter_batches(batch_size=16)
         for number, row in enumerate(row for batch in batches for row in batch.to_pylist()):
             where = f"{folder / name} row {number}"
             record = row_to_record(row)
             check_item(record, where, seen)
-            items.append(McotItem(record, cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
+            items.append(McotItem(keep_fields(record, fields, shared), cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return McotDataset(items, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")

@@ -17,6 +17,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.schema import check_loaded_record
 
 
@@ -58,30 +59,33 @@ class SpdDataset:
 
 
 
-def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True) -> SpdDataset:
-    """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists.
+def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True,
+                     fields: Fields | None = None) -> SpdDataset:
+    """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists;
+    with `fields`, each record keeps only those once checked (mmfaith/records.py).
 
     `cache_dir` is where a release's images are written (default: `mmfaith.cache.cache_dir()`), as
     images/<sha256>.png; an image is written only when absent, and its bytes
     are checked against the record's hash first.
     """
     if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
+        return _open_release(path, cache_dir, verify, fields)
     if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
-    return _open_build_dir(path)
+        return _open_release(download_release(str(path)), cache_dir, verify, fields)
+    return _open_build_dir(path, fields)
 
 
-def _open_build_dir(path: Path) -> SpdDataset:
+def _open_build_dir(path: Path, fields: Fields | None) -> SpdDataset:
     records_path = path / "records.jsonl"
     if not records_path.is_file():
         raise MmfaithError(f"{path}: not an SPD-Faith build dir (no records.jsonl), release folder (no manifest.json) "
                            "or Hub repo id ORG/NAME[@REVISION]; pass one of those to --dataset.")
     pairs = []
     seen: set[str] = set()
+    shared = Shared()
     for number, record in read_jsonl(records_path):
         _check_record(record, f"{records_path}:{number}", seen)
-        pair = SpdPair(record, path / record["image_a"], path / record["image_b"])
+        pair = SpdPair(keep_fields(record, fields, shared), path / record["image_a"], path / record["image_b"])
         for image in (pair.image_a_path, pair.image_b_path):
             if not image.is_file():
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
@@ -94,7 +98,7 @@ def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: st
     check_loaded_record("spd_faith_pair", record, where, seen, "an SPD-Faith record", advice)
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> SpdDataset:
+def _open_release(folder: Path, cache_dir: Path | None, verify: bool, fields: Fields | None) -> SpdDataset:
     """The pairs of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
@@ -106,6 +110,7 @@ def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> SpdData
     images.mkdir(parents=True, exist_ok=True)
     pairs = []
     seen: set[str] = set()
+    shared = Shared()
     for name, entry in sorted(manifest["files"].items()):
         if "config" not in entry:
             continue
@@ -116,6 +121,6 @@ def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> SpdData
             _check_record(record, where, seen, f"; run `mmfaith verify {folder}`")
             paths = [cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
                      for side in ("image_a", "image_b")]
-            pairs.append(SpdPair(record, paths[0], paths[1]))
+            pairs.append(SpdPair(keep_fields(record, fields, shared), paths[0], paths[1]))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return SpdDataset(pairs, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")
