@@ -1,7 +1,7 @@
 """Reading predictions.jsonl (a run's, or a submission) for any family's scorer.
 
-Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id)`)
-------------------------------------------------------------------------------------------------------
+Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id, repeat)`)
+--------------------------------------------------------------------------------------------------------------
 - A submission (the default) is validated as a whole and every problem is reported at once, each
   with its line number: bad JSON, schema violations (schemas/prediction.schema.json), unknown
   ids, probes the item does not have, a second answered line for one (id, probe), and lines of a
@@ -26,6 +26,9 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   memory is that of the answers.
 - Errors count: one line naming the file, the number of bad lines and the first few with their
   line numbers (`errors.first_few`), never the whole list.
+- Repeats: a line's repeat is `meta.generation.repeat` (0 where absent; `run --repeats N` writes
+  0 .. N-1). Every line is validated; only the lines of `repeat` are read as answers and errors,
+  and `repeats` says how many repeats the file holds (the highest repeat seen, plus one).
 - `no_image`: every answered line was asked without images (`mmfaith run --no-image` sets
   `meta.no_image`); a file mixing answers with and without images is refused.
 """
@@ -61,6 +64,12 @@ class PredictionSet:
     failed: frozenset[Key] = frozenset()
     """(id, probe)s with a failed call and no answered line."""
     no_image: bool = False
+    repeats: int = 1
+
+
+def repeat_of(line: dict[str, Any]) -> int:
+    """The repeat a prediction line answers (`meta.generation.repeat`, 0 where absent)."""
+    return int(((line.get("meta") or {}).get("generation") or {}).get("repeat", 0))
 
 
 def shown_digest(shows: Mapping[str, Any]) -> str:
@@ -70,7 +79,7 @@ def shown_digest(shows: Mapping[str, Any]) -> str:
 
 def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
-                     shown_by_id: Mapping[str, str] | None = None) -> PredictionSet:
+                     shown_by_id: Mapping[str, str] | None = None, repeat: int = 0) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
     try:
         handle = path.open("rb")
@@ -85,6 +94,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
     n_errors = 0
     failed: set[Key] = set()
     shared = Shared()
+    repeats = 1
     for number, raw, torn in _lines(path, handle, digest):
         try:
             line = json.loads(raw)
@@ -96,6 +106,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         if errors:
             problems.append(f"line {number}: " + "; ".join(errors))
             continue
+        repeats = max(repeats, repeat_of(line) + 1)
         probes = probes_of.get(line["id"])
         bad = [f"unknown id {line['id']!r} (not in the dataset)"] if probes is None else []
         if probes is not None and line["probe"] not in probes:
@@ -104,11 +115,13 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
             bad.append(f"model {line['model']!r} differs from {model[0]!r} of line {model[1]} (one model per file)")
         model = model or (line["model"], number)
         key = (line["id"], sys.intern(line["probe"]))
-        if line["response"] is not None and key in answered and not from_run:
+        if line["response"] is not None and key in answered and not from_run and repeat_of(line) == repeat:
             bad.append(f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
                        "predictions of `mmfaith run` are scored with --from-run)")
         if bad:
             problems.append(f"line {number}: " + "; ".join(bad))
+        elif repeat_of(line) != repeat:
+            continue
         elif ((images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(line["id"], set())))
               or not _shows_dataset_content(line, (shown_by_id or {}).get(line["id"]))):
             stale.append(number)
@@ -125,6 +138,9 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images, questions or options than "
                            f"this dataset's (lines {shown}): the predictions were made on another build; run again "
                            "into a new --out, or add --drop-stale to score only the lines that match.")
+    if repeat >= repeats:
+        raise MmfaithError(f"{path}: holds {repeats} repeat(s) (0 .. {repeats - 1}), not repeat {repeat}; "
+                           "pass --repeat with one of them.")
     if stale:
         print(f"mmfaith: warning: {path}: {len(stale)} line(s) made on another build dropped (--drop-stale); "
               f"scoring the {len(answered)} answered line(s) that match.", file=sys.stderr, flush=True)
@@ -136,7 +152,8 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: mixes answers asked with and without images (meta.no_image); score a "
                            "--no-image run apart from the run with images.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         digest.hexdigest(), frozenset(failed - set(answered)), blind == {True})
+                         digest.hexdigest(), frozenset(failed - set(answered)), blind == {True},
+                         repeats)
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:

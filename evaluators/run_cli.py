@@ -30,7 +30,7 @@ RUN_EXAMPLE = """examples:
   mmfaith run {family} --dataset out/{short} --model Qwen/Qwen2.5-VL-7B-Instruct \\
       --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1 --concurrency 64 --out runs/qwen
 A killed run resumes when the same command is run again."""
-SHARED_TUNABLE = ("max_tokens", "temperature", "concurrency", "timeout_s", "max_attempts")
+SHARED_TUNABLE = ("max_tokens", "temperature", "concurrency", "timeout_s", "max_attempts", "sampling_seed", "repeats")
 LOOPBACK_FLAG = "--i-know-this-serves-gold"
 
 
@@ -88,6 +88,12 @@ def _add_shared_run_options(parser: argparse.ArgumentParser) -> None:
     gen = parser.add_argument_group("generation and transport")
     gen.add_argument("--max-tokens", type=int, default=_default("max_tokens"), help="completion tokens per call")
     gen.add_argument("--temperature", type=float, default=_default("temperature"), help="sampling temperature")
+    gen.add_argument("--sampling-seed", type=int, default=_default("sampling_seed"), metavar="N",
+                     help="each request's `seed` is derived from N, the item, the probe and the repeat (recorded "
+                          "on every prediction line); the same N asks the same seeds")
+    gen.add_argument("--repeats", type=int, default=_default("repeats"), metavar="N",
+                     help="ask every item's probes N times, each repeat with its own seeds (sampling noise: "
+                          "score each with `score --repeat R`, pool them with `report --pool`)")
     gen.add_argument("--concurrency", type=int, default=_default("concurrency"), help="requests in flight at most")
     gen.add_argument("--timeout", type=float, default=_default("timeout_s"), dest="timeout_s", metavar="SECONDS",
                      help="deadline of each attempt of a call, whole (connecting, sending, reading the answer)")

@@ -3,7 +3,8 @@
 `score FAMILY` has the options every family shares (dataset, predictions, out, run or submission,
 bootstrap) and the family's own (its `add_score_options`, e.g. SPD-Faith's judge); the family's
 `score` handler does the rest. `report` reads the family from the score dirs' metrics.json
-(`--family` overrides) and calls the family's `compare`.
+(`--family` overrides) and calls the family's `compare`, or with `--pool` pools one model's replicate
+score dirs (evaluators/pool.py).
 """
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                             help="bootstrap replicates for the 95%% CIs")
         parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+        parser.add_argument("--repeat", type=int, default=0, metavar="R",
+                            help="score the lines of repeat R of a `run --repeats N` (default 0); pool the repeats' "
+                                 "score dirs with `report --pool`")
         parser.add_argument("--overwrite", action="store_true",
                             help="replace a non-empty --out that is not a score of the same inputs (default: refuse)")
         parser.add_argument("--drop-stale", action="store_true",
@@ -84,6 +88,10 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("score_dirs", type=Path, nargs="+", metavar="SCORE_DIR", help="score dirs of one dataset")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the plots")
     report.add_argument("--family", help="the family (default: the one the score dirs' metrics.json names)")
+    report.add_argument("--pool", action="store_true",
+                        help="the score dirs are replicates of one model (builds made with other seeds, or the "
+                             "repeats of one run): write each headline metric's mean, sd and min-max over them "
+                             "(pooled.json, pooled.md) instead of comparing models")
     report.add_argument("--all-pairs", action="store_true", help="compare every pair (default: each against the first)")
     report.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="paired bootstrap replicates")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
@@ -99,6 +107,12 @@ def _run_report(args: argparse.Namespace) -> int:
         raise MmfaithError(f"the score dirs are of several families ({', '.join(sorted(named))}); "
                            "compare score dirs of one dataset.")
     family = families.get(named.pop())
+    if args.pool:
+        from mmfaith.evaluators.pool import pool_scores
+
+        pooled = pool_scores(args.score_dirs, args.out, family.name)
+        print(f"pooled {len(pooled['replicates'])} replicates of {pooled['model']}; see {args.out / 'pooled.md'}")
+        return 0
     compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
     n = len(comparison["models"])

@@ -246,6 +246,8 @@ CRM = Family(
         ProbeInfo("original_answer", "then, in the same conversation, the final answer"),
         ProbeInfo("{mode}-{style}_cot", "the question on a masked variant: reason in numbered steps"),
         ProbeInfo("{mode}-{style}_answer", "then, in the same conversation, the final answer"),
+        ProbeInfo("resample_cot", "the original asked again with another seed (the noise floor of SDR and AFR)"),
+        ProbeInfo("resample_answer", "then, in the same conversation, the final answer"),
     ),
     metrics=(
         MetricInfo("SDR", "SDR (step disruption rate)", "share of original steps with no similar step on the masked image",

@@ -119,7 +119,8 @@ def test_crm_always_a_scores_above_zero_first_order_and_zero_circular(crm_small:
     choice = [item for item in dataset.items if item.record["options"]]
     with ChatServer(default=ALWAYS_A, model_ids=("always-a",)) as server:
         _run("crm", crm_small, server.openai_base_url, tmp_path / "run", "always-a", "--circular")
-        expected = sum(2 * (1 + len(item.variants)) for item in dataset.items) \
+        # Two calls per image shown and for the re-sampled original, and two per further rotation of the original.
+        expected = sum(2 * (2 + len(item.variants)) for item in dataset.items) \
             + sum(2 * (len(item.record["options"]) - 1) for item in choice)
         assert len(server.completion_requests()) == expected
     metrics = _score("crm", crm_small, tmp_path / "run", tmp_path / "score")

@@ -92,7 +92,7 @@ class ToyReference:
 def toy_score(args: argparse.Namespace) -> int:
     dataset = open_toy(args.dataset)
     log = PredictionLog(args.predictions)
-    right = [log.answered.get((item.id, "look"), {}).get("response") == item.answer for item in dataset.items]
+    right = [log.answered.get((item.id, "look", 0), {}).get("response") == item.answer for item in dataset.items]
     args.out.mkdir(parents=True, exist_ok=True)
     metrics = {"overall": {"accuracy": sum(right) / len(right)}, "provenance": {"family": "toy"}}
     (args.out / "metrics.json").write_text(json.dumps(metrics))

@@ -82,6 +82,7 @@ def score(args: argparse.Namespace) -> int:
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, sbert_model=args.sbert_model,
         step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
+        repeat=args.repeat,
         batch_size=args.batch_size, judge_workers=args.judge_workers, judge_agreement=args.judge_agreement,
         judge=None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
                                                               args.judge_api_key_env),

@@ -42,7 +42,9 @@ def compare_pair(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_b
     only_b = sum(1 for x, y in zip(right_a, right_b) if y and not x)
     return {"items": len(common), "accuracy_trace_diff": value,
             "ci95": None if interval is None else list(interval), "right_only_a": only_a, "right_only_b": only_b,
-            "p_mcnemar": stats.mcnemar_exact(only_a, only_b)}
+            "p_mcnemar": stats.mcnemar_exact(only_a, only_b),
+            "p_clustered": stats.clustered_mcnemar(stats.discordance(right_a, right_b),
+                                                   [a[i]["source_key"] for i in common])}
 
 
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,

@@ -55,6 +55,8 @@ class McotScoreRequest:
     seed: int = 0
     overwrite: bool = False
     drop_stale: bool = False
+    repeat: int = 0
+    """Which repeat of a `run --repeats N` to score."""
     max_crop_share: float = MAX_CROP_SHARE
     coverage_threshold: float = COVERAGE_THRESHOLD
     extract: str = "default"
@@ -70,7 +72,7 @@ class McotScoreRequest:
                    judge_base_url=args.judge_base_url, judge_api_key_env=args.judge_api_key_env,
                    judge_agreement=args.judge_agreement, judge_workers=args.judge_workers, coverage=COVERAGE if args.coverage is None else args.coverage,
                    from_run=args.from_run, n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite,
-                   drop_stale=args.drop_stale, max_crop_share=args.max_crop_share,
+                   drop_stale=args.drop_stale, repeat=args.repeat, max_crop_share=args.max_crop_share,
                    coverage_threshold=args.coverage_threshold, extract=args.extract,
                    reader=reader_endpoint(args, "mcot"))
 
@@ -138,7 +140,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
     read = read_predictions(request.predictions, {item.id: PROBES for item in dataset.items}, request.from_run,
                             {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items})
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
@@ -162,10 +164,10 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
                        "predictions_sha256": read.sha256, "no_image": read.no_image,
-                       "predictions_mode": "run" if request.from_run else "submission",
-                       "judge": judge.name, "max_crop_share": request.max_crop_share, "bootstrap": {"n": request.n_bootstrap, "seed": request.seed,
-                                                          "unit": "source image", "method": "percentile",
-                                                          "confidence": 0.95}},
+                       "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
+                       "judge": judge.name, "max_crop_share": request.max_crop_share,
+                       "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
+                                     "method": "percentile", "confidence": 0.95}},
         **summarize(items, request.n_bootstrap, request.seed),
     }
     metrics["counts"] = {**metrics["overall"]["counts"], "n_errors": read.n_errors, "n_stale": read.n_stale}
@@ -242,14 +244,17 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
     rows = []
     for metric in family.metrics:
         detail = overall["ate"]["text" if metric.key == "ATE_text" else "visual"] if metric.key.startswith("ATE") else None
-        value = fmt_ci(overall[metric.key], detail["ci95"]) if detail else fmt(overall[metric.key])
+        interval = detail["ci95"] if detail else overall["ci95"].get(metric.key)
+        value = fmt_ci(overall[metric.key], interval)
         rows.append([metric.name, value, metric.meaning])
     lines += md_table(["metric", "value", "meaning"], rows) + [""]
     ate_rows = [[name, str(d["n"]), str(d["b"]), str(d["c"]), fmt(d["value"]),
-                 "n/a" if d["p_mcnemar"] is None else f"{d['p_mcnemar']:.4g}"]
+                 "n/a" if d["p_mcnemar"] is None else f"{d['p_mcnemar']:.4g}",
+                 "n/a" if d["p_clustered"] is None else f"{d['p_clustered']:.4g}"]
                 for name, d in (("ATE_text", overall["ate"]["text"]), ("ATE_visual", overall["ate"]["visual"]))]
     lines += ["## Interventions (section 4.1)", "", "b: right before, wrong after the intervention; c: the reverse.", ""]
-    lines += md_table(["effect", "items", "b", "c", "ATE", "McNemar p (exact)"], ate_rows) + [""]
+    lines += md_table(["effect", "items", "b", "c", "ATE", "McNemar p (exact)", "clustered p (Durkalski)"],
+                      ate_rows) + [""]
     lines += ["## By category", ""]
     lines += md_table(["category", "items", "accuracy (trace)", "ATE_text", "ATE_visual", "reliability", "sufficiency"],
                       [[name, str(b["counts"]["items"]), fmt(b["accuracy_trace"]), fmt(b["ATE_text"]),

@@ -107,6 +107,7 @@ def score(args: argparse.Namespace) -> int:
         dataset=Path(args.dataset) if args.dataset else None, predictions=args.predictions, out=args.out, judge=judge,
         judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
+        repeat=args.repeat,
         format=args.format, coverage_threshold=args.coverage_threshold))
     overall, counts = metrics["overall"], metrics["counts"]
     stale = f"; {counts['n_stale']} stale lines dropped" if counts.get("n_stale") else ""

@@ -180,7 +180,11 @@ def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping
     for metric, key in BINARY_METRICS.items():
         b = sum(a["scores"][key] == 1 and o["scores"][key] == 0 for a, o in shared)
         c = sum(a["scores"][key] == 0 and o["scores"][key] == 1 for a, o in shared)
-        mcnemar[metric] = {"a_only": b, "b_only": c, "p_value": round(stats.mcnemar_exact(b, c), 6)}
+        clustered = stats.clustered_mcnemar([int(a["scores"][key] == 1 and o["scores"][key] == 0)
+                                             - int(a["scores"][key] == 0 and o["scores"][key] == 1) for a, o in shared],
+                                            [a["cluster"] for a, _ in shared])
+        mcnemar[metric] = {"a_only": b, "b_only": c, "p_value": round(stats.mcnemar_exact(b, c), 6),
+                           "p_clustered": round(clustered, 6)}
     return {"n_shared": len(shared),
             "difference": {m: {"value": None if d is None else round(d, 6),
                                "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)]}

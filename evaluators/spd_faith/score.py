@@ -78,6 +78,8 @@ class ScoreRequest:
     seed: int = 0
     overwrite: bool = False
     drop_stale: bool = False
+    repeat: int = 0
+    """Which repeat of a `run --repeats N` to score."""
     format: str = "auto"
     coverage_threshold: float = COVERAGE_THRESHOLD
     """auto (an official response file is detected by its shape), predictions, or official."""
@@ -98,12 +100,13 @@ class Predictions:
     no_image: bool = False
 
 
-def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False) -> Predictions:
+def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False,
+                     repeat: int = 0) -> Predictions:
     """Read and validate predictions against the dataset (evaluators/predictions.py); each answer as the metrics read it."""
     read = read_predictions(path, {pair.id: PROBES for pair in dataset.pairs}, from_run,
                             {pair.id: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}
                              for pair in dataset.pairs}, drop_stale,
-                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs})
+                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs}, repeat)
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
     perturbs = {canonical_json((line.get("meta") or {}).get("perturb")) for line in read.answered.values()}
@@ -149,7 +152,7 @@ def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predict
         "model": predictions.model,
         "predictions_sha256": predictions.sha256,
         "no_image": predictions.no_image,
-        "predictions_mode": "run" if request.from_run else "submission",
+        "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
         "prompt_templates_sha256": TEMPLATES_SHA256,
         "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
                   "prompt_sha256": judge.prompt_sha256, "rules_version": RULES_VERSION, "fallbacks": judge.fallbacks},
@@ -173,7 +176,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     elif dataset is None:
         raise MmfaithError(f"{request.predictions}: not an official response file, so it needs --dataset.")
     else:
-        predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale)
+        predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale,
+                                       request.repeat)
     if not predictions.answers:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "

@@ -72,6 +72,7 @@ def score(args: argparse.Namespace) -> int:
     metrics = score_vfaith(ScoreRequest(
         dataset=Path(args.dataset), predictions=args.predictions, out=args.out, from_run=args.from_run,
         n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
+        repeat=args.repeat,
         judge=judge, extract=args.extract, coverage_threshold=args.coverage_threshold,
         reader=reader_endpoint(args, "vfaith")))
     overall, counts = metrics["overall"], metrics["counts"]

@@ -70,7 +70,8 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
              *md_table(["model", *TABLE2_HEADER], [[provenance["model"], *_table2_row(metrics)]]), "",
              "## Raw vs edited (exact McNemar)", "",
              f"right on the original only: {test['b_raw_right_edit_wrong']}; on the edited only: "
-             f"{test['c_raw_wrong_edit_right']}; p = {test['p_value']:.4g} ({test['n_pairs']} pairs).", "",
+             f"{test['c_raw_wrong_edit_right']}; p = {test['p_value']:.4g} ({test['n_pairs']} pairs); clustered by "
+             f"source image (Durkalski): p = {test['p_clustered']:.4g}.", "",
              *coverage.markdown(metrics["answers"]),
              *md_table(["probe", *STATUSES], [[probe, *(str(c[s]) for s in STATUSES)]
                                               for probe, c in counts["answers"].items()]), "",

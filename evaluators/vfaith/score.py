@@ -60,6 +60,8 @@ class ScoreRequest:
     seed: int = 0
     overwrite: bool = False
     drop_stale: bool = False
+    repeat: int = 0
+    """Which repeat of a `run --repeats N` to score."""
     judge: ModelEndpoint | None = None
     """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
     reader: ModelEndpoint | None = None
@@ -145,7 +147,7 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     predictions = read_predictions(
         request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,
         {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale,
-        {item.id: shown_digest(item_shows(item)) for item in dataset.items})
+        {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
     if not predictions.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run, then score again.")
@@ -164,7 +166,7 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
             "family": "vfaith", "mmfaith_version": __version__,
             "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
             "model": predictions.model, "predictions_sha256": predictions.sha256, "no_image": predictions.no_image,
-            "predictions_mode": "run" if request.from_run else "submission",
+            "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
             "prompt_templates_sha256": TEMPLATES_SHA256, "extract": request.extract,
             "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
                       "prompt_sha256": PROMPT_SHA256 if request.judge else None},
