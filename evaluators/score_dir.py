@@ -7,7 +7,8 @@ replace the folder whole.
   refused (the score replaces the folder whole).
 - `replace_folder(out, staging)`: put `staging` where `out` is, the old folder moved aside first
   and removed last, so a failed score leaves the old one intact and no file of an older score survives.
-- `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines), metrics.json
+- `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines, written as `items`
+  yields them, so a generator is never held whole), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
   then put in its place (`replace_folder`); every text file of it passes `mmfaith.redact` (a
   submission's answers may quote a key).
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def replace_folder(out: Path, staging: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def publish_scores(out: Path, items: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any],
+def publish_scores(out: Path, items: Iterable[Mapping[str, Any]], metrics: Mapping[str, Any],
                    write_report: Callable[[Mapping[str, Any], Path], Any]) -> None:
     """Write a score dir whole (module docstring)."""
     staging = out.parent / f".{out.name}.scoring"

@@ -89,6 +89,19 @@ def trace_answer(reply: str | None, options: list[dict[str, str]], reader: Choic
     return reader.choice(reply, options) if options else answer_letter(reply, options)
 
 
+def scored_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A prediction line's meta as scoring reads it (evaluators/predictions.py): a trace keeps its answer, its
+    crops' boxes and its turns' texts; each tool call is kept as an empty object (only their number is read).
+    A trace is most of a line's memory (its tool calls' arguments, boxes and raw text)."""
+    trace = meta.get("trace")
+    if not isinstance(trace, dict):
+        return meta
+    kept = {"answer": trace.get("answer"), "crops": [{"box": crop["box"]} for crop in trace.get("crops") or []],
+            "turns": [{"text": turn.get("text"), "tool_calls": [{} for _ in turn.get("tool_calls") or []]}
+                      for turn in trace.get("turns") or []]}
+    return {**meta, "trace": kept}
+
+
 def trace_reply(trace_line: dict[str, Any]) -> str | None:
     """The reply a trace line's answer is read from: its last turn's text (a submitted final answer
     without a trace: the response)."""
@@ -140,7 +153,8 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
     read = read_predictions(request.predictions, {item.id: PROBES for item in dataset.items}, request.from_run,
                             {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat,
+                            scored_meta)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
@@ -179,7 +193,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
-    publish_scores(out, [{**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)], metrics,
+    publish_scores(out, ({**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)), metrics,
                    write_report)
     return metrics
 
