@@ -192,10 +192,15 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     judgements = judge.judge_all(cases)
     items = [score_item(pair.record, pair.source_key, by_probe, judgement)
              for pair, by_probe, judgement in zip(dataset.pairs, answers, judgements)]
+    agreement = None
+    if request.judge_agreement:
+        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
+        agreement = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
+    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
+    del answers, cases, judgements  # what the items hold is all the rest needs: memory is the items' (docs/scale.md)
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
                                "provenance": _provenance(request, dataset, predictions, judge),
                                **summarize(items, request.n_bootstrap, request.seed)}
-    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
     metrics["answers"] = answer_tally(items, predictions, request.coverage_threshold).to_json()
@@ -204,9 +209,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     if official_block is not None:
         metrics["official"] = official_block
         official_responses.apply_not_computable(metrics)
-    if request.judge_agreement:
-        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
-        metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
+    if agreement is not None:
+        metrics["judge_agreement"] = agreement
 
     def write_report(scores: dict[str, Any], folder: Path) -> None:
         write_score_report(scores, folder)
