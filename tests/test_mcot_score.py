@@ -76,17 +76,18 @@ def test_golden_accuracy_ates_mcnemar_crz_tcc() -> None:
 
 
 def test_rates_have_intervals_that_resample_source_images() -> None:
-    """Two images: img-a holds three visual items, all right, reliable and sufficient; img-b one visual item,
-    wrong on everything. By hand: resampling two images gives AA (1.0, probability 1/4), AB/BA (3/4, 1/2) and
+    """Two images: img-a holds three visual items, all right, reliable, sufficient and grounded (IoU 1, a target
+    hit); img-b one visual item, wrong on everything (IoU 0, no hit). By hand: resampling two images gives AA (1.0, probability 1/4), AB/BA (3/4, 1/2) and
     BB (0.0, 1/4), so every interval is [0, 1]. An undefined rate (nothing judged) has no interval."""
     right = [dataclasses.replace(item(n, "x", trace=1, none=1, text=1, visual=1, reliable=1, sufficient=1),
-                                 source_key="img-a") for n in (1, 2, 3)]
+                                 source_key="img-a", grounding_iou=1.0, target_hit=1) for n in (1, 2, 3)]
     wrong = dataclasses.replace(item(4, "x", trace=0, none=0, text=0, visual=0, reliable=0, sufficient=0),
-                                source_key="img-b")
+                                source_key="img-b", grounding_iou=0.0, target_hit=0)
     overall = summarize([*right, wrong], n_bootstrap=2000, seed=0)["overall"]
     assert overall["accuracy_trace"] == overall["reliability"] == overall["sufficiency"] == 0.75
+    assert overall["grounding_iou"] == overall["target_hit_rate"] == 0.75
     for name in ("accuracy_trace", "accuracy_replay_none", "accuracy_replay_text", "accuracy_replay_visual",
-                 "reliability", "sufficiency"):
+                 "reliability", "sufficiency", "grounding_iou", "target_hit_rate"):
         assert overall["ci95"][name] == [0.0, 1.0], name
     unjudged = summarize([dataclasses.replace(i, reliable=None, sufficient=None) for i in [*right, wrong]], 50, 0)
     assert unjudged["overall"]["ci95"]["reliability"] is None and unjudged["overall"]["reliability"] is None

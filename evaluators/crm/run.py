@@ -10,10 +10,11 @@ Contract
   is not asked (an error line) when that CoT failed.
 - Then the original once more (`resample_cot`, `resample_answer`): the same conversation, another
   request seed; the change it shows against the original is the noise floor of SDR and AFR.
-- `circular` (`run --circular`, evaluators/circular.py): a multiple-choice item's original image is
-  also asked in every further rotation of its options, each its own conversation named
-  "original@r{k}" (probes `original@r{k}_cot`, `original@r{k}_answer`; meta `rotation`); the masked
-  variants are asked in the original order only (their accuracy is not a headline).
+- `circular` (`run --circular`, evaluators/circular.py): every image shown of a multiple-choice item
+  (the original and each masked variant) is also asked in every further rotation of its options,
+  each its own conversation named "{image}@r{k}" (probes `{image}@r{k}_cot`, `{image}@r{k}_answer`;
+  meta `rotation`), so each first-order accuracy (original and masked) has its `accuracy_circular`.
+  The re-sample (the noise floor) is asked in the original order only.
 - A RUN_DIR resumes only with the same temperatures, prompt templates and `circular` (`resume_settings`).
 """
 from __future__ import annotations
@@ -62,9 +63,9 @@ def item_shows(item: CrmItem) -> dict[str, Any]:
 
 
 def conversations(item: CrmItem, circular: bool) -> list[tuple[str, ImageRef, int]]:
-    """(conversation name, image, rotation of the options): `asked`, then with `circular` the original image in
-    every further rotation ("original@r{k}")."""
-    rotated = [(rotated_probe("original", k), item.original, k)
+    """(conversation name, image, rotation of the options): `asked`, then with `circular` every image shown in
+    every further rotation ("{image}@r{k}")."""
+    rotated = [(rotated_probe(name, k), image, k) for name, image in shown(item)
                for k in rotations(item.record["options"], circular) if k > 0]
     return [(name, image, 0) for name, image in asked(item)] + rotated
 

@@ -156,23 +156,32 @@ def _original_label(record: dict[str, Any], response: str | None, k: int) -> str
 
 
 def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any] | None:
-    """metrics.json's `circular`: over the multiple-choice items whose original image was asked in every rotation
-    of the options (`run --circular`), the first-order accuracy of the original final answer beside
-    `accuracy_circular` (right in every rotation, evaluators/circular.py); None for a run without rotations."""
-    first, every = [], []
+    """metrics.json's `circular`: per image shown ("original", each variant "{mode}-{style}"), over the
+    multiple-choice items asked in every rotation of the options there (`run --circular`), the first-order
+    accuracy of its final answer beside `accuracy_circular` (right in every rotation, evaluators/circular.py);
+    None for a run without rotations."""
+    first: dict[str, list[bool]] = {}
+    every: dict[str, list[bool]] = {}
     for item in dataset.items:
         record = item.record
-        asked = [(k, answers.get((item.id, probe_names(name)[1]))) for name, _, k in conversations(item, True)
-                 if name.startswith("original")]
-        if not record["options"] or len(asked) < 2 or all(answer is None for _, answer in asked[1:]):
+        if not record["options"]:
             continue
-        rights = [answer is not None and _original_label(record, answer, k) == record["answer"] for k, answer in asked]
-        first.append(rights[0])
-        every.append(circular_correct(rights))
+        asked_by_image: dict[str, list[tuple[int, str | None]]] = {}
+        for name, _, k in conversations(item, True):
+            if name != RESAMPLE:
+                asked_by_image.setdefault(name.split(SEPARATOR)[0], []).append(
+                    (k, answers.get((item.id, probe_names(name)[1]))))
+        for image, asked_here in asked_by_image.items():
+            if len(asked_here) < 2 or all(answer is None for _, answer in asked_here[1:]):
+                continue
+            rights = [answer is not None and _original_label(record, answer, k) == record["answer"]
+                      for k, answer in asked_here]
+            first.setdefault(image, []).append(rights[0])
+            every.setdefault(image, []).append(circular_correct(rights))
     if not first:
         return None
-    return {"original": {"n_items": len(first), "accuracy": round(sum(first) / len(first), 6),
-                         "accuracy_circular": round(sum(every) / len(every), 6)}}
+    return {image: {"n_items": len(first[image]), "accuracy": round(sum(first[image]) / len(first[image]), 6),
+                    "accuracy_circular": round(sum(every[image]) / len(every[image]), 6)} for image in first}
 
 
 def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any]:

@@ -62,9 +62,6 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
 
     if options["max_turns"] < 1:
         raise MmfaithError(f"--max-turns must be 1 or more, not {options['max_turns']}.")
-    if options["circular"]:
-        raise MmfaithError("--circular is not implemented for MCoT yet: a trace and its replays are one chain, "
-                           "asked in the options' original order (docs/mcot.md#blind-controls).")
     prompt_file = options.get("system_prompt")
     try:
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
@@ -76,7 +73,7 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
     if options.get("injector_model"):
         injector = LlmInjector(ModelEndpoint("openai", options["injector_model"], options.get("injector_base_url"),
                                              options.get("injector_api_key_env")))
-    return McotProbePlan(settings, injector, options.get("traces"))
+    return McotProbePlan(settings, injector, options.get("traces"), options["circular"])
 
 
 def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:

@@ -15,8 +15,9 @@ Aggregates (`summarize`):
   a bootstrap 95% CI resampling images (`stats.bootstrap_ci`).
 - `reliability` / `sufficiency` (4.2, eqs. 5-6): share of judged visual items the judge labels
   reliable / sufficient.
-- `ci95`: a 95% interval of every accuracy, the agreement, reliability and sufficiency, resampling
-  source images (items made from one image are not independent; `stats.bootstrap_ci`).
+- `ci95`: a 95% interval of every accuracy, the agreement, reliability, sufficiency, grounding_iou
+  and target_hit_rate, resampling source images (items made from one image are not independent;
+  `stats.bootstrap_ci`).
 - `grounding_iou` (TreeBench's precision; mmfaith's addition): per visual trace of an item with
   target boxes, the best IoU of any crop with any target box (original-image pixels), averaged;
   `target_hit_rate`: share of those traces with a crop of at most `max_crop_share` of the image
@@ -116,17 +117,19 @@ def _rate_parts(item: ItemOutcome) -> dict[str, float]:
         parts |= {f"accuracy_{probe}": (float(item.correct[probe]), 1.0) for probe in REPLAYS if probe in item.correct}
         agree = item.answers.get("replay_none") == item.answers.get("trace")
         parts["agreement_replay_none_trace"] = (float(agree), 1.0)
-        for name, label in (("reliability", item.reliable), ("sufficiency", item.sufficient)):
-            if label is not None:
-                parts[name] = (float(label), 1.0)
+        for name, value in (("reliability", item.reliable), ("sufficiency", item.sufficient),
+                            ("grounding_iou", item.grounding_iou), ("target_hit_rate", item.target_hit)):
+            if value is not None:
+                parts[name] = (float(value), 1.0)
     return {f"{name}{side}": value for name, pair in parts.items() for side, value in zip(("", "/n"), pair)}
 
 
 def rate_cis(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, list[float] | None]:
-    """95% interval of every accuracy, the agreement, reliability and sufficiency, resampling source images
-    (`stats.bootstrap_ci`); None where a rate is undefined or no replicate defines it."""
+    """95% interval of every accuracy, the agreement, reliability, sufficiency, grounding_iou and
+    target_hit_rate, resampling source images (`stats.bootstrap_ci`); None where a rate is undefined or no
+    replicate defines it."""
     names = ("accuracy_trace", *(f"accuracy_{probe}" for probe in REPLAYS), "agreement_replay_none_trace",
-             "reliability", "sufficiency")
+             "reliability", "sufficiency", "grounding_iou", "target_hit_rate")
 
     def statistic(sums: Any) -> dict[str, np.ndarray]:
         out = {}

@@ -17,7 +17,7 @@ from typing import Any
 from mmfaith import __version__, families
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.circular import controls_lines, position_bias
+from mmfaith.evaluators.circular import circular_correct, controls_lines, original_label, position_bias, rotate_options
 from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
                                            grounding)
@@ -27,7 +27,7 @@ from mmfaith.evaluators.answers import last_tag
 from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
 from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
-from mmfaith.evaluators.mcot.run import item_shows
+from mmfaith.evaluators.mcot.run import item_shows, rotated_traces
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
@@ -151,7 +151,9 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
     judge = request.make_judge(request.judge)
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
-    read = read_predictions(request.predictions, {item.id: PROBES for item in dataset.items}, request.from_run,
+    # Every probe a run may have asked (a circular run's rotated traces too); the scores use those it did ask.
+    expected = {item.id: PROBES + tuple(probe for probe, _ in rotated_traces(item, True)) for item in dataset.items}
+    read = read_predictions(request.predictions, expected, request.from_run,
                             {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
                             {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat,
                             scored_meta)
@@ -190,6 +192,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     if reader.endpoint is not None:
         metrics["reader"] = reader.agreement()
     metrics["position_bias"] = answer_position_bias(dataset, lines_of)
+    metrics["circular"] = circular_block(dataset, read, reader, {outcome.id: outcome for outcome in items})
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
@@ -218,6 +221,31 @@ def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float,
             tally.add(status_of(line, (item.id, probe) in read.failed,
                                 None if line is None else line["meta"].get("answer")))  # replies continue a trace
     return tally
+
+
+def circular_block(dataset: McotDataset, read: PredictionSet, reader: ChoiceReader,
+                   outcomes: dict[str, ItemOutcome]) -> dict[str, Any] | None:
+    """metrics.json's `circular`: over the multiple-choice items whose trace was also run in every further
+    rotation of the options (`run --circular`), `accuracy_trace` (first order) beside `accuracy_circular` (right in
+    every rotation, evaluators/circular.py); None for a run without rotations."""
+    first, every = [], []
+    for item in dataset.items:
+        record = item.record
+        rotated = rotated_traces(item, True)
+        lines = [read.answered.get((item.id, probe)) for probe, _ in rotated]
+        if not rotated or all(line is None for line in lines):
+            continue
+        rights = [outcomes[item.id].correct["trace"] == 1]
+        for (_, k), line in zip(rotated, lines):
+            shown = None if line is None else trace_answer(trace_reply(line), rotate_options(record["options"], k),
+                                                           reader)
+            rights.append(original_label(record["options"], k, shown) == record["answer"])
+        first.append(rights[0])
+        every.append(circular_correct(rights))
+    if not first:
+        return None
+    return {"trace": {"n_items": len(first), "accuracy": round(sum(first) / len(first), 6),
+                      "accuracy_circular": round(sum(every) / len(every), 6)}}
 
 
 def answer_position_bias(dataset: McotDataset, lines_of: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
