@@ -1,4 +1,4 @@
-"""Records held small (mmfaith/records.py): only the fields a reader uses, equal values held once."""
+"""Memory of scoring: records held small (mmfaith/records.py), kept prediction lines, items.jsonl in batches."""
 from __future__ import annotations
 
 from mmfaith.records import SHARED_MAX_CHARS, Shared, keep_fields
@@ -41,3 +41,26 @@ def test_write_lines_atomic_writes_the_lines_redacted_across_batches(tmp_path) -
     expected = "".join(f'{{"n": {n}, "text": "Bearer ***"}}\n' for n in range(10))
     assert (tmp_path / "items.jsonl").read_text() == expected
     assert [p.name for p in tmp_path.iterdir()] == ["items.jsonl"]  # no temporary file left
+
+
+def test_a_kept_prediction_line_is_its_response_and_the_meta_a_scorer_reads(tmp_path) -> None:
+    import json
+
+    from mmfaith.evaluators.predictions import read_predictions
+
+    meta = {"attempts": 1, "latency_s": 0.2, "prompt_tokens": 500, "completion_tokens": 12, "error": None,
+            "finish_reason": "stop", "generation": {"max_tokens": 1024, "temperature": 0.0},
+            "images": [{"sha256": "a" * 64}], "shown_sha256": "b" * 64, "reasoning": None, "order": "original-first"}
+    lines = [{"id": f"x-{n}", "probe": "original", "model": "m", "response": f"answer {n}", "meta": meta}
+             for n in range(2)]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    read = read_predictions(path, {"x-0": ("original",), "x-1": ("original",)}, from_run=True,
+                            images_by_id={"x-0": {"a" * 64}, "x-1": {"a" * 64}})
+    kept = {"finish_reason": "stop", "generation": {"max_tokens": 1024, "temperature": 0.0}, "order": "original-first"}
+    assert read.answered[("x-0", "original")] == {"response": "answer 0", "meta": kept}
+    assert read.answered[("x-1", "original")]["meta"] is read.answered[("x-0", "original")]["meta"]  # held once
+    # a family's scored_meta reduces what is kept further (MCoT: a trace's answer, boxes, texts, tool-call count)
+    read = read_predictions(path, {"x-0": ("original",), "x-1": ("original",)}, from_run=True,
+                            scored_meta=lambda kept_meta: {"order": kept_meta["order"]})
+    assert read.answered[("x-1", "original")] == {"response": "answer 1", "meta": {"order": "original-first"}}
