@@ -23,7 +23,8 @@ def test_keep_fields_without_fields_is_the_record_itself() -> None:
 def test_shared_holds_equal_objects_once_and_leaves_others_apart() -> None:
     shared = Shared()
     first = keep_fields(RECORD, ("id", "options"), shared)
-    second = keep_fields({**RECORD, "id": "vf-2", "options": [{"label": "A", "text": "red"}]}, ("id", "options"), shared)
+    second = keep_fields({**RECORD, "id": "vf-2", "options": [{"label": "A", "text": "red"}]}, ("id", "options"),
+                         shared)
     third = keep_fields({**RECORD, "options": [{"label": "A", "text": "blue"}]}, ("options",), shared)
     assert second["options"] is first["options"]
     assert third["options"] is not first["options"] and third["options"] == [{"label": "A", "text": "blue"}]

@@ -120,8 +120,8 @@ def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool =
             paths[path] = cached
         refs = {variant_name(v): ImageRef(v["sha256"], paths[v["image"]]) for v in record["variants"]
                 if v["image"] in paths}
-        items.append(CrmItem(keep_fields(record, fields, shared), ImageRef(record["image_original_sha256"], paths[record["image_original"]]),
-                             refs))
+        original = ImageRef(record["image_original_sha256"], paths[record["image_original"]])
+        items.append(CrmItem(keep_fields(record, fields, shared), original, refs))
     return CrmDataset(items, f"release:{manifest['name']}",
                       f"{manifest['tag']}+{sha256_file(folder / 'manifest.json')[:16]}")
 

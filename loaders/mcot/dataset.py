@@ -107,6 +107,7 @@ def _open_release(folder: Path, cache_dir: Path | None, verify: bool, fields: Fi
             where = f"{folder / name} row {number}"
             record = row_to_record(row)
             check_item(record, where, seen)
-            items.append(McotItem(keep_fields(record, fields, shared), cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
+            image = cached_image(images, row["image"]["bytes"], record["image_sha256"], where)
+            items.append(McotItem(keep_fields(record, fields, shared), image))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return McotDataset(items, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")

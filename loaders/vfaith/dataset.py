@@ -102,7 +102,8 @@ def _open_build_dir(path: Path, fields: Fields | None) -> VfaithDataset:
     pairs = []
     for number, record in read_jsonl(records_path):
         check("vfaith_pair", record, f"{records_path}:{number}", seen)
-        pair = VfaithPair(keep_fields(record, fields, shared), path / record["image_original"], path / record["image_edited"])
+        pair = VfaithPair(keep_fields(record, fields, shared), path / record["image_original"],
+                          path / record["image_edited"])
         for image in (pair.original_path, pair.edited_path):
             if not image.is_file():
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
@@ -144,15 +145,14 @@ def _open_release(folder: Path, cache_dir: Path | None, verify: bool, fields: Fi
             if config == "pairs":
                 record = row_to_pair(row)
                 check("vfaith_pair", record, where, seen, f"; run `mmfaith verify {folder}`")
-                pairs.append(VfaithPair(keep_fields(record, fields, shared), cached_image(images, row["image_original"]["bytes"],
-                                                        record["image_original_sha256"], where),
-                                        cached_image(images, row["image_edited"]["bytes"], record["image_edited_sha256"],
-                                                where)))
+                original = cached_image(images, row["image_original"]["bytes"], record["image_original_sha256"], where)
+                edited = cached_image(images, row["image_edited"]["bytes"], record["image_edited_sha256"], where)
+                pairs.append(VfaithPair(keep_fields(record, fields, shared), original, edited))
             else:
                 record = row_to_perception(row)
                 check("vfaith_perception", record, where, seen, f"; run `mmfaith verify {folder}`")
-                perception.append(VfaithPerception(keep_fields(record, fields, shared), cached_image(images, row["image"]["bytes"],
-                                                                   record["image_sha256"], where)))
+                image = cached_image(images, row["image"]["bytes"], record["image_sha256"], where)
+                perception.append(VfaithPerception(keep_fields(record, fields, shared), image))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return VfaithDataset(pairs, perception, dataset_id=f"release:{manifest['name']}",
                          revision=f"{manifest['tag']}+{manifest_hash}")
