@@ -50,6 +50,9 @@ from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
 
 
+SCORED_FIELDS = ("id", "question", "question_type", "answer", "options", "regions", "image_original_sha256",
+                 "source.dataset", "source.file_name")
+"""What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
 FLOOR_VARIANT = "original-resample"
 """The re-sampled original's unit, scored like a variant ("{mode}-{style}") and kept out of the masked blocks."""
 
@@ -185,7 +188,7 @@ def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
     _check(request)
-    dataset = open_crm_dataset(request.dataset)
+    dataset = open_crm_dataset(request.dataset, fields=SCORED_FIELDS)
     # Every probe a run may have asked (a circular run's rotations too); the scores use those it did ask.
     expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
     images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}

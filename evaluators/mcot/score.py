@@ -36,6 +36,10 @@ from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_datase
 from mmfaith.outdir import prepare_out_dir
 
 
+SCORED_FIELDS = ("id", "category", "question", "options", "answer", "image_sha256", "width", "height", "targets")
+"""What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class McotScoreRequest(ScoreSettings):
     dataset: Path
@@ -72,6 +76,19 @@ class McotScoreRequest(ScoreSettings):
 def trace_answer(reply: str | None, options: list[dict[str, str]], reader: ChoiceReader) -> str | None:
     """A trace's option label (a free-form item: its answer tag's text)."""
     return reader.choice(reply, options) if options else answer_letter(reply, options)
+
+
+def scored_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A prediction line's meta as scoring reads it (evaluators/predictions.py): a trace keeps its answer, its
+    crops' boxes and its turns' texts; each tool call is kept as an empty object (only their number is read).
+    A trace is most of a line's memory (its tool calls' arguments, boxes and raw text)."""
+    trace = meta.get("trace")
+    if not isinstance(trace, dict):
+        return meta
+    kept = {"answer": trace.get("answer"), "crops": [{"box": crop["box"]} for crop in trace.get("crops") or []],
+            "turns": [{"text": turn.get("text"), "tool_calls": [{} for _ in turn.get("tool_calls") or []]}
+                      for turn in trace.get("turns") or []]}
+    return {**meta, "trace": kept}
 
 
 def trace_reply(trace_line: dict[str, Any]) -> str | None:
@@ -118,7 +135,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_mcot_dataset(request.dataset)
+    dataset = open_mcot_dataset(request.dataset, fields=SCORED_FIELDS)
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
     judge = request.make_judge(request.judge)
@@ -127,7 +144,8 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     expected = {item.id: PROBES + tuple(probe for probe, _ in rotated_traces(item, True)) for item in dataset.items}
     read = read_predictions(request.predictions, expected, request.from_run,
                             {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat,
+                            scored_meta)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
@@ -167,7 +185,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
-    publish_scores(out, [{**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)], metrics,
+    publish_scores(out, ({**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)), metrics,
                    write_report)
     return metrics
 

@@ -169,11 +169,18 @@ def _tokens(text: str) -> list[str]:
     return re.sub(r"[^a-z0-9]+", " ", text.lower().replace("'s ", " ")).split()
 
 
-def _lexicon(entries: Iterable[tuple[str, str]], plurals: bool) -> dict[tuple[str, ...], str]:
-    lexicon: dict[tuple[str, ...], str] = {}
+class _Lexicon(dict[tuple[str, ...], str]):
+    """Phrase (its tokens) -> canonical name; `longest`: the most tokens of a phrase (the scan's window)."""
+
+    longest: int = 0
+
+
+def _lexicon(entries: Iterable[tuple[str, str]], plurals: bool) -> _Lexicon:
+    lexicon = _Lexicon()
     for phrase, canonical in entries:
         for form in (noun_forms(phrase) if plurals else {phrase}):
             lexicon.setdefault(tuple(form.split()), canonical)
+    lexicon.longest = max((len(phrase) for phrase in lexicon), default=0)
     return lexicon
 
 
@@ -183,7 +190,7 @@ _COLOR_WORDS = set(COLOR_NAMES) | set(COLOR_SYNONYMS)
 
 
 @lru_cache(maxsize=64)
-def _category_lexicon(extra: tuple[str, ...]) -> dict[tuple[str, ...], str]:
+def _category_lexicon(extra: tuple[str, ...]) -> _Lexicon:
     """The category lexicon with a dataset's own category names (`extra`) first (module docstring)."""
     if not extra:
         return _CATEGORY_LEXICON
@@ -191,12 +198,11 @@ def _category_lexicon(extra: tuple[str, ...]) -> dict[tuple[str, ...], str]:
                      *CATEGORY_SYNONYMS.items()], plurals=True)
 
 
-def _mentions(tokens: list[str], lexicon: dict[tuple[str, ...], str]) -> list[tuple[int, int, str]]:
+def _mentions(tokens: list[str], lexicon: _Lexicon) -> list[tuple[int, int, str]]:
     """(start, end, canonical) of each lexicon phrase in the tokens, longest phrase first, left to right."""
     found, i = [], 0
-    longest = max(len(phrase) for phrase in lexicon)
     while i < len(tokens):
-        for size in range(longest, 0, -1):
+        for size in range(lexicon.longest, 0, -1):
             canonical = lexicon.get(tuple(tokens[i:i + size]))
             if canonical is not None and i + size <= len(tokens):
                 found.append((i, i + size, canonical))

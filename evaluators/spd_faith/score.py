@@ -58,6 +58,11 @@ from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_data
 from mmfaith.outdir import prepare_out_dir
 
 
+SCORED_FIELDS = ("id", "subset", "difficulty", "num_differences", "differences", "image_a_sha256", "image_b_sha256",
+                 "source.dataset", "source.file_name", "source.official")
+"""What scoring reads of a pair record (the loader keeps only these: mmfaith/records.py)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScoreRequest(ScoreSettings):
     """What to score and how; `judge` None is the rule judge."""
@@ -153,7 +158,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     if request.dataset is None and request.format == "predictions":
         raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
-    dataset = open_spd_dataset(request.dataset) if request.dataset is not None else None
+    dataset = open_spd_dataset(request.dataset, fields=SCORED_FIELDS) if request.dataset is not None else None
     official_block: dict[str, Any] | None = None
     if request.format not in official_responses.FORMATS:
         raise MmfaithError(f"--format {request.format!r}: use one of {', '.join(official_responses.FORMATS)}.")
@@ -178,10 +183,15 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     judgements = judge.judge_all(cases)
     items = [score_item(pair.record, pair.source_key, by_probe, judgement)
              for pair, by_probe, judgement in zip(dataset.pairs, answers, judgements)]
+    agreement = None
+    if request.judge_agreement:
+        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
+        agreement = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
+    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
+    del answers, cases, judgements  # what the items hold is all the rest needs: memory is the items' (docs/scale.md)
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
                                "provenance": _provenance(request, dataset, predictions, judge),
                                **summarize(items, request.n_bootstrap, request.seed)}
-    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
     metrics["answers"] = answer_tally(items, predictions, request.coverage_threshold).to_json()
@@ -190,9 +200,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     if official_block is not None:
         metrics["official"] = official_block
         official_responses.apply_not_computable(metrics)
-    if request.judge_agreement:
-        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
-        metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
+    if agreement is not None:
+        metrics["judge_agreement"] = agreement
 
     def write_report(scores: dict[str, Any], folder: Path) -> None:
         write_score_report(scores, folder)

@@ -43,6 +43,12 @@ from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfait
 from mmfaith.outdir import prepare_out_dir
 
 
+SCORED_FIELDS = ("id", "pair_id", "category", "question", "question_type", "options", "answers", "answer_original",
+                 "answer_edited", "image_sha256", "image_original_sha256", "image_edited_sha256", "source.dataset",
+                 "source.file_name", "source.image_id")
+"""What scoring reads of a pair or perception record (the loader keeps only these: mmfaith/records.py)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScoreRequest(ScoreSettings):
     """What to score and how (the flags of `mmfaith score vfaith`, one field each)."""
@@ -127,7 +133,7 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_vfaith_dataset(request.dataset)
+    dataset = open_vfaith_dataset(request.dataset, fields=SCORED_FIELDS)
     plan = VfaithProbePlan(circular=True)  # accepts the rotations of a circular run; a plain run has none
     predictions = read_predictions(
         request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,

@@ -16,6 +16,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
+from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.schema import check_loaded_record
 
 
@@ -64,7 +65,8 @@ def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
     check_loaded_record("crm_item", record, where, seen, "a CRM record")
 
 
-def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> CrmDataset:
+def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
+                     fields: Fields | None = None) -> CrmDataset:
     """Open a CRM build dir, release folder or Hub repo id `ORG/NAME[@REVISION]` (module docstring)."""
     from mmfaith.loaders.source import resolve
 
@@ -72,10 +74,10 @@ def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bo
     if found.kind == "release":
         from mmfaith.loaders.crm.rows import open_crm_release
 
-        return open_crm_release(found.path, found.manifest, cache_dir)
+        return open_crm_release(found.path, found.manifest, cache_dir, fields)
     path = found.path
     records_path = path / "records.jsonl"
-    items, seen = [], set()
+    items, seen, shared = [], set(), Shared()
     for number, record in read_jsonl(records_path):
         where = f"{records_path}:{number}"
         check_crm_record(record, where, seen)
@@ -84,5 +86,5 @@ def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bo
         for ref in refs.values():
             if not ref.path.is_file():
                 raise MmfaithError(f"{where}: image {ref.path} is missing.")
-        items.append(CrmItem(record, refs.pop("original"), refs))
+        items.append(CrmItem(keep_fields(record, fields, shared), refs.pop("original"), refs))
     return CrmDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])

@@ -16,6 +16,7 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
+from mmfaith.records import Fields, Shared, keep_fields
 
 
 def features() -> Any:
@@ -64,9 +65,10 @@ def rows_to_records(rows: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any]
     return list(found.values())
 
 
-def open_crm_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None = None) -> Any:
+def open_crm_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None = None,
+                     fields: Fields | None = None) -> Any:
     """A CRM release folder as a CrmDataset: images written once to the cache (by sha256), items whose
-    every variant was released."""
+    every variant was released; with `fields`, each record keeps only those (mmfaith/records.py)."""
     import pyarrow.parquet as pq
 
     from mmfaith.cache import cache_dir as default_cache_dir
@@ -78,7 +80,7 @@ def open_crm_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | N
             for row in pq.read_table(folder / name).to_pylist())
     images_dir = (cache_dir or default_cache_dir()) / "images"
     images_dir.mkdir(parents=True, exist_ok=True)
-    items, seen = [], set()
+    items, seen, shared = [], set(), Shared()
     for record, images in rows_to_records(rows):
         check_crm_record(record, f"{folder} item {record['id']}", seen)
         paths = {}
@@ -89,7 +91,7 @@ def open_crm_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | N
             paths[path] = cached
         refs = {variant_name(v): ImageRef(v["sha256"], paths[v["image"]]) for v in record["variants"]
                 if v["image"] in paths}
-        items.append(CrmItem(record, ImageRef(record["image_original_sha256"], paths[record["image_original"]]),
-                             refs))
+        original = ImageRef(record["image_original_sha256"], paths[record["image_original"]])
+        items.append(CrmItem(keep_fields(record, fields, shared), original, refs))
     return CrmDataset(items, f"release:{manifest['name']}",
                       f"{manifest['tag']}+{sha256_file(folder / 'manifest.json')[:16]}")

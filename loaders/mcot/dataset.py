@@ -16,6 +16,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
+from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.loaders.release_files import cached_image
 from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
@@ -58,21 +59,22 @@ class McotDataset:
         return {item.id: item for item in self.items}
 
 
-def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> McotDataset:
+def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
+                      fields: Fields | None = None) -> McotDataset:
     """A build dir, a release folder or a Hub id (module docstring)."""
     found = resolve(path, "mcot", verify=verify)
     if found.kind == "release":
-        return _open_release(found.path, found.manifest, cache_dir)
+        return _open_release(found.path, found.manifest, cache_dir, fields)
     path = found.path
     records_path = path / "records.jsonl"
-    items, seen = [], set()
+    items, seen, shared = [], set(), Shared()
     for number, record in read_jsonl(records_path):
         where = f"{records_path}:{number}"
         check_item(record, where, seen)
         image = path / record["image"]
         if not image.is_file():
             raise MmfaithError(f"{where}: image {image} is missing.")
-        items.append(McotItem(record, image))
+        items.append(McotItem(keep_fields(record, fields, shared), image))
     return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
 
 
@@ -81,7 +83,7 @@ def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
     check_loaded_record("mcot_item", record, where, seen, "an MCoT record")
 
 
-def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None) -> McotDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None, fields: Fields | None) -> McotDataset:
     """The items of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
@@ -91,12 +93,14 @@ def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None
     images.mkdir(parents=True, exist_ok=True)
     items: list[McotItem] = []
     seen: set[str] = set()
+    shared = Shared()
     for name in sorted(name for name, entry in manifest["files"].items() if "config" in entry):
         batches = pq.ParquetFile(folder / name).iter_batches(batch_size=16)
         for number, row in enumerate(row for batch in batches for row in batch.to_pylist()):
             where = f"{folder / name} row {number}"
             record = row_to_record(row)
             check_item(record, where, seen)
-            items.append(McotItem(record, cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
+            image = cached_image(images, row["image"]["bytes"], record["image_sha256"], where)
+            items.append(McotItem(keep_fields(record, fields, shared), image))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return McotDataset(items, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")

@@ -16,6 +16,7 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
+from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.loaders.release_files import cached_image
 from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
@@ -59,8 +60,10 @@ class SpdDataset:
 
 
 
-def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True) -> SpdDataset:
-    """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists.
+def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True,
+                     fields: Fields | None = None) -> SpdDataset:
+    """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists;
+    with `fields`, each record keeps only those once checked (mmfaith/records.py).
 
     `cache_dir` is where a release's images are written (default: `mmfaith.cache.cache_dir()`), as
     images/<sha256>.png; an image is written only when absent, and its bytes
@@ -68,17 +71,18 @@ def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = T
     """
     found = resolve(path, "spd-faith", verify=verify)
     if found.kind == "release":
-        return _open_release(found.path, found.manifest, cache_dir)
-    return _open_build_dir(found.path)
+        return _open_release(found.path, found.manifest, cache_dir, fields)
+    return _open_build_dir(found.path, fields)
 
 
-def _open_build_dir(path: Path) -> SpdDataset:
+def _open_build_dir(path: Path, fields: Fields | None) -> SpdDataset:
     records_path = path / "records.jsonl"
     pairs = []
     seen: set[str] = set()
+    shared = Shared()
     for number, record in read_jsonl(records_path):
         _check_record(record, f"{records_path}:{number}", seen)
-        pair = SpdPair(record, path / record["image_a"], path / record["image_b"])
+        pair = SpdPair(keep_fields(record, fields, shared), path / record["image_a"], path / record["image_b"])
         for image in (pair.image_a_path, pair.image_b_path):
             if not image.is_file():
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
@@ -91,7 +95,7 @@ def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: st
     check_loaded_record("spd_faith_pair", record, where, seen, "an SPD-Faith record", advice)
 
 
-def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None) -> SpdDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None, fields: Fields | None) -> SpdDataset:
     """The pairs of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
@@ -101,6 +105,7 @@ def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None
     images.mkdir(parents=True, exist_ok=True)
     pairs = []
     seen: set[str] = set()
+    shared = Shared()
     for name, entry in sorted(manifest["files"].items()):
         if "config" not in entry:
             continue
@@ -111,6 +116,6 @@ def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None
             _check_record(record, where, seen, f"; run `mmfaith verify {folder}`")
             paths = [cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
                      for side in ("image_a", "image_b")]
-            pairs.append(SpdPair(record, paths[0], paths[1]))
+            pairs.append(SpdPair(keep_fields(record, fields, shared), paths[0], paths[1]))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return SpdDataset(pairs, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")
