@@ -16,7 +16,7 @@ from mmfaith import __version__
 from mmfaith.annotation import cli as annotate_cli
 from mmfaith.cli_help import HelpFormatter, HelpParser, family_parsers
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import run_cli, score_cli
+from mmfaith.evaluators import evaluate_cli, run_cli, score_cli
 from mmfaith.evaluators.harness import cli as harness_cli
 from mmfaith.families import Family, all_families
 from mmfaith.outdir import remove_if_made_empty
@@ -117,6 +117,7 @@ def parser() -> argparse.ArgumentParser:
     _add_quickstart(subparsers)
     _add_families(subparsers)
     _add_build(subparsers)
+    evaluate_cli.register(subparsers)
     run_cli.register(subparsers)
     score_cli.register(subparsers)
     release_cli.register(subparsers)

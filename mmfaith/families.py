@@ -115,7 +115,9 @@ class Family:
     """A family's declaration (see the module docstring).
 
     `parts` is "module:attribute" naming a `FamilyParts` (or a function returning one), or the
-    `FamilyParts` itself (a family defined in a script or a test).
+    `FamilyParts` itself (a family defined in a script or a test). `ceiling` names the reference
+    model at the family's good end (the `oracle` role of `serve-reference --suite`, the ceiling a
+    profile places every metric under).
     """
 
     name: str
@@ -126,6 +128,7 @@ class Family:
     metrics: tuple[MetricInfo, ...]
     reference_models: tuple[tuple[str, str], ...]
     parts_source: str | FamilyParts = field(repr=False)
+    ceiling: str = "oracle"
 
     def parts(self) -> FamilyParts:
         """The family's code, imported once."""
@@ -265,6 +268,7 @@ CRM = Family(
         ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
     parts_source="mmfaith.evaluators.crm.family:parts",
+    ceiling="grounded",
 )
 
 MCOT_DOC = "docs/mcot.md"
@@ -305,6 +309,7 @@ MCOT = Family(
         ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
     parts_source="mmfaith.evaluators.mcot.family:parts",
+    ceiling="zoom-oracle",
 )
 
 _REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM, MCOT)}
