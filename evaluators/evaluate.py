@@ -26,7 +26,9 @@ With `--serve MODEL`, one vLLM server (or `--replicas` of them) serves every fam
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import json
 import tempfile
 from pathlib import Path
@@ -159,7 +161,8 @@ def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: a
     ends: dict[str, Any] = {}
     shared = argparse.Namespace(**{**vars(args), "no_progress": True, "concurrency": 16})
     opened = fam.parts().open_dataset(dataset)
-    with tempfile.TemporaryDirectory(prefix="mmfaith-ends-") as scratch:
+    print(f"{family}: scoring its prior and {fam.ceiling} on the same dataset (once; cached) ...", flush=True)
+    with tempfile.TemporaryDirectory(prefix="mmfaith-ends-") as scratch, contextlib.redirect_stdout(io.StringIO()):
         for role, model in (("prior", "prior"), ("oracle", fam.ceiling)):
             run_dir, score_dir = Path(scratch) / "runs" / role, Path(scratch) / "scores" / role
             with ReferenceServer(opened, model, family=family) as server:

@@ -80,8 +80,11 @@ def reader_endpoint(args: argparse.Namespace, family: str) -> ModelEndpoint | No
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
     report = subparsers.add_parser("report", help="compare scored models side by side", formatter_class=HelpFormatter,
                                    description="Tables and plots of several score dirs of one dataset, with paired "
-                                               "bootstrap intervals of their differences and McNemar p-values.")
-    report.add_argument("score_dirs", type=Path, nargs="+", metavar="SCORE_DIR", help="score dirs of one dataset")
+                                               "bootstrap intervals of their differences and McNemar p-values; or of "
+                                               "several profile dirs (`mmfaith evaluate`): one leaderboard per family, "
+                                               "an overall view and every pair compared in each family.")
+    report.add_argument("score_dirs", type=Path, nargs="+", metavar="SCORE_DIR|PROFILE_DIR",
+                        help="score dirs of one dataset, or profile dirs")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the plots")
     report.add_argument("--family", help="the family (default: the one the score dirs' metrics.json names)")
     report.add_argument("--all-pairs", action="store_true", help="compare every pair (default: each against the first)")
@@ -94,6 +97,20 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_report(args: argparse.Namespace) -> int:
     _check_report_out(args.out, args.score_dirs, args.overwrite)
+    from mmfaith.evaluators.profile_report import compare_profiles, is_profile_dir
+
+    profiles = [is_profile_dir(path) for path in args.score_dirs]
+    if any(profiles):
+        if not all(profiles):
+            raise MmfaithError("report: give score dirs (of one dataset) or profile dirs (of `mmfaith evaluate`), "
+                               "not a mix.")
+        comparison = compare_profiles(args.score_dirs, args.out, args.bootstrap, args.seed)
+        print(f"compared {len(comparison['models'])} profiles ({', '.join(comparison['models'])}) over "
+              f"{', '.join(comparison['families'])}; wrote {args.out / 'report.md'}, comparison.json, overall.png "
+              "and one folder per family")
+        for label, row in comparison["overall"].items():
+            print(f"  {label}: " + ", ".join(f"{name} {'n/a' if v is None else f'{v:.3f}'}" for name, v in row.items()))
+        return 0
     named = {args.family} if args.family else {families.family_of_score_dir(d) for d in args.score_dirs}
     if len(named) != 1:
         raise MmfaithError(f"the score dirs are of several families ({', '.join(sorted(named))}); "
