@@ -96,3 +96,60 @@ def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: 
     report_dir = out / "report"
     compare_vfaith(score_dirs, report_dir, seed=seed)
     return report_dir
+
+
+QUICKSTART_ROLES = ("oracle", "prior")
+
+
+def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path]:
+    """The default suite (every family, on the embedded sample; built once and cached) evaluated for the
+    `oracle` and `prior` roles, each served by `serve-reference --suite`'s model on 127.0.0.1 and run over HTTP
+    as `mmfaith evaluate` runs a user's model, then compared: OUT/profiles/ROLE and OUT/comparison. Returns
+    (the profile dirs, the comparison dir)."""
+    from mmfaith.cli import parser
+    from mmfaith.errors import MmfaithError
+    from mmfaith.evaluators.evaluate import evaluate
+    from mmfaith.evaluators.profile_report import compare_profiles
+    from mmfaith.evaluators.suite_reference import suite_reference_model
+    from mmfaith.suite import load_suite
+
+    suite = load_suite(None)
+    profiles = []
+    for role in QUICKSTART_ROLES:
+        profile_dir = out / "profiles" / role
+        with ReferenceServer(None, suite_reference_model(suite, role, progress)) as server:
+            args = parser().parse_args(["evaluate", "--base-url", server.base_url, "--model", role,
+                                        "--out", str(profile_dir), *([] if progress else ["--no-progress"])])
+            if evaluate(args) != 0:
+                raise MmfaithError(f"the {role} profile has a failed family; see {profile_dir / 'profile.md'}.")
+        profiles.append(profile_dir)
+    compare_profiles(profiles, out / "comparison")
+    return profiles, out / "comparison"
+
+
+def quickstart_family(family: str, out: Path, seed: int = 0, progress: bool = True) -> Path:
+    """One family's flow into `out` with the default suite's recipe and run arguments: build/ (the recipe on the
+    embedded sample), runs/MODEL and scores/MODEL for each of the family's reference models served over HTTP,
+    report/ comparing every pair. Returns the report dir."""
+    from mmfaith import families
+    from mmfaith.cli import parser
+    from mmfaith.evaluators.evaluate import run_one, score_one
+    from mmfaith.suite import load_suite, run_build
+
+    entry = load_suite(None).entry(family)
+    declared = families.get(family)
+    build_dir = out / "build"
+    assert entry.build is not None
+    run_build(family, [*entry.build], build_dir, progress)
+    dataset = declared.parts().open_dataset(build_dir)
+    score_dirs = []
+    for model, _ in declared.reference_models:
+        run_dir, score_dir = out / "runs" / model, out / "scores" / model
+        with ReferenceServer(dataset, model, family=family) as server:
+            shared = parser().parse_args(["evaluate", "--base-url", server.base_url, "--model", model,
+                                          "--out", str(out), *([] if progress else ["--no-progress"])])
+            run_one(family, str(build_dir), entry.run, shared, model, (server.base_url,), run_dir)
+        score_one(family, str(build_dir), run_dir, score_dir, seed)
+        score_dirs.append(score_dir)
+    declared.part("compare", "comparison report")(score_dirs, out / "report", 1000, seed, True)
+    return out / "report"
