@@ -107,7 +107,6 @@ def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path
     as `mmfaith evaluate` runs a user's model, then compared: OUT/profiles/ROLE and OUT/comparison. Returns
     (the profile dirs, the comparison dir)."""
     from mmfaith.cli import parser
-    from mmfaith.errors import MmfaithError
     from mmfaith.evaluators.evaluate import evaluate
     from mmfaith.evaluators.profile_report import compare_profiles
     from mmfaith.evaluators.suite_reference import suite_reference_model
@@ -120,8 +119,7 @@ def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path
         with ReferenceServer(None, suite_reference_model(suite, role, progress)) as server:
             args = parser().parse_args(["evaluate", "--base-url", server.base_url, "--model", role,
                                         "--out", str(profile_dir), *([] if progress else ["--no-progress"])])
-            if evaluate(args) != 0:
-                raise MmfaithError(f"the {role} profile has a failed family; see {profile_dir / 'profile.md'}.")
+            evaluate(args)  # a family that failed (CRM without the crm extra) is in the profile, with its error
         profiles.append(profile_dir)
     compare_profiles(profiles, out / "comparison")
     return profiles, out / "comparison"

@@ -104,6 +104,9 @@ def _run_quickstart(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     if args.family is None:
         profiles, comparison = quickstart_suite(args.out, progress)
+        for name, entry in json.loads((profiles[0] / "profile.json").read_text(encoding="utf-8"))["families"].items():
+            if entry["status"] != "ok":
+                print(f"{name}: not scored: {entry['error']}")
         print("profiles: " + ", ".join(str(p / "profile.md") for p in profiles) + " (profile.json and profile.png "
               "beside each)")
         print(f"comparison: {comparison / 'report.md'}")
