@@ -56,10 +56,15 @@ def evaluate(args: argparse.Namespace) -> int:
         raise MmfaithError("--model NAME is required with --base-url (the name the server serves).")
     suite = load_suite(args.suite)
     names = chosen_families(suite, args.families)
+    if args.dry_run:
+        for name in names:
+            run_one(name, suite_dataset(suite, name, not args.no_progress), suite.entry(name).run, args,
+                    args.model or args.serve, tuple(args.base_urls), Path(args.out) / "runs" / name)
+        return 0
     out = prepare_out_dir(args.out, "evaluate")
     with hold_lock(out, "evaluate --out"):
         if args.serve:
-            with served_replicas(args, limit_images=8) as (model, base_urls, serve):
+            with served_replicas(args, limit_images=_images_per_request(suite, names)) as (model, base_urls, serve):
                 entries = {name: evaluate_family(suite, name, args, model, base_urls, serve) for name in names}
         else:
             entries = {name: evaluate_family(suite, name, args, args.model, tuple(args.base_urls)) for name in names}
@@ -171,6 +176,17 @@ def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: a
             ends[role] = values(headline(fam, json.loads((score_dir / "metrics.json").read_text(encoding="utf-8"))))
     cache.put(key, ends, family=family, dataset=dataset)
     return ends
+
+
+def _images_per_request(suite: Suite, names: list[str]) -> int:
+    """The most images one request of any chosen family shows (what a vLLM server started for all must allow)."""
+    from mmfaith.cli import parser
+    from mmfaith.evaluators.run_cli import family_plan, images_per_request
+
+    root = parser()
+    return max(images_per_request(family_plan(root.parse_args(["run", name, "--dataset", "-", "--out", "-",
+                                                               *suite.entry(name).run]), families.get(name)))
+               for name in names)
 
 
 def _sha256(path: Path) -> str | None:
