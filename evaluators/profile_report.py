@@ -118,8 +118,7 @@ def _family(name: str, dirs: Sequence[Path], profiles: Sequence[Mapping[str, Any
     except MmfaithError as exc:
         block["pairs_reason"] = str(exc)
         return block
-    block["report"] = next(f"{name}/{file}" for file in ("report.md", "comparison.md", "comparison.json")
-                           if (out / name / file).is_file())
+    block["report"] = f"{name}/report.md"
     block["pairs"] = len(result.get("pairs", []))
     return block
 

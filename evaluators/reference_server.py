@@ -4,7 +4,8 @@ Contract
 --------
 `ReferenceServer(dataset, model_name, host="127.0.0.1", port=0, latency_s=0.0, family="spd-faith")`
 serves one reference model of a family (the family's `reference_model(name, dataset)`, a
-`run_engine.ReferenceModel`; or a model given whole, such as `suite_reference.SuiteReferenceModel`) from threads (stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a
+`run_engine.ReferenceModel`; or a model given whole, such as `suite_reference.SuiteReferenceModel`)
+from threads (stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a
 deep accept queue), as a context manager (`with ReferenceServer(...) as server: server.base_url`)
 or in the foreground (`serve_forever`, Ctrl-C stops it). The server is family-neutral: the model
 resolves each request to its (item, probe) from what the request shows (image hashes, prompt

@@ -150,7 +150,8 @@ def run_family(args: argparse.Namespace, family: str, plan: Any, dataset: Any, m
 
     settings = RunSettings(dataset=args.dataset, model=model, base_urls=base_urls, out=args.out, limit=args.limit,
                            dry_run=args.dry_run, api_key_env=args.api_key_env, progress=not args.no_progress,
-                           serve=serve, no_image=args.no_image, **{name: getattr(args, name) for name in SHARED_TUNABLE})
+                           serve=serve, no_image=args.no_image,
+                           **{name: getattr(args, name) for name in SHARED_TUNABLE})
     summary = run_benchmark(family, settings, dataset, plan)
     if not summary.dry_run:
         print(summary.line())

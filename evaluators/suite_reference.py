@@ -61,7 +61,8 @@ def suite_reference_model(suite: Suite, role: str, progress: bool = True) -> Sui
         model = role_model(family, role)
         if model is not None:
             parts = family.parts()
-            models.append((name, parts.reference_model(model, parts.open_dataset(suite_dataset(suite, name, progress)))))
+            dataset = parts.open_dataset(suite_dataset(suite, name, progress))
+            models.append((name, parts.reference_model(model, dataset)))
     if not models:
         raise MmfaithError(f"--model {role}: no family of suite {suite.name} has that reference model; roles: "
                            f"{', '.join(suite_roles(suite))}.")

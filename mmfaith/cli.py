@@ -125,8 +125,7 @@ def _run_quickstart(args: argparse.Namespace) -> int:
         print(f"report: {report / 'report.md'} (plots beside it); the pairs: {args.out / 'build' / 'preview.png'}")
         return 0
     report = quickstart_family(args.family, args.out, args.seed, progress)
-    written = next(report / name for name in ("report.md", "comparison.md") if (report / name).is_file())
-    print(f"report: {written}; the build: {args.out / 'build'}")
+    print(f"report: {report / 'report.md'}; the build: {args.out / 'build'}")
     return 0
 
 
