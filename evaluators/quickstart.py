@@ -1,15 +1,19 @@
-"""`mmfaith quickstart`: the whole SPD-Faith flow offline on the embedded COCO sample, in one command.
+"""`mmfaith quickstart`: the whole flow offline on the embedded COCO sample, in one command.
 
-build a small set -> for each reference model (pixel-diff, oracle, blind, prior): start the reference
-server on 127.0.0.1, run the real client against it over HTTP, score -> one report comparing them.
-A newcomer sees what the benchmark measures: the oracle reads perfect, the blind model finds
-nothing, pixel-diff (a perception baseline without weights) lands in between, and the prior
-(the question's template alone, leave one out) shows what a blind guess earns. The prior is also
-run with `--no-image`, so the report shows MMStar's multimodal gain and leakage (docs/design.md#validity).
+Without --family (`quickstart_suite`): the default suite (every family) evaluated for the `oracle`
+and `prior` roles of `serve-reference --suite`, two profiles and their comparison (docs/evaluate.md).
 
-VFaith's quickstart runs its models with `--circular` (CircularEval: accuracy_circular beside every
-first-order accuracy) and the memorizer, which never looks, also with `--no-image`: its multimodal
-gain reads 0.
+`--family spd-faith` (`quickstart`): build a small set -> for each reference model (pixel-diff,
+oracle, blind, prior): start the reference server on 127.0.0.1, run the real client against it over
+HTTP, score -> one report comparing them. The oracle reads perfect, the blind model finds nothing,
+pixel-diff (a perception baseline without weights) lands in between, and the prior (the question's
+template alone, leave one out) shows what a blind guess earns. The prior is also run with
+`--no-image`, so the report shows MMStar's multimodal gain and leakage (docs/design.md#validity).
+
+`--family vfaith` (`quickstart_vfaith`) runs its models with `--circular` (CircularEval:
+accuracy_circular beside every first-order accuracy) and the memorizer, which never looks, also with
+`--no-image`: its multimodal gain reads 0. `--family crm|mcot` (`quickstart_family`): the default
+suite's recipe built into OUT/build, every reference model of the family run and scored, one report.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from mmfaith.evaluators.spd_faith.report import compare_scores
 from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
+from mmfaith.outdir import prepare_out_dir
 
 REFERENCE_MODELS = ("pixel-diff", "oracle", "blind", "prior")
 
@@ -112,6 +117,7 @@ def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path
     from mmfaith.evaluators.suite_reference import suite_reference_model
     from mmfaith.suite import load_suite
 
+    prepare_out_dir(out, "quickstart")
     suite = load_suite(None)
     profiles = []
     for role in QUICKSTART_ROLES:
@@ -134,6 +140,7 @@ def quickstart_family(family: str, out: Path, seed: int = 0, progress: bool = Tr
     from mmfaith.evaluators.evaluate import run_one, score_one
     from mmfaith.suite import load_suite, run_build
 
+    prepare_out_dir(out, "quickstart")
     entry = load_suite(None).entry(family)
     declared = families.get(family)
     build_dir = out / "build"
