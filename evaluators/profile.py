@@ -48,7 +48,7 @@ def headline(family: families.Family, metrics: Mapping[str, Any]) -> list[dict[s
                 continue
             rows.append({"key": prefix + metric.key, "name": metric.name + (f" ({prefix[:-1]})" if prefix else ""),
                          "value": value, "ci95": interval, "better": metric.better,
-                         "na_reason": None if value is not None else _why(metric.key, where)})
+                         "na_reason": None if value is not None else _why(metric, where)})
     return rows
 
 
@@ -66,11 +66,11 @@ def _lookup(metrics: Mapping[str, Any], block: Mapping[str, Any], intervals: Map
     return block[key], intervals.get(key), block
 
 
-def _why(key: str, block: Mapping[str, Any]) -> str:
+def _why(metric: families.MetricInfo, block: Mapping[str, Any]) -> str:
+    """Why a metric is null in a score: the block's counts and the family's declared `undefined_when`."""
     from mmfaith.evaluators.report_tables import why_undefined
 
-    reason = why_undefined(key, block, {})
-    return reason if reason != "undefined" else "undefined for this model (see the family's report.md)"
+    return why_undefined(metric.key, block, {metric.key: metric.undefined_when} if metric.undefined_when else {})
 
 
 def values(rows: list[dict[str, Any]]) -> dict[str, float | None]:

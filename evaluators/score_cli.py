@@ -87,7 +87,8 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
                         help="score dirs of one dataset, or profile dirs")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the plots")
     report.add_argument("--family", help="the family (default: the one the score dirs' metrics.json names)")
-    report.add_argument("--all-pairs", action="store_true", help="compare every pair (default: each against the first)")
+    report.add_argument("--against-first", action="store_true",
+                        help="compare each model with the first only (default: every pair of models)")
     report.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="paired bootstrap replicates")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     report.add_argument("--overwrite", action="store_true",
@@ -117,7 +118,7 @@ def _run_report(args: argparse.Namespace) -> int:
                            "compare score dirs of one dataset.")
     family = families.get(named.pop())
     compare = family.part("compare", "comparison report")
-    comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
+    comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, not args.against_first)
     n = len(comparison["models"])
     written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
     print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")

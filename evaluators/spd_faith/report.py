@@ -50,13 +50,7 @@ TREND_METRICS = ("yes_ratio_same", "contradiction_rate")
 BINARY_METRICS = {"DQR": "DQR", "existence_rate": "existence"}
 SHOWN = (*CI_METRICS, "control.false_alarm_rate")
 """Every metric report.md shows, in the order of its "Metrics shown" table."""
-WHY_LEFT_OUT = {
-    "contradiction_rate": "no item with both same? and different? parsed",
-    "consistency_ratio": "neither same? nor different? names a difference",
-    "DRF": "no described differences",
-    "yes_ratio_same": "no parsed same? answers",
-    "control.false_alarm_rate": "no parsed answers",
-}
+WHY_LEFT_OUT = {metric.key: metric.undefined_when for metric in FAMILY.metrics if metric.undefined_when}
 """Why an item is left out of a metric that is undefined for some items (metrics.LEFT_OUT)."""
 DRF_AXIS = plots.ValueAxis("describe claims", 0.0, None, integer=True, decimals=0)
 
