@@ -36,7 +36,7 @@ FORMAT = "mmfaith-profile/1"
 def headline(family: families.Family, metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The headline rows of one score's metrics.json (module docstring)."""
     if "overall" in metrics:
-        blocks = [("", metrics["overall"], metrics.get("ci95") or {})]
+        blocks = [("", metrics["overall"], metrics.get("ci95") or metrics["overall"].get("ci95") or {})]
     else:
         blocks = [(f"{mode}.", block.get("metrics", block), block.get("ci95") or {})
                   for mode, block in sorted(metrics.get("by_mode", {}).items())]
