@@ -114,12 +114,12 @@ def _family(name: str, dirs: Sequence[Path], profiles: Sequence[Mapping[str, Any
         return block
     compare = families.get(name).part("compare", "comparison report")
     try:
-        result = compare([d / entry["score_dir"] for _, d, entry in scored], out / name, n_bootstrap, seed, True)
+        compare([d / entry["score_dir"] for _, d, entry in scored], out / name, n_bootstrap, seed, True)
     except MmfaithError as exc:
         block["pairs_reason"] = str(exc)
         return block
     block["report"] = f"{name}/report.md"
-    block["pairs"] = len(result.get("pairs", []))
+    block["pairs"] = len(scored) * (len(scored) - 1) // 2  # every pair: the family's compare with all_pairs
     return block
 
 
