@@ -19,7 +19,7 @@ docs/evaluate.md), profile.md and profile.png are written (`profile.write_profil
 status is 0 when every family succeeded, 1 otherwise.
 
 A killed evaluate resumes: each run dir resumes where it stopped, and a family whose entry was
-written from the same predictions (same sha256) is not scored again. Nothing in the profile
+scored from the same predictions (same sha256: OUT/families/FAMILY.json) is not scored again. Nothing in the profile
 depends on when or in how many sessions it was made, so a resumed evaluate writes the same bytes.
 With `--serve MODEL`, one vLLM server (or `--replicas` of them) serves every family.
 """
@@ -96,6 +96,7 @@ def evaluate_family(suite: Suite, name: str, args: argparse.Namespace, model: st
 
     out = Path(args.out)
     saved = out / "families" / f"{name}.json"
+    predictions_sha256 = None
     try:
         dataset = suite_dataset(suite, name, progress=not args.no_progress)
         run_dir, score_dir = out / "runs" / name, out / "scores" / name
@@ -105,18 +106,17 @@ def evaluate_family(suite: Suite, name: str, args: argparse.Namespace, model: st
                                "same command to retry them.")
         predictions_sha256 = _sha256(run_dir / "predictions.jsonl")
         if saved.is_file() and (score_dir / "metrics.json").is_file():
-            entry = json.loads(saved.read_text(encoding="utf-8"))
-            if entry.get("predictions_sha256") == predictions_sha256:
-                return entry  # resumed: scored from these very predictions before the interruption
+            state = json.loads(saved.read_text(encoding="utf-8"))
+            if state.get("predictions_sha256") == predictions_sha256:
+                return state["entry"]  # resumed: scored from these very predictions before the interruption
         score_one(name, dataset, run_dir, score_dir, getattr(args, "seed", 0))
-        entry = {**family_entry(name, dataset, out, score_dir, reference_ends(name, dataset, suite.entry(name).run,
-                                                                                args)),
-                 "predictions_sha256": predictions_sha256}
+        entry = family_entry(name, dataset, out, score_dir, reference_ends(name, dataset, suite.entry(name).run, args))
     except MmfaithError as exc:
         print(f"mmfaith: {name} failed: {exc}", flush=True)
         entry = failed_entry(name, str(exc))
     saved.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(saved, json.dumps(entry, indent=2, sort_keys=True) + "\n")
+    state = {"predictions_sha256": predictions_sha256, "entry": entry}
+    write_text_atomic(saved, json.dumps(state, indent=2, sort_keys=True) + "\n")
     return entry
 
 

@@ -7,7 +7,7 @@ profile.json (format "mmfaith-profile/1"; docs/evaluate.md is the reference, `mm
     {"format", "model", "suite": {"name", "version"},
      "families": {FAMILY: {"status": "ok"|"failed", "error", "dataset", "score_dir" (relative to the
                   profile), "headline": [{"key", "name", "value", "ci95", "better", "na_reason"}],
-                  "parse_rate", "prior": {key: value}, "oracle": {key: value}, "predictions_sha256"}},
+                  "parse_rate", "prior": {key: value}, "oracle": {key: value}}},
      "provenance": {...}}
 
 A headline row is one metric the family declares (`Family.metrics`), read from the score's
