@@ -70,15 +70,19 @@ def _populate_score(family: families.Family, parser: argparse.ArgumentParser) ->
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
     report = subparsers.add_parser("report", help="compare scored models side by side", formatter_class=HelpFormatter,
                                    description="Tables and plots of several score dirs of one dataset, with paired "
-                                               "bootstrap intervals of their differences and McNemar p-values.")
-    report.add_argument("score_dirs", type=Path, nargs="+", metavar="SCORE_DIR", help="score dirs of one dataset")
+                                               "bootstrap intervals of their differences and McNemar p-values; or of "
+                                               "several profile dirs (`mmfaith evaluate`): one leaderboard per family, "
+                                               "an overall view and every pair compared in each family.")
+    report.add_argument("score_dirs", type=Path, nargs="+", metavar="SCORE_DIR|PROFILE_DIR",
+                        help="score dirs of one dataset, or profile dirs")
     report.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for report.md and the plots")
     report.add_argument("--family", help="the family (default: the one the score dirs' metrics.json names)")
     report.add_argument("--pool", action="store_true",
                         help="the score dirs are replicates of one model (builds made with other seeds, or the "
                              "repeats of one run): write each headline metric's mean, sd and min-max over them "
                              "(pooled.json, pooled.md) instead of comparing models")
-    report.add_argument("--all-pairs", action="store_true", help="compare every pair (default: each against the first)")
+    report.add_argument("--against-first", action="store_true",
+                        help="compare each model with the first only (default: every pair of models)")
     report.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="paired bootstrap replicates")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     report.add_argument("--overwrite", action="store_true",
@@ -90,6 +94,20 @@ def _run_report(args: argparse.Namespace) -> int:
     from mmfaith.evaluators.score_dir import load_score_dir
 
     _check_report_out(args.out, args.score_dirs, args.overwrite)
+    from mmfaith.evaluators.profile_report import compare_profiles, is_profile_dir
+
+    profiles = [is_profile_dir(path) for path in args.score_dirs]
+    if any(profiles):
+        if not all(profiles):
+            raise MmfaithError("report: give score dirs (of one dataset) or profile dirs (of `mmfaith evaluate`), "
+                               "not a mix.")
+        comparison = compare_profiles(args.score_dirs, args.out, args.bootstrap, args.seed)
+        print(f"compared {len(comparison['models'])} profiles ({', '.join(comparison['models'])}) over "
+              f"{', '.join(comparison['families'])}; wrote {args.out / 'report.md'}, comparison.json, overall.png "
+              "and one folder per family")
+        for label, row in comparison["overall"].items():
+            print(f"  {label}: " + ", ".join(f"{name} {'n/a' if v is None else f'{v:.3f}'}" for name, v in row.items()))
+        return 0
     named = {args.family} if args.family else {families.family_of_score_dir(d) for d in args.score_dirs}
     if len(named) != 1:
         raise MmfaithError(f"the score dirs are of several families ({', '.join(sorted(named))}); "
@@ -102,7 +120,7 @@ def _run_report(args: argparse.Namespace) -> int:
         print(f"pooled {len(pooled['replicates'])} replicates of {pooled['model']}; see {args.out / 'pooled.md'}")
         return 0
     compare = family.part("compare", "comparison report")
-    comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
+    comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, not args.against_first)
     n = len(comparison["models"])
     written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
     print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")

@@ -36,7 +36,9 @@ class MetricInfo:
     `control.false_alarm_rate`); `better` is "higher", "lower" or "neither" (a
     descriptive share such as a yes-ratio); `range` is its closed interval, None when unbounded
     (counts); `kind` chooses the plot axis: "rate" (fixed [0, 1]), "signed" (fixed to `range`) or
-    "count" (integer ticks from 0); `doc` names the file and section holding its full definition.
+    "count" (integer ticks from 0); `doc` names the file and section holding its full definition;
+    `undefined_when` says when it has no value for a model (the reason an "n/a" carries), "" for a
+    metric defined whenever there are items.
     """
 
     key: str
@@ -46,6 +48,7 @@ class MetricInfo:
     range: tuple[float, float] | None
     doc: str
     kind: str = "rate"
+    undefined_when: str = ""
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,9 @@ class Family:
 
     `parts` is "module:attribute" naming a `FamilyParts` (or a function returning one), or the
     `FamilyParts` itself (a family defined in a script or a test). `builds` says whether its parts include a
-    builder, so that `mmfaith build` lists it without importing them.
+    builder, so that `mmfaith build` lists it without importing them. `ceiling` names the
+    reference model at the family's good end (the `oracle` role of `serve-reference --suite`, the ceiling a
+    profile places every metric under).
     """
 
     name: str
@@ -152,6 +157,7 @@ class Family:
     reference_models: tuple[tuple[str, str], ...]
     parts_source: str | FamilyParts = field(repr=False)
     builds: bool = True
+    ceiling: str = "oracle"
 
     def parts(self) -> FamilyParts:
         """The family's code, imported once."""
@@ -201,18 +207,21 @@ SPD_FAITH = Family(
                    "higher", (0.0, 1.0), SPD_DOC),
         MetricInfo("contradiction_rate", "contradiction rate",
                    "share of pairs whose same? and different? answers agree in polarity",
-                   "lower", (0.0, 1.0), SPD_DOC),
+                   "lower", (0.0, 1.0), SPD_DOC, undefined_when="no item with both same? and different? parsed"),
         MetricInfo("consistency_ratio", "consistency ratio",
                    "agreement of the claims made under same? and different? (+1 agree, -1 contradict, "
-                   "+0.5 one-sided)", "higher", (-1.0, 1.0), SPD_DOC, kind="signed"),
+                   "+0.5 one-sided)", "higher", (-1.0, 1.0), SPD_DOC, kind="signed",
+                   undefined_when="neither same? nor different? names a difference"),
         MetricInfo("DRF", "DRF (description faithfulness)", "share of described differences that are real",
-                   "higher", (0.0, 1.0), SPD_DOC),
+                   "higher", (0.0, 1.0), SPD_DOC, undefined_when="no described differences"),
         MetricInfo("DRF_coverage", "DRF coverage", "share of pairs with at least one described difference",
                    "higher", (0.0, 1.0), SPD_DOC),
         MetricInfo("yes_ratio_same", "yes-ratio (same?)",
-                   "share of parsed same? answers that are yes (a bias measure)", "neither", (0.0, 1.0), SPD_DOC),
+                   "share of parsed same? answers that are yes (a bias measure)", "neither", (0.0, 1.0), SPD_DOC,
+                   undefined_when="no parsed same? answers"),
         MetricInfo("control.false_alarm_rate", "false-alarm rate (controls)",
-                   "share of identical pairs where a difference is reported", "lower", (0.0, 1.0), SPD_DOC),
+                   "share of identical pairs where a difference is reported", "lower", (0.0, 1.0), SPD_DOC,
+                   undefined_when="no parsed answers"),
     ),
     reference_models=(
         ("oracle", "answers from the gold differences"),
@@ -245,9 +254,11 @@ VFAITH = Family(
         MetricInfo("delta", "Delta (edit - raw)", "accuracy change caused by the edit", "higher", (-1.0, 1.0),
                    VFAITH_DOC, kind="signed"),
         MetricInfo("repeat_ratio", "Repeat ratio", "of wrong edited answers, the share that repeat the original "
-                   "ground truth", "lower", (0.0, 1.0), VFAITH_DOC),
+                   "ground truth", "lower", (0.0, 1.0), VFAITH_DOC,
+                   undefined_when="no wrong edited answer"),
         MetricInfo("repeat_ratio_own", "Repeat ratio (own)", "of wrong edited answers, the share equal to the "
-                   "model's own original answer", "lower", (0.0, 1.0), VFAITH_DOC),
+                   "model's own original answer", "lower", (0.0, 1.0), VFAITH_DOC,
+                   undefined_when="no wrong edited answer"),
         MetricInfo("perception_accuracy", "Perception accuracy", "share of perception items whose chosen set of "
                    "options is exactly the true set", "higher", (0.0, 1.0), VFAITH_DOC),
         MetricInfo("mcnemar_raw_vs_edit.p_value", "McNemar p (raw vs edit)", "exact two-sided McNemar p-value of "
@@ -278,11 +289,12 @@ CRM = Family(
     ),
     metrics=(
         MetricInfo("SDR", "SDR (step disruption rate)", "share of original steps with no similar step on the masked image",
-                   "neither", (0.0, 1.0), CRM_DOC),
+                   "neither", (0.0, 1.0), CRM_DOC, undefined_when="no original reasoning steps to compare"),
         MetricInfo("AFR", "AFR (answer flip rate)", "share of questions whose final answer changes under the mask",
-                   "neither", (0.0, 1.0), CRM_DOC),
+                   "neither", (0.0, 1.0), CRM_DOC, undefined_when="no question answered on both images"),
         MetricInfo("HR", "HR (hallucination rate)", "share of masked questions with a step asserting hidden content",
-                   "lower", (0.0, 1.0), CRM_DOC),
+                   "lower", (0.0, 1.0), CRM_DOC, undefined_when="defined on specific masks only (nothing is hidden "
+                   "on a random one)"),
         MetricInfo("abstention_rate", "abstention rate", "share of masked final answers that abstain",
                    "neither", (0.0, 1.0), CRM_DOC),
         MetricInfo("accuracy_masked", "accuracy (masked)", "share of masked final answers equal to the gold",
@@ -294,6 +306,7 @@ CRM = Family(
         ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
     parts_source=conventional_parts("crm"),
+    ceiling="grounded",
 )
 
 MCOT_DOC = "docs/mcot.md"
@@ -313,17 +326,20 @@ MCOT = Family(
         MetricInfo("accuracy_trace", "trace accuracy", "share of items the model's own run answers right",
                    "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
         MetricInfo("accuracy_replay_none", "replay_none accuracy", "accuracy of the unchanged trace replayed",
-                   "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
+                   "higher", (0.0, 1.0), MCOT_DOC + "#accuracy", undefined_when="no trace called the tool: nothing to replay"),
         MetricInfo("ATE_text", "ATE_text", "accuracy change when the trace's text holds injected mistakes (4.1, H1)",
-                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed"),
+                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed", undefined_when="no trace called the tool: nothing to replay"),
         MetricInfo("ATE_visual", "ATE_visual", "accuracy change when the trace's crops are noise (4.1, H2)",
-                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed"),
+                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed", undefined_when="no trace called the tool: nothing to replay"),
         MetricInfo("reliability", "reliability", "share of items whose crops support the predicted answer (4.2, eq. 5)",
-                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency"),
+                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency",
+                   undefined_when="no trace called the tool: no crop to judge"),
         MetricInfo("sufficiency", "sufficiency", "share of items answerable from the crops alone (4.2, eq. 6)",
-                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency"),
+                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency",
+                   undefined_when="no trace called the tool: no crop to judge"),
         MetricInfo("crop_region_size", "crop region size", "total crop area over the image area, per item (7)",
-                   "neither", None, MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count"),
+                   "neither", None, MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count",
+                   undefined_when="no trace called the tool: no crop"),
         MetricInfo("tool_call_count", "tool-call count", "zoom-in calls per item (7)", "neither", None,
                    MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count"),
     ),
@@ -334,6 +350,7 @@ MCOT = Family(
         ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
     parts_source=conventional_parts("mcot"),
+    ceiling="zoom-oracle",
 )
 
 _REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM, MCOT)}

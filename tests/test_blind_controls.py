@@ -160,7 +160,7 @@ def test_crm_prior_and_no_image_pair_into_gain_and_leakage(crm_small: Path, tmp_
         overall = comparison[name][0]["overall"]
         # 5 items x 2 masked variants (specific-black, random-black) = 10 units, paired one to one.
         assert overall["n_items"] == 10 and overall["accuracy_original"]["difference"] == 0.0
-    assert "Multimodal gain" in (tmp_path / "report" / "comparison.md").read_text()
+    assert "Multimodal gain" in (tmp_path / "report" / "report.md").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -268,7 +268,7 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
     assert main(["report", str(tmp_path / "score-grounded"), str(tmp_path / "score-hallucinator"), "--out",
                  str(tmp_path / "report"), "--bootstrap", "20"]) == 0
     shown = capsys.readouterr().out.splitlines()  # where it wrote, then one line per model
-    assert shown[0].startswith("compared 2 models (CRM); wrote ") and "comparison.md" in shown[0]
+    assert shown[0].startswith("compared 2 models (CRM); wrote ") and "report.md" in shown[0]
     assert shown[1].startswith("  grounded: random: SDR 0.000") and "specific: SDR 1.000" in shown[1]
     assert shown[2].startswith("  hallucinator: random: ") and len(shown) == 3
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
@@ -287,4 +287,4 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
     assert specific["HR"]["difference"] == -1.0 and specific["HR"]["b_only"] == 10
     random = comparison["pairs"][0]["by_mode"]["random"]
     assert [random[k]["difference"] for k in ("SDR", "AFR", "HR")] == [0.0, 0.0, None]  # HR: n/a on random masks
-    assert "grounded minus hallucinator" in (tmp_path / "report" / "comparison.md").read_text()
+    assert "grounded minus hallucinator" in (tmp_path / "report" / "report.md").read_text()

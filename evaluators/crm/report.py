@@ -14,7 +14,7 @@ from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.crm.metrics import rates
 from mmfaith.evaluators.plots import line_chart, save_png
 from mmfaith.evaluators import coverage
-from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.stats import clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
 from mmfaith.jsonl import write_atomic
@@ -25,8 +25,8 @@ SHOWN = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_original", "accuracy_m
 def _rows(blocks: dict[str, Any]) -> list[list[str]]:
     return [[name, str(block["n_units"]),
              *(fmt_ci(block["metrics"][key], block["ci95"].get(key)) for key in SHOWN),
-             fmt(block["mcnemar_accuracy"]["p_value"]) if block.get("n_with_gold") else "n/a",
-             fmt(block["mcnemar_accuracy"]["p_clustered"]) if block.get("n_with_gold") else "n/a"]
+             fmt_p(block["mcnemar_accuracy"]["p_value"]) if block.get("n_with_gold") else "n/a (no item with a gold answer)",
+             fmt_p(block["mcnemar_accuracy"]["p_clustered"]) if block.get("n_with_gold") else "n/a (no item with a gold answer)"]
             for name, block in blocks.items()]
 
 
@@ -63,8 +63,8 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
             for name in ("AFR", "SDR"):
                 entry = block[name]
                 rows.append([style, name, str(block["n_pairs"]), fmt_ci(entry["difference"], entry["ci95"]),
-                             fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-",
-                             fmt(entry.get("clustered_p")) if "clustered_p" in entry else "-"])
+                             fmt_p(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-",
+                             fmt_p(entry.get("clustered_p")) if "clustered_p" in entry else "-"])
         lines += ["## Specific minus random, paired per question", "",
                   "HR has no difference: it is not defined on random masks. AFR's McNemar test uses the questions "
                   "answered on all four sides.", "",
@@ -105,7 +105,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                    all_pairs: bool = False) -> dict[str, Any]:
     """`mmfaith report` over CRM score dirs of one dataset: per mode, each pair of models' SDR, AFR and
     HR differences (a - b) on the units both scored, paired bootstrap CIs (clusters: source images) and
-    exact McNemar p for the binary AFR and HR. Writes comparison.json and comparison.md; returns the first."""
+    exact McNemar p for the binary AFR and HR. Writes comparison.json and report.md; returns the first."""
     if not score_dirs:
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
     loaded = [load_score_dir(path) for path in score_dirs]
@@ -135,11 +135,11 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         lines += [f"## {pair['a']} minus {pair['b']} (paired per unit)", "",
                   *md_table(["mode", "metric", "units", "difference", "McNemar p"],
                             [[mode, name, str(block["n_units"]), fmt_ci(entry["difference"], entry["ci95"]),
-                              fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
+                              fmt_p(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
                              for mode, block in pair["by_mode"].items() for name, entry in block.items()
                              if name != "n_units"]), ""]
     lines += [*blind_report_lines(comparison, BLIND_KEYS), *controls_lines(labels, metrics)]
-    write_atomic(out / "comparison.md", "\n".join(lines).encode("utf-8"))
+    write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
     return comparison
 
 

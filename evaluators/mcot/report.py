@@ -21,7 +21,7 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
-from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import read_json_object, read_jsonl, write_atomic
 
@@ -93,7 +93,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         overall = metrics["overall"]
         rows.append([label, *(fmt_ci(overall[m.key], overall["ate"]["text" if m.key == "ATE_text" else "visual"]["ci95"])
                               if m.key.startswith("ATE") else fmt(overall[m.key]) for m in family.metrics),
-                     *("n/a" if overall["ate"][k]["p_mcnemar"] is None else f"{overall['ate'][k]['p_mcnemar']:.4g}"
+                     *(fmt_p(overall["ate"][k]["p_mcnemar"], "no item on both sides")
                        for k in ("text", "visual"))])
     lines = ["# MCoT comparison", "", f"Dataset {first['provenance']['dataset']['id']} "
              f"(revision {first['provenance']['dataset']['revision']}).", ""]
@@ -101,7 +101,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     lines += ["## Pairs (trace accuracy, paired by item)", ""]
     lines += md_table(["a", "b", "items", "a - b", "right only a", "right only b", "McNemar p"],
                       [[p["a"], p["b"], str(p["items"]), fmt_ci(p["accuracy_trace_diff"], p["ci95"]),
-                        str(p["right_only_a"]), str(p["right_only_b"]), f"{p['p_mcnemar']:.4g}"]
+                        str(p["right_only_a"]), str(p["right_only_b"]), fmt_p(p['p_mcnemar'])]
                        for p in comparison["pairs"]]) + [""]
     lines += blind_report_lines(blind, BLIND_KEYS)
     lines += controls_lines(labels, [metrics for metrics, _ in loaded]) + ["Plot: compare.png.", ""]

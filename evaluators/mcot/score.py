@@ -266,7 +266,7 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
     """report.md (headline table, ATEs with McNemar, per category, counts) and the plots."""
     from mmfaith.evaluators.plots import ValueAxis, bar_chart, metric_chart, save_png
     from mmfaith.evaluators import coverage
-    from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+    from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
 
     family = families.get("mcot")
     overall, model = metrics["overall"], metrics["provenance"]["model"]
@@ -276,12 +276,12 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
     for metric in family.metrics:
         detail = overall["ate"]["text" if metric.key == "ATE_text" else "visual"] if metric.key.startswith("ATE") else None
         interval = detail["ci95"] if detail else overall["ci95"].get(metric.key)
-        value = fmt_ci(overall[metric.key], interval)
+        value = fmt_ci(overall[metric.key], interval, metric.undefined_when)
         rows.append([metric.name, value, metric.meaning])
     lines += md_table(["metric", "value", "meaning"], rows) + [""]
     ate_rows = [[name, str(d["n"]), str(d["b"]), str(d["c"]), fmt(d["value"]),
-                 "n/a" if d["p_mcnemar"] is None else f"{d['p_mcnemar']:.4g}",
-                 "n/a" if d["p_clustered"] is None else f"{d['p_clustered']:.4g}"]
+                 fmt_p(d["p_mcnemar"], "no item on both sides"),
+                 fmt_p(d["p_clustered"], "no item on both sides")]
                 for name, d in (("ATE_text", overall["ate"]["text"]), ("ATE_visual", overall["ate"]["visual"]))]
     lines += ["## Interventions (section 4.1)", "", "b: right before, wrong after the intervention; c: the reverse.", ""]
     lines += md_table(["effect", "items", "b", "c", "ATE", "McNemar p (exact)", "clustered p (Durkalski)"],
