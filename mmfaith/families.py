@@ -74,6 +74,8 @@ class FamilyParts:
     - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
     - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
+    - `explore(dataset, items, predictions) -> [item view]`: the explorer's item views of a score dir
+      (mmfaith/explorer/views.py), from the dataset, items.jsonl's lines and the predictions file (or None).
     - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
       --dataset is required.
     """
@@ -91,6 +93,7 @@ class FamilyParts:
     release: Callable[[Any], Any] | None = None
     verify: Callable[[Path], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
+    explore: Callable[[Any, list[dict[str, Any]], Path | None], list[dict[str, Any]]] | None = None
     scores_alone: str | None = None
 
 

@@ -25,4 +25,5 @@ def parts() -> FamilyParts:
         verify=lazy("mmfaith.loaders.crm.rows:verify_crm_release"),
         compare=evaluator_cli.compare,
         harness=lazy("mmfaith.evaluators.crm.harness:harness"),
+        explore=lazy("mmfaith.evaluators.crm.explore:item_views"),
     )

@@ -22,4 +22,5 @@ def parts() -> FamilyParts:
         compare=lazy("mmfaith.evaluators.mcot.report:compare_scores"),
         verify=lazy("mmfaith.release.mcot:verify_mcot_release"),
         harness=lazy("mmfaith.evaluators.mcot.harness:harness"),
+        explore=lazy("mmfaith.evaluators.mcot.explore:item_views"),
     )

@@ -25,5 +25,6 @@ def parts() -> FamilyParts:
         release=lazy("mmfaith.release.writer:release_spd_faith"),
         verify=lazy("mmfaith.release.manifest:verify_release"),
         harness=lazy("mmfaith.evaluators.spd_faith.harness:harness"),
+        explore=lazy("mmfaith.evaluators.spd_faith.explore:item_views"),
         scores_alone="an official response file, which carries its own ground truth",
     )

@@ -25,4 +25,5 @@ def parts() -> FamilyParts:
         release=lazy("mmfaith.release.vfaith:release_vfaith"),
         verify=lazy("mmfaith.release.vfaith:verify_vfaith_release"),
         harness=lazy("mmfaith.evaluators.vfaith.harness:harness"),
+        explore=lazy("mmfaith.evaluators.vfaith.explore:item_views"),
     )
