@@ -8,6 +8,8 @@ bootstrap) and the family's own (its `add_score_options`, e.g. SPD-Faith's judge
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +65,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         reader.add_argument("--reader-base-url", metavar="URL", help="the reader model's base URL")
         reader.add_argument("--reader-api-key-env", metavar="NAME", help="environment variable holding its key")
         family.parts().add_score_options(parser)
-        parser.set_defaults(handler=family.parts().score)
+        parser.set_defaults(handler=_with_explorer(family.parts().score))
     _add_report(subparsers)
+
+
+def _with_explorer(score: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A family's score handler followed by the score dir's explorer (index.html, mmfaith/explorer); a score read
+    without --dataset has no images to show, so it gets none."""
+    def scored(args: argparse.Namespace) -> int:
+        status = score(args)
+        if status == 0 and args.dataset is not None:
+            from mmfaith.explorer.sources import write_score_explorer
+
+            print(f"explorer: {write_score_explorer(args.out, args.dataset, args.predictions, progress=sys.stderr.isatty())}")
+        return status
+
+    return scored
 
 
 def reader_endpoint(args: argparse.Namespace, family: str) -> ModelEndpoint | None:
@@ -101,12 +117,25 @@ def _run_report(args: argparse.Namespace) -> int:
     family = families.get(named.pop())
     compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, args.all_pairs)
+    _report_explorer(args.out, args.score_dirs, comparison["models"])
     n = len(comparison["models"])
     written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
     print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
     for label, path in zip(comparison["models"], args.score_dirs):
         print(f"  {label}: {headline(family, load_score_dir(path)[0])} ({path})")
     return 0
+
+
+def _report_explorer(out: Path, score_dirs: list[Path], labels: list[str]) -> None:
+    """The comparison's explorer, from its score dirs' explorers; a line naming the fix when one has none."""
+    from mmfaith.explorer.sources import write_report_explorer
+
+    missing = [str(path) for path in score_dirs if not (path / "explorer" / "data.js").is_file()]
+    if missing:
+        print(f"no explorer: {', '.join(missing)} has none (scored without --dataset); write it with "
+              f"`mmfaith view {missing[0]} --dataset SOURCE`, then `mmfaith view {out} --scores ...`.")
+        return
+    print(f"explorer: {write_report_explorer(out, score_dirs, labels, progress=sys.stderr.isatty())}")
 
 
 def headline(family: families.Family, metrics: dict[str, Any]) -> str:

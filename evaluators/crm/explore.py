@@ -5,7 +5,8 @@ image with the evidence regions (gold boxes) and the variant with its mask boxes
 options, the answer and reasoning on each image, and the flags "flip: answer changed by the mask"
 and "hallucinated" (a specific mask hides the evidence yet the reasoning claims it; docs/crm.md).
 The item's part in each metric follows its components: SDR, AFR, HR, abstention and accuracy on the
-masked image, each where the unit is in the metric's denominator. Facets: mode, mask style, question type.
+masked image, each where the unit is in the metric's denominator. An answer on a specific mask has no
+verdict: the evidence is hidden, so the question has no gold there (its abstention and flip are what count). Facets: mode, mask style, question type.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def item_views(dataset: Any, items: list[dict[str, Any]], predictions: Path | No
         probes = [read_probe(lines, question.id, "original_answer", item["original_final"],
                              bool(c["correct_original"]) if c.get("gold_n") else None),
                   read_probe(lines, question.id, f"{name}_answer", item["masked_final"],
-                             bool(c["correct_masked"]) if c.get("gold_n") else None)]
+                             bool(c["correct_masked"]) if c.get("gold_n") and item["mode"] != "specific" else None)]
         for cot in ("original_cot", f"{name}_cot"):
             text = lines.get((question.id, cot), {}).get("response")
             if text is not None:

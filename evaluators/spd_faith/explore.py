@@ -25,6 +25,16 @@ def _correct(name: str, value: Any, n: int) -> bool | None:
     return {"same": value == (n == 0), "different": value == (n > 0), "count": value == n}[name]
 
 
+def _answer(item: dict[str, Any], name: str) -> Any:
+    """What the scorer read of a probe; describe's is its claims ("color: suitcase"), None when unread."""
+    read = item["answers"][name]
+    if name != "describe":
+        return read["value"]
+    if read["status"] not in ("ok", "truncated"):
+        return None
+    return ", ".join(f"{claim['type']}: {claim['category']}" for claim in item["claims"]["describe"]) or "(none)"
+
+
 def _types(differences: list[dict[str, Any]]) -> str:
     kinds = sorted({d["type"] for d in differences})
     return "none" if not kinds else kinds[0] if len(kinds) == 1 else "mixed"
@@ -43,8 +53,8 @@ def item_views(dataset: Any, items: list[dict[str, Any]], predictions: Path | No
                   for i, d in enumerate(differences) if d.get("bbox_before")]
         after = [box(d["bbox_after"], f"{i + 1} {d['type']}: {d['category']}", "gold")
                  for i, d in enumerate(differences) if d.get("bbox_after") and d["type"] != "remove"]
-        probes = [read_probe(lines, pair.id, name, item["answers"][name]["value"],
-                             _correct(name, item["answers"][name]["value"], n)) for name in PROBES]
+        probes = [read_probe(lines, pair.id, name, _answer(item, name), _correct(name, item["answers"][name]["value"], n))
+                  for name in PROBES]
         parts = {key: item["scores"].get(field) for key, field in PARTS.items()}
         described = sum(item["type_counts"]["claims"].values())
         parts.update({"TF1": float(item["type_counts"]["tp"] and sum(item["type_counts"]["tp"].values())),

@@ -131,6 +131,7 @@ def write_report_explorer(report_dir: Path, score_dirs: Sequence[Path], labels: 
     family = families.get(pages[0][1]["family"])
     data = {"kind": "report", "family": family.name, "family_title": family.title,
             "title": f"{family.title}: {' vs '.join(labels)}", "models": list(labels),
+            "score_dirs": [os.path.relpath(path, report_dir) for path in score_dirs],
             "metrics": metric_rows(family, metrics_by_model), "items": list(merged.values())}
     return write_page(report_dir, data, images, workers, progress)
 

@@ -24,6 +24,7 @@
   }
   function fmt(v) {
     if (v === null || v === undefined) return "n/a";
+    if (typeof v === "number" && Math.abs(v) <= 1 && v !== 0) return v.toFixed(3);
     if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toFixed(3);
     return String(v);
   }
@@ -130,7 +131,8 @@
         if (b.kind === "crop" || /^\d/.test(b.label)) svg.appendChild(t);
       }
     });
-    var fig = el("figure", {cls: "frame", "data-sha": shown.sha256}, [img, svg, el("figcaption", {text: shown.label})]);
+    var fig = el("figure", {cls: "frame", "data-sha": shown.sha256}, [el("div", {cls: "pic"}, [img, svg]),
+      el("figcaption", {text: shown.label})]);
     fig.style.margin = "0";
     return fig;
   }
