@@ -108,9 +108,13 @@ def test_a_click_opens_the_full_size_image_with_its_gold_boxes(quickstart: Path,
     page.locator("article.item figure.frame").first.click()
     full = page.locator("#lightbox img")
     full.wait_for()
-    assert "/explorer/f/" in full.get_attribute("src")
+    assert full.get_attribute("src").startswith("explorer/f/")
     page.wait_for_function("document.querySelector('#lightbox img').naturalWidth > 320")
     assert page.locator("#lightbox rect.gold").count() >= 1
+    page.click("#lightbox")
+    page.locator("article.item summary", has_text="reply: count").first.click()  # loaded from texts/0.js on opening
+    page.wait_for_function("(document.querySelector('article.item .text pre') || {}).textContent")
+    assert "\\boxed{" in page.locator("article.item .text pre").first.text_content()
     page.close()
 
 
@@ -136,8 +140,8 @@ def test_view_rewrites_a_score_dirs_page_and_serves_it_on_loopback_only(quicksta
         assert "explorer/app.js" in page
         data = urllib.request.urlopen(f"http://127.0.0.1:{port}/explorer/data.js", timeout=2).read()
         assert data == before
-        connections = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
-        assert "127.0.0.1:" in connections and "0.0.0.0:" not in connections
+        listening = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+        assert [line.split()[3] for line in listening.splitlines()] == [f"127.0.0.1:{port}"]
     finally:
         server.terminate()
         server.wait(10)

@@ -3,7 +3,32 @@
    hash (#verdict=wrong&probe=same&metric=DS&f.tier=easy), so every metric link is a plain link. */
 (function () {
   "use strict";
-  var D = window.MMFAITH_EXPLORER || {items: [], metrics: [], models: []};
+  var T0 = performance.now();
+  var D = window.MMFAITH_EXPLORER || {packed: [], metrics: [], models: []};
+  D.items = unpack(D);
+  var T1 = performance.now();
+
+  /* The inverse of mmfaith/explorer/packing.py's pack. */
+  function unpack(T) {
+    var S = T.strings || [];
+    function s(i) { return i === null ? null : S[i]; }
+    function box(r) { var n = r.length; return {b: r.slice(n - 6, n - 2), label: s(r[n - 2]), kind: s(r[n - 1])}; }
+    function model(r) {
+      var parts = {};
+      T.part_keys.forEach(function (k, i) { parts[k] = r[2][i]; });
+      return {verdict: s(r[0]), flags: r[1].map(s), parts: parts,
+        probes: r[3].map(function (p) { return {name: s(p[0]), answer: s(p[1]), status: s(p[2]), correct: p[3], text: p[4]}; }),
+        boxes: r[4].map(function (b) { var o = box(b); o.image = b[0]; return o; }), turns: r[5]};
+    }
+    return (T.packed || []).map(function (r) {
+      var facets = {}, models = {};
+      (T.facet_keys || []).forEach(function (k, i) { if (r[5][i] !== null) facets[k] = s(r[5][i]); });
+      T.models.forEach(function (m, i) { if (r[6][i]) models[m] = model(r[6][i]); });
+      return {id: r[0], title: s(r[1]), options: r[2].map(s), gold: s(r[3]),
+        images: r[4].map(function (x) { var im = T.images[x[0]]; return {sha256: im[0], width: im[1], height: im[2], label: s(x[1]), boxes: x[2].map(box)}; }),
+        facets: facets, models: models};
+    });
+  }
   var PAGE = 50;
   var $ = function (id) { return document.getElementById(id); };
 
@@ -152,8 +177,34 @@
     box.hidden = false;
   }
 
+  /* ---------- replies and traces: texts/<k>.js, loaded when one is opened ---------- */
+  var textChunks = {}, waiting = {};
+  window.MMFAITH_TEXTS = function (k, chunk) {
+    textChunks[k] = chunk;
+    (waiting[k] || []).forEach(function (fn) { fn(chunk); });
+    delete waiting[k];
+  };
+  function withTexts(n, fn) {
+    var k = Math.floor(n / D.text_chunk);
+    if (textChunks[k]) return fn(textChunks[k]);
+    if (!waiting[k]) {
+      waiting[k] = [];
+      document.body.appendChild(el("script", {src: "explorer/texts/" + k + ".js"}));
+    }
+    waiting[k].push(fn);
+  }
+  function lazyDetails(summary, item, model, fill) {
+    var body = el("div", {cls: "text"});
+    var node = el("details", {}, [el("summary", {text: summary}), body]);
+    node.addEventListener("toggle", function () {
+      if (!node.open || body.childNodes.length) return;
+      withTexts(item._n, function (chunk) { fill(body, ((chunk[item._n] || {})[model]) || {probes: {}, turns: []}); });
+    });
+    return node;
+  }
+
   /* ---------- item card ---------- */
-  function modelBlock(name, mv) {
+  function modelBlock(item, name, mv) {
     var rows = mv.probes.map(function (p) {
       var c = probeClass(p);
       return el("tr", {}, [el("td", {text: p.name}), el("td", {text: p.answer == null ? "-" : p.answer}),
@@ -164,10 +215,13 @@
     var parts = Object.keys(mv.parts).filter(function (k) { return mv.parts[k] !== null; })
       .map(function (k) { return el("span", {cls: "chip", text: k + " " + fmt(mv.parts[k])}); });
     var replies = mv.probes.filter(function (p) { return p.text; }).map(function (p) {
-      return el("details", {}, [el("summary", {text: "reply: " + p.name}), el("pre", {text: p.text})]);
+      return lazyDetails("reply: " + p.name, item, name, function (body, texts) {
+        body.appendChild(el("pre", {text: texts.probes[p.name] || ""}));
+      });
     });
-    if (mv.turns && mv.turns.length) replies.push(el("details", {}, [el("summary", {text: "trace: " + mv.turns.length + " turns"})]
-      .concat(mv.turns.map(function (t, i) { return el("pre", {text: (i + 1) + ". " + t.role + ": " + t.text}); }))));
+    if (mv.turns) replies.push(lazyDetails("trace: " + mv.turns + " turns", item, name, function (body, texts) {
+      texts.turns.forEach(function (t, i) { body.appendChild(el("pre", {text: (i + 1) + ". " + t.role + ": " + t.text})); });
+    }));
     return el("div", {cls: "model"}, [
       el("h4", {}, [name + " ", el("span", {cls: "verdict " + mv.verdict, text: mv.verdict})]),
       table,
@@ -182,7 +236,7 @@
       return f;
     });
     var facets = Object.keys(item.facets || {}).map(function (k) { return el("span", {cls: "chip", text: k + ": " + item.facets[k]}); });
-    var models = D.models.filter(function (m) { return item.models[m]; }).map(function (m) { return modelBlock(m, item.models[m]); });
+    var models = D.models.filter(function (m) { return item.models[m]; }).map(function (m) { return modelBlock(item, m, item.models[m]); });
     return el("article", {cls: "item", "data-id": item.id}, [
       el("div", {cls: "images"}, figs),
       el("div", {}, [el("h3", {text: item.id}), el("div", {}, facets), el("div", {cls: "question", text: item.title}),
@@ -299,6 +353,7 @@
     shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (item) { list.appendChild(card(item)); });
     if (!shown.length) list.appendChild(el("p", {cls: "empty", text: "No item matches these filters."}));
     ["pager-top", "pager-bottom"].forEach(function (id) { pager($(id), page, pages); });
+    document.body.setAttribute("data-renders", String((parseInt(document.body.getAttribute("data-renders"), 10) || 0) + 1));
   }
   function syncFilters(s) {
     Array.prototype.forEach.call($("filters").elements, function (input) {
@@ -330,5 +385,7 @@
     window.addEventListener("hashchange", render);
     render();
   }
+  window.MMFAITH_READY_MS = performance.now();
+  window.MMFAITH_TIMES = {data_parsed: T0, unpacked: T1, ready: window.MMFAITH_READY_MS};
   document.body.setAttribute("data-ready", "1");
 })();
