@@ -174,3 +174,61 @@ def test_the_profile_leaderboard_links_each_family_to_its_explorer(quickstart: P
     page.wait_for_selector("body[data-ready='1']")
     assert _count(page) == PAIRS
     page.close()
+
+
+BUILDS = {  # small builds of the embedded sample, as tests/test_score_golden.py makes them
+    "spd-faith": ["--per-tier", "1", "--multi", "1", "--controls", "1", "--inpainter", "telea"],
+    "vfaith": ["--per-template", "1", "--inpainter", "telea"],
+    "crm": ["--max-items", "4"],
+    "mcot": ["--limit", "6"],
+}
+BOX_KINDS = {"spd-faith": {"gold"}, "vfaith": {"cue"}, "crm": {"gold", "mask"}, "mcot": {"gold", "crop"}}
+FLIP = {  # the flag each family's flip carries, and whether an items.jsonl line is one (its definition, by hand)
+    "spd-faith": ("contradiction", lambda item: bool(item["scores"].get("contradiction"))),
+    "vfaith": ("flip: raw right, edit wrong", lambda item: item.get("raw_correct") is True and item.get("edit_correct") is False),
+    "crm": ("flip: answer changed by the mask", lambda item: bool(item["components"]["flip"] and item["components"]["flip_n"])),
+    "mcot": ("flip: visual intervention", lambda item: item["correct"].get("replay_visual") is not None
+             and item["correct"].get("replay_none") is not None
+             and item["correct"]["replay_visual"] != item["correct"]["replay_none"]),
+}
+
+
+@pytest.mark.parametrize("name", list(BUILDS))
+def test_every_familys_score_and_report_get_an_explorer(name: str, tmp_path: Path, browser) -> None:
+    """`mmfaith score` and `mmfaith report` of each family write an explorer showing every scored item with its boxes;
+    the flip filter shows the items.jsonl lines that are flips by the family's definition."""
+    from mmfaith.evaluators.reference_server import ReferenceServer
+    from mmfaith.families import get as family
+
+    build = tmp_path / "build"
+    assert main(["build", name, "--out", str(build), "--no-progress", "--seed", "0", *BUILDS[name]]) == 0
+    oracle = family(name).reference_models[0][0]
+    with ReferenceServer(family(name).parts().open_dataset(build), oracle, family=name) as server:
+        assert main(["run", name, "--dataset", str(build), "--model", oracle, "--base-url", server.base_url,
+                     "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    always_a = [{**line, "model": "always-a", "response": None if line["response"] is None else "A"} for line in lines]
+    (tmp_path / "always-a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in always_a))
+    for model, predictions in (("oracle", tmp_path / "run" / "predictions.jsonl"), ("always-a", tmp_path / "always-a.jsonl")):
+        assert main(["score", name, "--dataset", str(build), "--predictions", str(predictions), "--from-run",
+                     "--out", str(tmp_path / model), "--bootstrap", "50"]) == 0
+        assert (tmp_path / model / "index.html").is_file()
+    assert main(["report", str(tmp_path / "oracle"), str(tmp_path / "always-a"), "--out", str(tmp_path / "report"),
+                 "--bootstrap", "50"]) == 0
+    items = {model: [json.loads(line) for line in (tmp_path / model / "items.jsonl").read_text().splitlines()]
+             for model in ("oracle", "always-a")}
+    page, requests, errors = _open(browser, tmp_path / "report")
+    assert errors == []
+    assert _count(page) == len(items["oracle"])
+    assert _broken_images(page) == []
+    assert [url for url in requests if not url.startswith((tmp_path / "report").resolve().as_uri() + "/")] == []
+    kinds = set(page.evaluate("Array.from(document.querySelectorAll('article.item rect')).map(r => r.getAttribute('class'))"))
+    assert BOX_KINDS[name] <= kinds
+    flag, is_flip = FLIP[name]
+    label = page.evaluate("window.MMFAITH_EXPLORER.models")[0]
+    for model in ("oracle", "always-a"):
+        expected = sum(map(is_flip, items[model]))
+        shown = label if model == "oracle" else "always-a"
+        page.goto((tmp_path / "report" / "index.html").resolve().as_uri() + f"#model={shown}&flag={flag}")
+        page.wait_for_function(f"document.getElementById('count').dataset.count === '{expected}'")
+    page.close()

@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mmfaith.explorer.views import box, gold_option, image, model_view, option_lines, read_probe, responses
+from mmfaith.explorer.views import box, each_item, gold_option, image, model_view, option_lines, read_probe
 
 
 def _pair(pair: Any, item: dict[str, Any], lines: dict) -> dict[str, Any]:
     record = pair.record
     cues = [box(cue["bbox"], cue["text"], "cue") for cue in record.get("visual_cues", []) if cue.get("bbox")]
-    probes = [read_probe(lines, pair.id, "original", item["answer_original"], item["raw_correct"]),
-              read_probe(lines, pair.id, "edited", item["answer_edited"], item["edit_correct"])]
+    probes = [read_probe(lines, pair.id, "original", item["a_original"], item["raw_correct"]),
+              read_probe(lines, pair.id, "edited", item["a_edited"], item["edit_correct"])]
     raw, edit = item["raw_correct"], item["edit_correct"]
     parts = {"raw_accuracy": raw, "edit_accuracy": edit,
              "delta": None if raw is None or edit is None else float(raw) - float(edit),
@@ -51,8 +51,6 @@ def _perception(perception: Any, item: dict[str, Any], lines: dict) -> dict[str,
 
 def item_views(dataset: Any, items: list[dict[str, Any]], predictions: Path | None) -> list[dict[str, Any]]:
     """The views of a score dir's pairs and perception items, in items.jsonl's order (module docstring)."""
-    pairs = {pair.id: pair for pair in dataset.pairs}
-    perception = {p.id: p for p in dataset.perception}
-    lines = responses(predictions)
-    return [_pair(pairs[item["id"]], item, lines) if item["kind"] == "pair"
-            else _perception(perception[item["id"]], item, lines) for item in items]
+    units = {**{pair.id: pair for pair in dataset.pairs}, **{p.id: p for p in dataset.perception}}
+    return each_item(units, items, predictions,
+                     lambda unit, item, lines: (_pair if item["kind"] == "pair" else _perception)(unit, item, lines))

@@ -114,6 +114,14 @@ def responses(predictions: Path | None) -> dict[tuple[str, str], dict[str, Any]]
     return found
 
 
+def each_item(units: Mapping[str, Any], items: Sequence[Mapping[str, Any]], predictions: Path | None,
+              view: Any) -> list[dict[str, Any]]:
+    """`view(unit, item, lines)` of every items.jsonl line, in its order: `unit` the dataset's unit of its id,
+    `lines` the predictions by (id, probe) (`responses`)."""
+    lines = responses(predictions)
+    return [view(units[item["id"]], item, lines) for item in items]
+
+
 def read_probe(lines: Mapping[tuple[str, str], Mapping[str, Any]], item_id: str, name: str, answer: Any,
                correct: bool | None) -> dict[str, Any]:
     """One probe's view from its predictions line (when there is one) and what the scorer read: its status as
