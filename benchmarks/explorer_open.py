@@ -70,8 +70,8 @@ def time_page(index: Path, repeat: int) -> dict[str, float]:
             page.wait_for_function("Array.from(document.querySelectorAll('#items img')).slice(0, 8)"
                                    ".every(img => img.complete && img.naturalWidth > 0)", timeout=120_000)
             runs["images"].append(time.perf_counter() - start)
-            for name, act in (("filter", lambda: page.select_option("select[name=verdict]", "wrong")),
-                              ("metric link", lambda: page.locator("a.metric").first.click())):
+            for name, act in (("filter", lambda page=page: page.select_option("select[name=verdict]", "wrong")),
+                              ("metric link", lambda page=page: page.locator("a.metric").first.click())):
                 renders = page.get_attribute("body", "data-renders")
                 start = time.perf_counter()
                 act()

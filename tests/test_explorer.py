@@ -17,11 +17,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from mmfaith.cli import main
+from mmfaith.evaluators.reference_server import ReferenceServer
+from mmfaith.families import get as family
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -140,7 +143,7 @@ def test_view_rewrites_a_score_dirs_page_and_serves_it_on_loopback_only(quicksta
         assert "explorer/app.js" in page
         data = urllib.request.urlopen(f"http://127.0.0.1:{port}/explorer/data.js", timeout=2).read()
         assert data == before
-        listening = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+        listening = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
         assert [line.split()[3] for line in listening.splitlines()] == [f"127.0.0.1:{port}"]
     finally:
         server.terminate()
@@ -166,7 +169,7 @@ def test_the_profile_leaderboard_links_each_family_to_its_explorer(quickstart: P
                                 "parse_rate": None, "prior": {}, "oracle": {}, "headline": []}},
         "provenance": {}}))
     assert main(["view", str(profile), "--out", str(tmp_path / "board"), "--no-progress"]) == 0
-    page, requests, errors = _open(browser, tmp_path / "board")
+    page, _, errors = _open(browser, tmp_path / "board")
     assert errors == []
     assert page.locator("table.board").count() == 2
     assert "the server refused" in page.locator("table.board[data-family=vfaith]").text_content()
@@ -193,28 +196,31 @@ FLIP = {  # the flag each family's flip carries, and whether an items.jsonl line
 }
 
 
-@pytest.mark.parametrize("name", list(BUILDS))
-def test_every_familys_score_and_report_get_an_explorer(name: str, tmp_path: Path, browser) -> None:
-    """`mmfaith score` and `mmfaith report` of each family write an explorer showing every scored item with its boxes;
-    the flip filter shows the items.jsonl lines that are flips by the family's definition."""
-    from mmfaith.evaluators.reference_server import ReferenceServer
-    from mmfaith.families import get as family
-
-    build = tmp_path / "build"
+def _score_and_report(name: str, folder: Path) -> None:
+    """Build, run the family's oracle over HTTP, derive an always-A model, score both and report them, as a user does."""
+    build = folder / "build"
     assert main(["build", name, "--out", str(build), "--no-progress", "--seed", "0", *BUILDS[name]]) == 0
     oracle = family(name).reference_models[0][0]
     with ReferenceServer(family(name).parts().open_dataset(build), oracle, family=name) as server:
         assert main(["run", name, "--dataset", str(build), "--model", oracle, "--base-url", server.base_url,
-                     "--out", str(tmp_path / "run"), "--no-progress"]) == 0
-    lines = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+                     "--out", str(folder / "run"), "--no-progress"]) == 0
+    lines = [json.loads(line) for line in (folder / "run" / "predictions.jsonl").read_text().splitlines()]
     always_a = [{**line, "model": "always-a", "response": None if line["response"] is None else "A"} for line in lines]
-    (tmp_path / "always-a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in always_a))
-    for model, predictions in (("oracle", tmp_path / "run" / "predictions.jsonl"), ("always-a", tmp_path / "always-a.jsonl")):
+    (folder / "always-a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in always_a))
+    for model, predictions in (("oracle", folder / "run" / "predictions.jsonl"), ("always-a", folder / "always-a.jsonl")):
         assert main(["score", name, "--dataset", str(build), "--predictions", str(predictions), "--from-run",
-                     "--out", str(tmp_path / model), "--bootstrap", "50"]) == 0
-        assert (tmp_path / model / "index.html").is_file()
-    assert main(["report", str(tmp_path / "oracle"), str(tmp_path / "always-a"), "--out", str(tmp_path / "report"),
+                     "--out", str(folder / model), "--bootstrap", "50"]) == 0
+        assert (folder / model / "index.html").is_file()
+    assert main(["report", str(folder / "oracle"), str(folder / "always-a"), "--out", str(folder / "report"),
                  "--bootstrap", "50"]) == 0
+
+
+@pytest.mark.parametrize("name", list(BUILDS))
+def test_every_familys_score_and_report_get_an_explorer(name: str, tmp_path: Path, browser) -> None:
+    """`mmfaith score` and `mmfaith report` of each family write an explorer showing every scored item with its boxes;
+    the flip filter shows the items.jsonl lines that are flips by the family's definition."""
+    with ThreadPoolExecutor(1) as thread:  # Playwright's sync API holds this thread's event loop; `run` needs its own
+        thread.submit(_score_and_report, name, tmp_path).result()
     items = {model: [json.loads(line) for line in (tmp_path / model / "items.jsonl").read_text().splitlines()]
              for model in ("oracle", "always-a")}
     page, requests, errors = _open(browser, tmp_path / "report")
@@ -225,10 +231,9 @@ def test_every_familys_score_and_report_get_an_explorer(name: str, tmp_path: Pat
     kinds = set(page.evaluate("Array.from(document.querySelectorAll('article.item rect')).map(r => r.getAttribute('class'))"))
     assert BOX_KINDS[name] <= kinds
     flag, is_flip = FLIP[name]
-    label = page.evaluate("window.MMFAITH_EXPLORER.models")[0]
-    for model in ("oracle", "always-a"):
+    labels = page.evaluate("window.MMFAITH_EXPLORER.models")  # in the report's order: oracle, always-a
+    for model, shown in zip(("oracle", "always-a"), labels):
         expected = sum(map(is_flip, items[model]))
-        shown = label if model == "oracle" else "always-a"
         page.goto((tmp_path / "report" / "index.html").resolve().as_uri() + f"#model={shown}&flag={flag}")
         page.wait_for_function(f"document.getElementById('count').dataset.count === '{expected}'")
     page.close()
