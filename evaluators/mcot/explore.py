@@ -4,7 +4,8 @@ One view per question: its image with the target boxes (gold) and the model's cr
 order it zoomed (from the trace in predictions.jsonl), the trace's turns, the answer of the trace
 and of each replay (no intervention, text, visual) and the flags "flip: text intervention" and
 "flip: visual intervention" where an intervention changed whether the answer is right (what ATE
-averages, docs/mcot.md). Facets: category, and whether the trace zoomed.
+averages, docs/mcot.md). The item's verdict is the trace's (the replays alter the trace on purpose; their
+answers keep their own verdicts). Facets: category, and whether the trace zoomed.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def _view(question: Any, item: dict[str, Any], lines: dict) -> dict[str, Any]:
         "images": [image("image", record["image_sha256"], question.image_path, question.size,
                          [box(t["bbox"], t.get("label", "target"), "gold") for t in record.get("targets", [])])],
         "facets": {"category": record.get("category", "-"), "zoomed": "yes" if crops else "no"},
-        "model": model_view(probes, parts, flags, [{**crop, "image": 0} for crop in crops], turns)}
+        "model": model_view(probes, parts, flags, [{**crop, "image": 0} for crop in crops], turns, judged=("trace",))}
 
 
 def item_views(dataset: Any, items: list[dict[str, Any]], predictions: Path | None) -> list[dict[str, Any]]:

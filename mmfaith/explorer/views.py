@@ -61,8 +61,8 @@ def _plain(value: Any) -> str:
 
 
 def verdict_of(probes: Sequence[Mapping[str, Any]]) -> str:
-    """The item's verdict: "failed" when a call failed, "unanswered" when no probe was read, "wrong" when a
-    probe with a gold verdict is wrong, else "right"."""
+    """The item's verdict from `probes`: "failed" when a call failed, "unanswered" when no probe was read, "wrong"
+    when a probe with a gold verdict is wrong, else "right"."""
     if any(p["status"] == "failed" for p in probes):
         return "failed"
     if not any(p["status"] == "answered" for p in probes):
@@ -71,9 +71,12 @@ def verdict_of(probes: Sequence[Mapping[str, Any]]) -> str:
 
 
 def model_view(probes: list[dict[str, Any]], parts: Mapping[str, Any], flags: Iterable[str] = (),
-               boxes: Iterable[Mapping[str, Any]] = (), turns: Iterable[Mapping[str, str]] = ()) -> dict[str, Any]:
-    """One model's side of an item view (module docstring)."""
-    return {"probes": probes, "verdict": verdict_of(probes), "flags": sorted(flags),
+               boxes: Iterable[Mapping[str, Any]] = (), turns: Iterable[Mapping[str, str]] = (),
+               judged: Sequence[str] | None = None) -> dict[str, Any]:
+    """One model's side of an item view (module docstring); its verdict is that of the probes named in `judged`
+    (default: every probe), e.g. the model's own answer and not a replay whose context was altered on purpose."""
+    counted = probes if judged is None else [p for p in probes if p["name"] in judged]
+    return {"probes": probes, "verdict": verdict_of(counted), "flags": sorted(flags),
             "parts": {key: _number(value) for key, value in parts.items()}, "boxes": list(boxes), "turns": list(turns)}
 
 
