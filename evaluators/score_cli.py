@@ -65,16 +65,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         reader.add_argument("--reader-base-url", metavar="URL", help="the reader model's base URL")
         reader.add_argument("--reader-api-key-env", metavar="NAME", help="environment variable holding its key")
         family.parts().add_score_options(parser)
-        parser.set_defaults(handler=_with_explorer(family.parts().score))
+        parser.set_defaults(handler=_with_explorer(family))
     _add_report(subparsers)
 
 
-def _with_explorer(score: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+def _with_explorer(family: families.Family) -> Callable[[argparse.Namespace], int]:
     """A family's score handler followed by the score dir's explorer (index.html, mmfaith/explorer); a score read
-    without --dataset has no images to show, so it gets none."""
+    without --dataset has no images to show, and a family without an `explore` part no item views: those get none."""
     def scored(args: argparse.Namespace) -> int:
-        status = score(args)
-        if status == 0 and args.dataset is not None:
+        status = family.parts().score(args)
+        if status == 0 and args.dataset is not None and family.parts().explore is not None:
             from mmfaith.explorer.sources import write_score_explorer
 
             print(f"explorer: {write_score_explorer(args.out, args.dataset, args.predictions, progress=sys.stderr.isatty())}")
