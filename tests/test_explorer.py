@@ -150,6 +150,15 @@ def test_view_rewrites_a_score_dirs_page_and_serves_it_on_loopback_only(quicksta
         server.wait(10)
 
 
+def test_packing_gives_back_the_items_it_packed(quickstart: Path) -> None:
+    from mmfaith.explorer.packing import pack, unpack
+    from mmfaith.explorer.page import read_page_data
+
+    data = read_page_data(quickstart / "report")  # the report's items, replies and traces joined back in
+    assert unpack(pack(data["items"], data["models"]), data["models"]) == data["items"]
+    assert len(data["items"]) == PAIRS and len(data["models"]) == 5
+
+
 def test_view_of_a_folder_that_is_none_of_the_three_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["view", str(tmp_path)]) == 2
     err = capsys.readouterr().err
