@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from mmfaith.cli import main
-from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.families import get as family
+from tests.oracle_and_always_a import oracle_and_always_a
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -207,16 +206,8 @@ FLIP = {  # the flag each family's flip carries, and whether an items.jsonl line
 
 def _score_and_report(name: str, folder: Path) -> None:
     """Build, run the family's oracle over HTTP, derive an always-A model, score both and report them, as a user does."""
-    build = folder / "build"
-    assert main(["build", name, "--out", str(build), "--no-progress", "--seed", "0", *BUILDS[name]]) == 0
-    oracle = family(name).reference_models[0][0]
-    with ReferenceServer(family(name).parts().open_dataset(build), oracle, family=name) as server:
-        assert main(["run", name, "--dataset", str(build), "--model", oracle, "--base-url", server.base_url,
-                     "--out", str(folder / "run"), "--no-progress"]) == 0
-    lines = [json.loads(line) for line in (folder / "run" / "predictions.jsonl").read_text().splitlines()]
-    always_a = [{**line, "model": "always-a", "response": None if line["response"] is None else "A"} for line in lines]
-    (folder / "always-a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in always_a))
-    for model, predictions in (("oracle", folder / "run" / "predictions.jsonl"), ("always-a", folder / "always-a.jsonl")):
+    build, predictions_of = oracle_and_always_a(folder, name, BUILDS[name])
+    for model, predictions in predictions_of.items():
         assert main(["score", name, "--dataset", str(build), "--predictions", str(predictions), "--from-run",
                      "--out", str(folder / model), "--bootstrap", "50"]) == 0
         assert (folder / model / "index.html").is_file()
