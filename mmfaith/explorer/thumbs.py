@@ -22,7 +22,7 @@ from mmfaith.cache import cache_dir
 from mmfaith.errors import MmfaithError
 
 THUMB_SIDE = 320
-SPEC = "jpeg-t320q80-fq90-v1"
+SPEC = "jpeg-t320q80-fq90-v2"
 """Names the cache: change it when the sizes or qualities change."""
 
 
@@ -54,7 +54,7 @@ def _make(sha256: str, source: Path) -> tuple[int, int]:
 
 def _save(rgb: Any, path: Path, quality: int) -> None:
     staging = path.with_name(f".{path.name}.{os.getpid()}.{id(rgb)}")
-    rgb.save(staging, "JPEG", quality=quality, optimize=True)
+    rgb.save(staging, "JPEG", quality=quality)
     os.replace(staging, path)
 
 
