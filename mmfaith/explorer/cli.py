@@ -1,8 +1,8 @@
 """`mmfaith view DIR...`: write (or rewrite) the explorer of a score dir, a report or profiles, and serve it.
 
 DIR is a score dir (metrics.json; --dataset names the dataset it scored, else the page written before
-is rewritten), a report dir (comparison.json; its score dirs come from --scores, or from the
-comparison's own list) or one or more `evaluate` folders (profile.json; their leaderboard, written
+is rewritten), a report dir (comparison.json; its score dirs come from --scores, else from the
+list its earlier page holds) or one or more `evaluate` folders (profile.json; their leaderboard, written
 into --out or the first). `--serve` serves the folder on 127.0.0.1 only (as `serve-reference`) for a
 browser on another machine reached through an SSH tunnel.
 """
@@ -46,7 +46,8 @@ def run_view(args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         page = sources.write_profiles_explorer(folder, args.dirs, args.workers, progress)
     elif len(args.dirs) > 1:
-        raise MmfaithError("view: several DIRs are profile folders (profile.json); give one score or report dir.")
+        raise MmfaithError("view: several DIRs are viewed together only when each is a profile folder (profile.json); "
+                           "give one score or report dir.")
     elif (first / "comparison.json").is_file():
         page = sources.write_report_explorer(first, *_report_inputs(first, args.scores), args.workers, progress)
     elif (first / "metrics.json").is_file():

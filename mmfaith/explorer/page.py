@@ -115,15 +115,19 @@ def read_page_data(folder: Path) -> dict[str, Any] | None:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return None
-    data = _unscript(text, PREFIX, ");\n", path)
-    if data.get("format") != FORMAT:
-        return None
-    data["items"] = unpack(data, data["models"])
-    for key in ("strings", "images", "facet_keys", "part_keys", "packed", "n_items", "text_chunk"):
-        data.pop(key)
-    chunks = []
-    for k in range((len(data["items"]) + TEXT_CHUNK - 1) // TEXT_CHUNK):
-        chunk_path = folder / "explorer" / "texts" / f"{k}.js"
-        chunks.append(_unscript(chunk_path.read_text(encoding="utf-8"), _chunk_call(k), "));\n", chunk_path))
-    _join_texts(data["items"], chunks)
+    try:
+        data = _unscript(text, PREFIX, ");\n", path)
+        if data.get("format") != FORMAT:
+            return None
+        data["items"] = unpack(data, data["models"])
+        for key in ("strings", "images", "facet_keys", "part_keys", "packed", "n_items", "text_chunk"):
+            data.pop(key)
+        chunks = []
+        for k in range((len(data["items"]) + TEXT_CHUNK - 1) // TEXT_CHUNK):
+            chunk_path = folder / "explorer" / "texts" / f"{k}.js"
+            chunks.append(_unscript(chunk_path.read_text(encoding="utf-8"), _chunk_call(k), "));\n", chunk_path))
+        _join_texts(data["items"], chunks)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise MmfaithError(f"{path}: an explorer page this version cannot read ({type(exc).__name__}: {exc}); write it "
+                           f"again from its inputs (`mmfaith view {folder} --dataset SOURCE` for a score dir).") from exc
     return data
