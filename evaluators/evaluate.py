@@ -48,6 +48,7 @@ ENDS_CACHE = "profile-ends"
 def evaluate(args: argparse.Namespace) -> int:
     """The `evaluate` verb (module docstring); returns the exit status."""
     from mmfaith.evaluators.profile import write_profile
+    from mmfaith.explorer.sources import write_profiles_explorer
     from mmfaith.evaluators.run_cli import served_replicas
 
     if bool(args.serve) == bool(args.base_urls):
@@ -70,10 +71,11 @@ def evaluate(args: argparse.Namespace) -> int:
             entries = {name: evaluate_family(suite, name, args, args.model, tuple(args.base_urls)) for name in names}
         model_name = args.model or args.serve
         profile = write_profile(out, model_name, suite, entries, _provenance(args, suite, names))
+        explorer = write_profiles_explorer(out, [out], progress=not args.no_progress)
     failed = [name for name, entry in entries.items() if entry["status"] != "ok"]
     print(f"profile of {model_name}: {len(entries) - len(failed)}/{len(entries)} families scored"
           + (f" ({', '.join(failed)} failed: see {out / 'profile.md'})" if failed else "")
-          + f"; wrote {out / 'profile.json'}, {out / 'profile.md'}, {out / 'profile.png'}")
+          + f"; wrote {out / 'profile.json'}, {out / 'profile.md'}, {out / 'profile.png'}; explorer: {explorer}")
     return 1 if failed or not profile["families"] else 0
 
 

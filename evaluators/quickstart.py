@@ -26,6 +26,7 @@ from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.spd_faith.report import compare_scores
 from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
+from mmfaith.explorer.sources import write_profiles_explorer, write_report_explorer, write_score_explorer
 from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -58,6 +59,7 @@ def quickstart(request: QuickstartRequest) -> Path:
                                      seed=request.seed, progress=request.progress))
         score_spd_faith(ScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
                                      from_run=True, seed=request.seed))
+        write_score_explorer(score_dir, build_dir, run_dir / "predictions.jsonl", progress=request.progress)
         score_dirs.append(score_dir)
     blind_run, blind_score = request.out / "runs" / "prior-no-image", request.out / "scores" / "prior-no-image"
     with ReferenceServer(dataset, "prior", family="spd-faith") as server:
@@ -65,8 +67,10 @@ def quickstart(request: QuickstartRequest) -> Path:
                                  seed=request.seed, progress=request.progress, no_image=True))
     score_spd_faith(ScoreRequest(dataset=build_dir, predictions=blind_run / "predictions.jsonl", out=blind_score,
                                  from_run=True, seed=request.seed))
+    write_score_explorer(blind_score, build_dir, blind_run / "predictions.jsonl", progress=request.progress)
     report_dir = request.out / "report"
-    compare_scores([*score_dirs, blind_score], report_dir, seed=request.seed)
+    comparison = compare_scores([*score_dirs, blind_score], report_dir, seed=request.seed)
+    write_report_explorer(report_dir, [*score_dirs, blind_score], comparison["models"], progress=request.progress)
     return report_dir
 
 
@@ -97,9 +101,11 @@ def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: 
                                    progress=progress, no_image=no_image), circular=not no_image)
         score_vfaith(VfaithScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
                                         from_run=True, seed=seed))
+        write_score_explorer(score_dir, build_dir, run_dir / "predictions.jsonl", progress=progress)
         score_dirs.append(score_dir)
     report_dir = out / "report"
-    compare_vfaith(score_dirs, report_dir, seed=seed)
+    comparison = compare_vfaith(score_dirs, report_dir, seed=seed)
+    write_report_explorer(report_dir, score_dirs, comparison["models"], progress=progress)
     return report_dir
 
 
@@ -128,6 +134,7 @@ def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path
             evaluate(args)  # a family that failed (CRM without the crm extra) is in the profile, with its error
         profiles.append(profile_dir)
     compare_profiles(profiles, out / "comparison")
+    write_profiles_explorer(out / "comparison", profiles, progress=progress)
     return profiles, out / "comparison"
 
 
@@ -156,5 +163,6 @@ def quickstart_family(family: str, out: Path, seed: int = 0, progress: bool = Tr
             run_one(family, str(build_dir), entry.run, shared, model, (server.base_url,), run_dir)
         score_one(family, str(build_dir), run_dir, score_dir, seed)
         score_dirs.append(score_dir)
-    declared.part("compare", "comparison report")(score_dirs, out / "report", 1000, seed, True)
+    comparison = declared.part("compare", "comparison report")(score_dirs, out / "report", 1000, seed, True)
+    write_report_explorer(out / "report", score_dirs, comparison["models"], progress=progress)
     return out / "report"

@@ -9,6 +9,8 @@ score dirs (evaluators/pool.py).
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,21 @@ def _populate_score(family: families.Family, parser: argparse.ArgumentParser) ->
     parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
                         help="warn when fewer than this share of the expected answers were read")
     family.parts().add_score_options(parser)
-    parser.set_defaults(handler=family.parts().score)
+    parser.set_defaults(handler=_with_explorer(family))
+
+
+def _with_explorer(family: families.Family) -> Callable[[argparse.Namespace], int]:
+    """A family's score handler followed by the score dir's explorer (index.html, mmfaith/explorer); a score read
+    without --dataset has no images to show, and a family without an `explore` part no item views: those get none."""
+    def scored(args: argparse.Namespace) -> int:
+        status = family.parts().score(args)
+        if status == 0 and args.dataset is not None and family.parts().explore is not None:
+            from mmfaith.explorer.sources import write_score_explorer
+
+            print(f"explorer: {write_score_explorer(args.out, args.dataset, args.predictions, progress=sys.stderr.isatty())}")
+        return status
+
+    return scored
 
 
 def _add_report(subparsers: argparse._SubParsersAction) -> None:
@@ -101,10 +117,13 @@ def _run_report(args: argparse.Namespace) -> int:
         if not all(profiles):
             raise MmfaithError("report: give score dirs (of one dataset) or profile dirs (of `mmfaith evaluate`), "
                                "not a mix.")
+        from mmfaith.explorer.sources import write_profiles_explorer
+
         comparison = compare_profiles(args.score_dirs, args.out, args.bootstrap, args.seed)
+        explorer = write_profiles_explorer(args.out, args.score_dirs, progress=sys.stderr.isatty())
         print(f"compared {len(comparison['models'])} profiles ({', '.join(comparison['models'])}) over "
               f"{', '.join(comparison['families'])}; wrote {args.out / 'report.md'}, comparison.json, overall.png "
-              "and one folder per family")
+              f"and one folder per family; explorer: {explorer}")
         for label, row in comparison["overall"].items():
             print(f"  {label}: " + ", ".join(f"{name} {'n/a' if v is None else f'{v:.3f}'}" for name, v in row.items()))
         return 0
@@ -121,6 +140,7 @@ def _run_report(args: argparse.Namespace) -> int:
         return 0
     compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, not args.against_first)
+    _report_explorer(args.out, args.score_dirs, comparison["models"])
     n = len(comparison["models"])
     written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
     print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
@@ -139,6 +159,18 @@ def print_score_line(family_name: str, counted: str, metrics: dict[str, Any], ou
     print(f"scored {counted} of {metrics['provenance']['model']}: {headline(family, metrics)}; "
           f"{coverage.console(metrics['answers'])}{extra}; see {out / 'report.md'}")
     coverage.print_warnings(metrics["answers"])
+
+
+def _report_explorer(out: Path, score_dirs: list[Path], labels: list[str]) -> None:
+    """The comparison's explorer, from its score dirs' explorers; a line naming the fix when one has none."""
+    from mmfaith.explorer.sources import write_report_explorer
+
+    missing = [str(path) for path in score_dirs if not (path / "explorer" / "data.js").is_file()]
+    if missing:
+        print(f"no explorer: {', '.join(missing)} has none (scored without --dataset); write it with "
+              f"`mmfaith view {missing[0]} --dataset SOURCE`, then `mmfaith view {out} --scores ...`.")
+        return
+    print(f"explorer: {write_report_explorer(out, score_dirs, labels, progress=sys.stderr.isatty())}")
 
 
 def headline(family: families.Family, metrics: dict[str, Any]) -> str:

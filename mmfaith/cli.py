@@ -18,6 +18,7 @@ from mmfaith.cli_help import HelpFormatter, HelpParser, family_parsers
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import evaluate_cli, run_cli, score_cli
 from mmfaith.evaluators.harness import cli as harness_cli
+from mmfaith.explorer import cli as explorer_cli
 from mmfaith.families import Family, all_families
 from mmfaith.redact import redact
 from mmfaith.release import cli as release_cli
@@ -117,16 +118,19 @@ def _run_quickstart(args: argparse.Namespace) -> int:
         return 0
     if args.family == "vfaith":
         report = quickstart_vfaith(args.out, args.per_template, args.seed, args.workers, progress)
-        print(f"report: {report / 'report.md'}; the pairs: {args.out / 'build' / 'preview.png'}")
+        print(f"report: {report / 'report.md'}; the pairs: {args.out / 'build' / 'preview.png'}; "
+              f"explore the items in a browser: {report / 'index.html'}")
         return 0
     if args.family == "spd-faith":
         report = quickstart(QuickstartRequest(out=args.out, per_tier=args.per_tier, multi=args.multi,
                                               controls=args.controls, seed=args.seed, workers=args.workers,
                                               progress=progress))
-        print(f"report: {report / 'report.md'} (plots beside it); the pairs: {args.out / 'build' / 'preview.png'}")
+        print(f"report: {report / 'report.md'} (plots beside it); the pairs: {args.out / 'build' / 'preview.png'}; "
+              f"explore the items in a browser: {report / 'index.html'}")
         return 0
     report = quickstart_family(args.family, args.out, args.seed, progress)
-    print(f"report: {report / 'report.md'}; the build: {args.out / 'build'}")
+    print(f"report: {report / 'report.md'}; the build: {args.out / 'build'}; "
+          f"explore the items in a browser: {report / 'index.html'}")
     return 0
 
 
@@ -146,6 +150,7 @@ def parser() -> argparse.ArgumentParser:
     release_cli.register(subparsers)
     annotate_cli.register(subparsers)
     harness_cli.register(subparsers)
+    explorer_cli.register(subparsers)
     return root
 
 

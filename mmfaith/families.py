@@ -77,6 +77,8 @@ class FamilyParts:
       shared `mmfaith release`, `verify`, `--push` and the loaders' source resolver use.
     - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
+    - `explore(dataset, items, predictions) -> [item view]`: the explorer's item views of a score dir
+      (mmfaith/explorer/views.py), from the dataset, items.jsonl's lines and the predictions file (or None).
     - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
       --dataset is required.
     """
@@ -93,6 +95,7 @@ class FamilyParts:
     labeling: Callable[[], Labeling] | None = None
     release: Callable[[], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
+    explore: Callable[[Any, list[dict[str, Any]], Path | None], list[dict[str, Any]]] | None = None
     scores_alone: str | None = None
 
 
@@ -119,7 +122,8 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
     `add_score_options`, `score`, `reference_model`), the comparison in
     `mmfaith.evaluators.PACKAGE.report:compare_scores`, the labeling in
     `mmfaith.annotation.PACKAGE.tasks:family`, the release declaration in
-    `mmfaith.loaders.PACKAGE.release:declaration` and the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`.
+    `mmfaith.loaders.PACKAGE.release:declaration`, the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`
+    and the explorer's item views in `mmfaith.evaluators.PACKAGE.explore:item_views`.
 
     `elsewhere` overrides a part: a "module:function" string is made lazy, anything else (`scores_alone`'s text,
     None for a part the family lacks) is taken as it is.
@@ -131,7 +135,8 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
              "compare": f"mmfaith.evaluators.{package}.report:compare_scores",
              "labeling": f"mmfaith.annotation.{package}.tasks:family",
              "release": f"mmfaith.loaders.{package}.release:declaration",
-             "harness": f"mmfaith.evaluators.{package}.harness:harness"}
+             "harness": f"mmfaith.evaluators.{package}.harness:harness",
+             "explore": f"mmfaith.evaluators.{package}.explore:item_views"}
     chosen = {**usual, **elsewhere}
     return FamilyParts(**{name: lazy(value) if isinstance(value, str) and name != "scores_alone" else value
                           for name, value in chosen.items()})
