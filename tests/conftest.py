@@ -32,43 +32,52 @@ from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text  #
 from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm  # noqa: E402
 
 
-# -- running on both cores (pytest-xdist, `-n 2 --dist loadgroup` in tools/test-all.sh) ------------
+# -- running on both cores (pytest-xdist, `-n auto --dist loadgroup` in tools/test-all.sh) ---------
 
-SERVER_FIXTURES = {"vllm_server": "vllm", "label_studio": "label-studio"}
-"""Session fixtures that start a real server: every file using one runs on the same worker, so the
-server starts once per run."""
+SERVER_GROUPS = {"test_vllm_serve.py": "vllm", "test_run_vllm.py": "vllm", "test_mcot_vllm.py": "vllm",
+                 "test_annotate.py": "label-studio", "test_crm_annotate.py": "label-studio",
+                 "test_vfaith_annotate.py": "label-studio",
+                 "test_install.py": "wheel", "test_plain_install.py": "wheel"}
+"""Test files that run on one worker together: those using one session server (`vllm_server`,
+`label_studio`: it starts once per run), and those building the wheel in the source tree (build/)."""
 
-SHARED_GROUPS = {"test_install.py": "wheel", "test_plain_install.py": "wheel"}
-"""Files that must not run at the same time: both build the wheel in the source tree (build/)."""
-
-
-def _group(items: list[pytest.Item]) -> str:
-    """The worker group of one test file's items: a server's, a shared one, else the file's own."""
-    for item in items:
-        for fixture, group in SERVER_FIXTURES.items():
-            if fixture in item.fixturenames:
-                return group
-    return SHARED_GROUPS.get(items[0].path.name, items[0].path.name)
+SERVER_FIXTURES = ("vllm_server", "label_studio")
 
 
-@pytest.hookimpl(tryfirst=True)
+def worker_group(nodeid: str) -> str:
+    """The group a test runs in: its file's entry in SERVER_GROUPS, else its file."""
+    path = nodeid.split("::", 1)[0]
+    return SERVER_GROUPS.get(path.rsplit("/", 1)[-1], path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`: whole groups (worker_group) go to one worker, so a file's module fixtures
+    and a server's session are set up once. (xdist's own loadgroup reads `xdist_group` marks through
+    a node id suffix that pytest 9 no longer takes.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """One xdist group per test file (its module fixtures are built once), the files of one real
-    server in one group; groups holding an `e2e` test run first, so the long ones do not end the run
-    on one worker. Tests that use a real server are `e2e` without saying so."""
-    by_file: dict[Path, list[pytest.Item]] = {}
-    for item in items:
-        by_file.setdefault(item.path, []).append(item)
-    groups = {path: _group(file_items) for path, file_items in by_file.items()}
-    long_groups = set()
+    """Tests that use a real server are `e2e` without saying so; a file using one must be listed in
+    SERVER_GROUPS (else each worker would start its own). Groups holding an `e2e` test run first
+    (with `--no-loadscope-reorder`), so the long ones do not end the run on one worker."""
     for item in items:
         if any(fixture in item.fixturenames for fixture in SERVER_FIXTURES):
             item.add_marker(pytest.mark.e2e)
-        if item.get_closest_marker("e2e"):
-            long_groups.add(groups[item.path])
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item.path]))
-    items.sort(key=lambda item: groups[item.path] not in long_groups)
+            if item.path.name not in SERVER_GROUPS:
+                raise pytest.UsageError(f"{item.nodeid} uses a session server: add {item.path.name} to "
+                                        f"SERVER_GROUPS in tests/conftest.py")
+    long_groups = {worker_group(item.nodeid) for item in items if item.get_closest_marker("e2e")}
+    items.sort(key=lambda item: worker_group(item.nodeid) not in long_groups)
 
 
 def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:

@@ -34,6 +34,6 @@ step "environments ready; running the test suite (pytest)"
 status=0
 # Both cores (pytest-xdist, one worker per core): each test file runs on one worker, the files of one
 # real server (vLLM, Label Studio) on the same worker (tests/conftest.py); the ten slowest are listed.
-python -m pytest -p no:cacheprovider -n auto --dist loadgroup --durations=10 "$@" || status=$?
+python -m pytest -p no:cacheprovider -n auto --dist loadgroup --no-loadscope-reorder --durations=10 "$@" || status=$?
 step "pytest finished with exit status $status"
 exit "$status"
