@@ -256,6 +256,9 @@ def vfaith_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- a real Label Studio server, shared by the annotation tests of every family ------------------
 
 ADMIN = "admin@example.com"
+LABEL_STUDIO_START_S = 600.0
+"""How long the session's server may take to start: its first start migrates a fresh SQLite database,
+minutes on a loaded 2-core machine running the other worker's tests beside it."""
 
 
 def free_port() -> int:
@@ -280,7 +283,7 @@ def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     log = base / "server.log"
     process = start_server(spec, log)
     try:
-        waited = wait_ready(spec, process, log)
+        waited = wait_ready(spec, process, log, timeout_s=LABEL_STUDIO_START_S)
         yield {"url": spec.url, "token": spec.token, "files_root": spec.files_root, "startup_s": waited}
     finally:
         stop_server(process)
