@@ -19,6 +19,8 @@ from mmfaith.loaders.crm import open_crm_dataset
 from .harness_families import failed_calls, family_round_trip
 from .harness_round_trip import harness_python
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def crm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -38,6 +38,8 @@ step "creating .venv-inspect (the inspect_ai harness)"
 bash tools/install-inspect.sh .venv-inspect
 step "environments ready; running the test suite (pytest)"
 status=0
-python -m pytest -p no:cacheprovider "$@" || status=$?
+# Both cores (pytest-xdist, one worker per core): each test file runs on one worker, the files of one
+# real server (vLLM, Label Studio) on the same worker (tests/conftest.py); the ten slowest are listed.
+python -m pytest -p no:cacheprovider -n auto --dist loadgroup --no-loadscope-reorder --durations=10 "$@" || status=$?
 step "pytest finished with exit status $status"
 exit "$status"
