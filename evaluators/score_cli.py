@@ -140,12 +140,13 @@ def _run_report(args: argparse.Namespace) -> int:
         return 0
     compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, not args.against_first)
-    _report_explorer(args.out, args.score_dirs, comparison["models"])
+    explorer_line = _report_explorer(args.out, args.score_dirs, comparison["models"])
     n = len(comparison["models"])
     written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
     print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
     for label, path in zip(comparison["models"], args.score_dirs):
         print(f"  {label}: {headline(family, load_score_dir(path)[0])} ({path})")
+    print(explorer_line)
     return 0
 
 
@@ -161,16 +162,16 @@ def print_score_line(family_name: str, counted: str, metrics: dict[str, Any], ou
     coverage.print_warnings(metrics["answers"])
 
 
-def _report_explorer(out: Path, score_dirs: list[Path], labels: list[str]) -> None:
-    """The comparison's explorer, from its score dirs' explorers; a line naming the fix when one has none."""
+def _report_explorer(out: Path, score_dirs: list[Path], labels: list[str]) -> str:
+    """Writes the comparison's explorer from its score dirs' explorers; returns the line that says where it is, or
+    the fix when a score dir has none."""
     from mmfaith.explorer.sources import write_report_explorer
 
     missing = [str(path) for path in score_dirs if not (path / "explorer" / "data.js").is_file()]
     if missing:
-        print(f"no explorer: {', '.join(missing)} has none (scored without --dataset); write it with "
-              f"`mmfaith view {missing[0]} --dataset SOURCE`, then `mmfaith view {out} --scores ...`.")
-        return
-    print(f"explorer: {write_report_explorer(out, score_dirs, labels, progress=sys.stderr.isatty())}")
+        return (f"no explorer: {', '.join(missing)} has none (scored without --dataset); write it with "
+                f"`mmfaith view {missing[0]} --dataset SOURCE`, then `mmfaith view {out} --scores ...`.")
+    return f"explorer: {write_report_explorer(out, score_dirs, labels, progress=sys.stderr.isatty())}"
 
 
 def headline(family: families.Family, metrics: dict[str, Any]) -> str:

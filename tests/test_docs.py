@@ -100,6 +100,7 @@ def _subparser(words: list[str]) -> Any:
         if not choices or word not in choices:
             break
         current = choices[word]
+    current.format_help()  # a family's subcommand adds its options when first used (cli_help.FamilyParser)
     return current
 
 

@@ -223,7 +223,8 @@ def test_report_compares_models_paired_by_item(coco_build: Path, tmp_path: Path,
     shown = capsys.readouterr().out.splitlines()
     assert shown[0].startswith("compared 2 models (MCoT interventions); wrote ") and "report.md" in shown[0]
     assert shown[1].startswith("  zoom-oracle") and ": accuracy_trace 1.000, " in shown[1]
-    assert shown[2].startswith("  blind") and ": accuracy_trace " in shown[2] and len(shown) == 3
+    assert shown[2].startswith("  blind") and ": accuracy_trace " in shown[2]
+    assert shown[3] == f"explorer: {tmp_path / 'cmp' / 'index.html'}" and len(shown) == 4
     pair = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["pairs"][0]
     # the oracle is right everywhere, blind on k items: a - b = (n - k) / n, every other item discordant one way
     k = round(blind["overall"]["accuracy_trace"] * n)

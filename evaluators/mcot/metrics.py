@@ -99,35 +99,6 @@ def ate(items: Sequence[ItemOutcome], treated: str, n_bootstrap: int, seed: int)
             "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)], "left_out": left_out}
 
 
-RATE_PARTS = {"accuracy_trace": lambda item: item.correct.get("trace"),
-              "accuracy_replay_none": lambda item: item.correct.get("replay_none") if item.visual else None,
-              "reliability": lambda item: item.reliable if item.visual else None,
-              "sufficiency": lambda item: item.sufficient if item.visual else None}
-"""Each rate with a bootstrap interval: the item's 0/1 outcome, None where the item is not in the rate."""
-
-
-def rate_intervals(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, list[float] | None]:
-    """95% bootstrap interval of each rate of `RATE_PARTS` (resampling source images, as the ATEs do); None for a
-    rate with no item."""
-    components = []
-    for item in items:
-        row = {}
-        for name, outcome in RATE_PARTS.items():
-            value = outcome(item)
-            if value is not None:
-                row[f"{name}.n"], row[f"{name}.x"] = 1.0, float(value)
-        components.append(row)
-
-    def statistic(sums: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        zero = np.zeros(1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return {name: sums.get(f"{name}.x", zero) / sums.get(f"{name}.n", zero) for name in RATE_PARTS}
-
-    found = bootstrap_ci(components, [item.source_key for item in items], statistic, n_bootstrap, seed)
-    return {name: None if found.get(name) is None else [round(found[name][0], 6), round(found[name][1], 6)]
-            for name in RATE_PARTS}
-
-
 def histogram(values: Sequence[float], edges: Sequence[float]) -> dict[str, int]:
     """Counts per bin "[low, high)", the last bin open above."""
     bins = {f"[{low:g}, {high:g})" if i < len(edges) - 2 else f">= {low:g}": 0
@@ -205,8 +176,8 @@ def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str
 def summarize(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, Any]:
     """metrics.json's `overall`, `by_category` and `distributions`."""
     overall = block(items, n_bootstrap, seed)
-    overall["ci95"] = {**rate_intervals(items, n_bootstrap, seed),
-                       "ATE_text": overall["ate"]["text"]["ci95"], "ATE_visual": overall["ate"]["visual"]["ci95"]}
+    overall["ci95"] = {**overall["ci95"], "ATE_text": overall["ate"]["text"]["ci95"],
+                       "ATE_visual": overall["ate"]["visual"]["ci95"]}
     categories = sorted({item.category for item in items})
     by_category = {name: block([item for item in items if item.category == name], n_bootstrap, seed)
                    for name in categories}
