@@ -13,12 +13,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from mmfaith import families
-from mmfaith.annotation.family import Family
-from mmfaith.annotation.merge import POLICIES
+from mmfaith.annotation.votes import POLICIES
 from mmfaith.cli_help import HelpFormatter
 from mmfaith.errors import MmfaithError
 
 if TYPE_CHECKING:  # label_studio_sdk takes about 1 s to import: only the handlers that talk to a server load it
+    from mmfaith.annotation.family import Family
     from mmfaith.annotation.label_studio import PullReport
 
 DEFAULT_API_KEY_ENV = "LABEL_STUDIO_API_KEY"

@@ -16,10 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmfaith.annotation.votes import Vote
+from mmfaith.annotation.votes import POLICIES, Vote
 from mmfaith.jsonl import canonical_json
-
-POLICIES = ("any-reject", "majority")
 
 
 @dataclass

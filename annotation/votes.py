@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 VERDICTS = ("accept", "reject")
+# How several people's votes on one task decide its status (`merge.decide`).
+POLICIES = ("any-reject", "majority")
 
 
 class Misfit(ValueError):

@@ -8,8 +8,8 @@ that many items: copy k of each record and of each prediction line gets fresh id
 and 16 hex digits of sha256(id, k)), images are shared (the copies' records point at the same image
 files), so the work per item is that of the small build.
 
-Printed per family and size: `score` of each model (wall seconds and peak RSS of the process) and
-`report` over the two, and the microseconds per item of the slower score. CRM's score embeds every
+Printed per family and size: `score` of each model (wall seconds, CPU seconds (user + system: what a
+loaded, shared machine inflates least) and peak RSS of the process) and `report` over the two, and the microseconds per item of the slower score. CRM's score embeds every
 answer with Sentence-BERT (the model's cost, not ours), cached by text under $MMFAITH_CACHE: the
 replicated answers repeat, so only the small build's distinct texts are embedded, and that time is
 printed apart (`embed s`: the small build's score with a cold cache less with a warm one; the
@@ -109,15 +109,15 @@ def _replicate(small: Path, big: Path, items: int) -> int:
     return copies
 
 
-def _measured(*args: str) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one `mmfaith` command."""
+def _measured(*args: str) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds (user + system), peak RSS in MB) of one `mmfaith` command."""
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "mmfaith", *args], stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode:
         raise SystemExit(f"mmfaith {' '.join(args)} failed ({process.returncode})")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def _embed_seconds(name: str, small: Path) -> float | None:
@@ -142,8 +142,8 @@ def main() -> None:
                         help="folder for the builds (kept; small builds are reused); default: a temporary one")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="score-scale-"))
-    print(f"{'family':<10} {'items':>9} {'lines':>9} {'score oracle':>16} {'score always-A':>16} "
-          f"{'report':>16} {'us/item':>8} {'embed s':>8}", flush=True)
+    print(f"{'family':<10} {'items':>9} {'lines':>9} {'score oracle':>24} {'score always-A':>24} "
+          f"{'report':>24} {'us/item':>8} {'embed s':>8}", flush=True)
     for name in args.families:
         small = work / name / "small"
         small.mkdir(parents=True, exist_ok=True)
@@ -163,10 +163,10 @@ def main() -> None:
             figures["report"] = _measured("report", str(big / "oracle"), str(big / "always-a"), "--out",
                                           str(big / "report"), "--bootstrap", str(args.bootstrap))
             slower = max(figures["oracle"][0], figures["always-a"][0])
-            shown = {key: f"{s:6.1f} s {mb:5.0f} MB" for key, (s, mb) in figures.items()}
+            shown = {key: f"{s:6.1f} s ({cpu:5.1f} cpu) {mb:5.0f} MB" for key, (s, cpu, mb) in figures.items()}
             embedding = "-" if embed is None else f"{embed:.1f}"
-            print(f"{name:<10} {items:>9,} {lines:>9,} {shown['oracle']:>16} {shown['always-a']:>16} "
-                  f"{shown['report']:>16} {slower / items * 1e6:>8.0f} {embedding:>8}", flush=True)
+            print(f"{name:<10} {items:>9,} {lines:>9,} {shown['oracle']:>24} {shown['always-a']:>24} "
+                  f"{shown['report']:>24} {slower / items * 1e6:>8.0f} {embedding:>8}", flush=True)
             for model in ("oracle", "always-a", "report"):
                 shutil.rmtree(big / model, ignore_errors=True)
     if args.work is None:

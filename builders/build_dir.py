@@ -11,26 +11,38 @@ build dir made with another recipe, and record the build's status in build.json 
   --max-items, --per-tier...) is smaller than the one build.json records: the folder holds more than
   asked, and keeping it would make build.json lie (a larger count resumes the build and grows it).
 - `resume_note(out, made, total, unit)`: the "resuming: 14 of 26 pairs" line a resumed build prints.
-- `with_status(write_status, body)`: build.json says "running" while `body` runs, then "complete"
-  (with its result), or "failed" (an MmfaithError, with it) or "interrupted" (anything else,
-  Ctrl-C included), never "running" after the fact.
-- `environment()`: the library versions every build.json records.
+- `recorded_build(build_json, recipe, fields, started, body, result_fields)`: build.json says
+  "running" while `body` runs, then "complete" (with `result_fields(result)`, its counts), or "failed"
+  (an MmfaithError, with it) or "interrupted" (anything else, Ctrl-C included), never "running" after
+  the fact.
+- `write_build_json(...)`: build.json, one shape for every family: `status`, `family` (the recipe's),
+  `mmfaith_version`, `recipe`, the family's `fields` (source, requested counts, executor...),
+  `environment` (library versions), `started`, and `error` or `finished`, `seconds` and the result's
+  fields. It is the only file of a build dir that holds wall-clock time.
+- `coco_source_fields(source)`, `inpainter_fields(spec)`: how build.json records a COCO source and an
+  inpainter.
 """
 from __future__ import annotations
 
 import platform
 import sys
+import time
+from dataclasses import asdict
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import cv2
 import numpy as np
 
+from mmfaith import __version__
 from mmfaith.builders.coco_source import CocoSource, Scene, embedded_sample
 from mmfaith.errors import MmfaithError
-from mmfaith.jsonl import read_json_object
+from mmfaith.jsonl import canonical_json, read_json_object, write_atomic
+
+if TYPE_CHECKING:
+    from mmfaith.builders.inpainters import InpainterSpec
 
 T = TypeVar("T")
 
@@ -90,21 +102,52 @@ def resume_note(out: Path, made: int, total: int, unit: str) -> None:
         print(f"resuming: {min(made, total)} of {total} {unit} already in {out}", file=sys.stderr, flush=True)
 
 
-def with_status(write_status: Callable[..., None], body: Callable[[], T]) -> T:
-    """Run `body` with build.json's status kept true (module docstring); `write_status(status, result=None,
-    error=None)` writes build.json."""
-    write_status("running")
+def recorded_build(build_json: Path, recipe: dict[str, Any], fields: dict[str, Any], started: float,
+                   body: Callable[[], T], result_fields: Callable[[T], dict[str, Any]]) -> T:
+    """Run `body` with build.json's status kept true (module docstring); returns its result."""
+    def write(status: str, result: dict[str, Any] | None = None, error: str | None = None) -> None:
+        write_build_json(build_json, recipe, fields, started, status, result, error)
+
+    write("running")
     try:
         result = body()
     except MmfaithError as exc:
-        write_status("failed", error=str(exc))
+        write("failed", error=str(exc))
         raise
     except BaseException as exc:
-        write_status("interrupted", error=f"{type(exc).__name__}: {exc}")
+        write("interrupted", error=f"{type(exc).__name__}: {exc}")
         raise
-    write_status("complete", result=result)
+    write("complete", result=result_fields(result))
     return result
 
 
+def write_build_json(path: Path, recipe: dict[str, Any], fields: dict[str, Any], started: float, status: str,
+                     result: dict[str, Any] | None = None, error: str | None = None) -> None:
+    """build.json in the one shape every family writes (module docstring)."""
+    document = {"status": status, "family": recipe["family"], "mmfaith_version": __version__, "recipe": recipe,
+                **fields, "environment": environment(), "started": _utc(started)}
+    if error is not None:
+        document["error"] = error
+    if result is not None:
+        document |= {"finished": _utc(time.time()), "seconds": round(time.time() - started, 2), **result}
+    write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))
+
+
+def _utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def coco_source_fields(source: CocoSource) -> dict[str, Any]:
+    """How build.json records a COCO source."""
+    return {"dataset": source.dataset_name, "annotations": str(source.annotations_path),
+            "images": str(source.images_dir), "split": source.split}
+
+
+def inpainter_fields(spec: InpainterSpec) -> dict[str, Any]:
+    """How build.json records an inpainter (its LaMa checkpoint as a path string)."""
+    return asdict(spec) | {"lama_model": str(spec.lama_model) if spec.lama_model else None}
+
+
 def environment() -> dict[str, str]:
+    """The library versions every build.json records."""
     return {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__}

@@ -66,10 +66,11 @@ from typing import Any
 import numpy as np
 
 from mmfaith.builders.coco_source import CocoSource, Instance, Scene
-from mmfaith.builders.colors import COLOR_NAMES, is_monochrome, name_labs, object_color, rgb_to_lab, distinct_targets
+from mmfaith.builders.colors import distinct_targets, is_monochrome, name_labs, object_color, rgb_to_lab
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E
 from mmfaith.builders.targets import PEOPLE, TargetRules, movable_reason
 from mmfaith.nouns import PLURAL_ONLY, display_name, plural, with_article
+from mmfaith.vocabulary import COLOR_NAMES
 
 TEMPLATES: tuple[str, ...] = ("color", "count", "existence", "relation")
 LETTERS = "ABCDEFGHIJ"

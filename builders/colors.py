@@ -29,21 +29,21 @@ import cv2
 import numpy as np
 
 from mmfaith.builders.mask_box import grown_box
+from mmfaith.vocabulary import COLOR_NAMES
 
-COLOR_PROTOTYPES_RGB: dict[str, tuple[int, int, int]] = {
-    "black": (25, 25, 25),
-    "white": (245, 245, 245),
-    "gray": (128, 128, 128),
-    "red": (200, 25, 30),
-    "orange": (245, 130, 20),
-    "yellow": (245, 215, 35),
-    "green": (40, 155, 60),
-    "blue": (30, 80, 210),
-    "purple": (125, 50, 165),
-    "pink": (245, 140, 185),
-    "brown": (125, 80, 40),
-}
-COLOR_NAMES: tuple[str, ...] = tuple(COLOR_PROTOTYPES_RGB)
+COLOR_PROTOTYPES_RGB: dict[str, tuple[int, int, int]] = dict(zip(COLOR_NAMES, (
+    (25, 25, 25),     # black
+    (245, 245, 245),  # white
+    (128, 128, 128),  # gray
+    (200, 25, 30),    # red
+    (245, 130, 20),   # orange
+    (245, 215, 35),   # yellow
+    (40, 155, 60),    # green
+    (30, 80, 210),    # blue
+    (125, 50, 165),   # purple
+    (245, 140, 185),  # pink
+    (125, 80, 40),    # brown
+)))
 ACHROMATIC = ("black", "white", "gray")
 ACHROMATIC_CHROMA = 12.0
 BLACK_MAX_L = 30.0
@@ -63,15 +63,6 @@ SHADING_PERCENTILE = 95.0
 LIGHTNESS_SLACK = 15.0
 ACHROMATIC_LIGHTNESS = {"black": (0.0, BLACK_MAX_L), "gray": (BLACK_MAX_L, WHITE_MIN_L), "white": (WHITE_MIN_L, 100.0)}
 
-# Words people and models use for the same basic colors (used to normalise claims).
-COLOR_SYNONYMS: dict[str, str] = {
-    "grey": "gray", "silver": "gray", "crimson": "red", "scarlet": "red", "maroon": "red",
-    "navy": "blue", "cyan": "blue", "turquoise": "blue", "teal": "green", "olive": "green",
-    "lime": "green", "violet": "purple", "magenta": "purple", "lavender": "purple",
-    "gold": "yellow", "golden": "yellow", "beige": "brown", "tan": "brown", "ivory": "white",
-    "cream": "white", "charcoal": "black", "rose": "pink",
-}
-
 
 def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
     """uint8 RGB (any leading shape, last axis 3) to float32 CIELAB (D65): L in [0, 100]."""
@@ -89,14 +80,6 @@ def lab_to_rgb(lab: np.ndarray) -> np.ndarray:
 PROTOTYPES_LAB: dict[str, np.ndarray] = {
     name: rgb_to_lab(np.array(rgb, dtype=np.uint8)) for name, rgb in COLOR_PROTOTYPES_RGB.items()
 }
-
-
-def normalize_color(word: str) -> str | None:
-    """A color word to its vocabulary name, or None when it is not a color we know."""
-    key = word.strip().lower()
-    if key in COLOR_PROTOTYPES_RGB:
-        return key
-    return COLOR_SYNONYMS.get(key)
 
 
 def name_labs(labs: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mmfaith.builders.colors import COLOR_NAMES
+from mmfaith.vocabulary import COLOR_NAMES
 
 SUPPORT_INSIDE = 0.6
 MIN_BOX_FILL = 0.30

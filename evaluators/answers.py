@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from mmfaith.builders.colors import normalize_color
+from mmfaith.vocabulary import normalize_color
 
 RULES = ("default", "paper")
 NUMBER_WORDS = {word: value for value, word in enumerate(
@@ -109,7 +109,7 @@ def plain(text: str) -> str:
 
 def normalised(text: str) -> str:
     """Lower case, punctuation as spaces, whitespace collapsed, a leading article dropped, a number word as
-    digits, a colour synonym as its basic colour term (builders/colors.normalize_color: "grey" -> "gray")."""
+    digits, a colour synonym as its basic colour term (mmfaith/vocabulary.normalize_color: "grey" -> "gray")."""
     value = re.sub(r"^(?:a|an|the)\s+", "", " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split()))
     if value in NUMBER_WORDS:
         return str(NUMBER_WORDS[value])

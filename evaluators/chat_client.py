@@ -213,7 +213,7 @@ class ChatClient:
         # ceil(C / POOL_CONNECTIONS) clients per URL, each pool allowed up to C connections (never
         # a wait for a connection) and, with round-robin, holding about POOL_CONNECTIONS of them.
         # They share one TLS context: making one costs ~35 ms.
-        http = _http_library()
+        http = http_library()
         limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         tls = http.create_ssl_context()
         shards = math.ceil(concurrency / POOL_CONNECTIONS)
@@ -287,7 +287,7 @@ class ChatClient:
                                 else random.uniform(0, min(MAX_BACKOFF_S, self.backoff_s * 2 ** (attempt - 1))))
 
 
-def _http_library() -> ModuleType:
+def http_library() -> ModuleType:
     """The HTTP library under openai (httpx2 for openai 3.x, httpx before); both have Limits and create_ssl_context."""
     return importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__module__.split(".")[0])
 

@@ -26,16 +26,18 @@ HINTS = {
 
 def check_endpoint(base_url: str, model: str, api_key: str, timeout_s: float = 10.0) -> list[str]:
     """Check one base URL as the module docstring says; return warnings, raise for what no call can survive."""
-    import httpx
+    # The HTTP library openai already loaded: plain httpx would add its CLI's imports (click, rich) to every run.
+    from mmfaith.evaluators.chat_client import http_library
 
+    http = http_library()
     shown = redact_url(base_url)
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise MmfaithError(f"--base-url {shown}: not an http(s) URL with a host; give e.g. http://127.0.0.1:8000/v1.")
     url = base_url.rstrip("/") + "/models"
     try:
-        response = httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s)
-    except httpx.HTTPError as exc:
+        response = http.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s)
+    except http.HTTPError as exc:
         raise MmfaithError(f"--base-url {shown}: cannot reach {redact_url(url)} "
                            f"({redact(str(exc) or type(exc).__name__, (api_key,))}); is the server running?") from exc
     if response.status_code in HINTS:

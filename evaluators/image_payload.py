@@ -2,7 +2,7 @@
 
 Contract
 --------
-- Stored PNG bytes go out as they are: `ImagePayloads` reads each file once, base64-encodes it
+- Stored image bytes go out as they are, in their own format (`mmfaith.images.ImageRef`, `data_url`): `ImagePayloads` reads each file once, base64-encodes it
   once per run into a serialized message part (`image_part`), reused by every probe
   and pair that shows it, and drops it after the last pair that shows it, so memory holds the
   images of the pairs in flight and the originals that pairs still to come share.
@@ -18,27 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import io
-import struct
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from mmfaith.clients import png_data_url
-from mmfaith.errors import MmfaithError
-from mmfaith.images import png_bytes, sha256_bytes
+from mmfaith.images import ImageRef, data_url, image_size, png_bytes, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 GAP_PX = 16
 """White columns between the two pictures of a side-by-side canvas."""
 _GAP_VALUE = 255
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def image_part(data_url: str) -> bytes:
@@ -49,31 +44,6 @@ def image_part(data_url: str) -> bytes:
     (profiled with benchmarks/run_throughput.py).
     """
     return canonical_json({"type": "image_url", "image_url": {"url": data_url}}).encode("utf-8")
-
-
-@dataclass(frozen=True)
-class ImageRef:
-    """One stored image: its content hash (the record's image sha256) and its file."""
-
-    sha256: str
-    path: Path
-
-    @property
-    def key(self) -> str:
-        """What payloads are cached by: the content hash."""
-        return self.sha256
-
-    def load(self) -> bytes:
-        """The file's bytes, as stored."""
-        try:
-            return self.path.read_bytes()
-        except OSError as exc:
-            raise MmfaithError(f"{self.path}: cannot read the image ({exc.strerror}); check the dataset folder.") from exc
-
-    def size(self) -> tuple[int, int]:
-        """(width, height) from the file's PNG header."""
-        with open(self.path, "rb") as handle:
-            return png_size(handle.read(24))
 
 
 @dataclass(frozen=True)
@@ -106,14 +76,6 @@ class PayloadStats:
     encodings: int = 0
     cpu_s: float = 0.0
     sizes: set[str] = field(default_factory=set)
-
-
-def png_size(png: bytes) -> tuple[int, int]:
-    """(width, height) from a PNG's header, without decoding it."""
-    if png[:8] != _PNG_SIGNATURE or png[12:16] != b"IHDR":
-        raise ValueError("not a PNG file")
-    width, height = struct.unpack(">II", png[16:24])
-    return width, height
 
 
 def decode_png(png: bytes) -> np.ndarray:
@@ -191,11 +153,11 @@ class ImagePayloads:
 
     def _encode(self, image: Shown) -> bytes:
         start = time.thread_time()
-        png = image.load()
-        part = image_part(png_data_url(png))
-        width, height = png_size(png)
+        data = image.load()
+        part = image_part(data_url(data))
+        width, height = image_size(data)
         if isinstance(image, DerivedImage):
-            self._made_sha256[image.key] = sha256_bytes(png)
+            self._made_sha256[image.key] = sha256_bytes(data)
         with self._stats_lock:
             self.stats.encodings += 1
             self.stats.sizes.add(f"{width}x{height}")

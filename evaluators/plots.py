@@ -101,7 +101,7 @@ def panels_for(metrics: Sequence[MetricInfo]) -> list[tuple[ValueAxis, list[Metr
     return [(ValueAxis.for_metrics(members), members) for members in groups.values()]
 
 
-def _new_figure(width: float, height: float = PANEL_HEIGHT) -> Figure:
+def new_figure(width: float, height: float = PANEL_HEIGHT) -> Figure:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -226,7 +226,7 @@ def bar_chart(title: str, categories: Sequence[str], series: Mapping[str, Sequen
     is undefined (footnote). Returns the Figure; `save_png` writes it.
     """
     colors = _colors(list(series))
-    figure = _new_figure(max(6.0, 0.9 * len(categories) * max(1, len(series)) ** 0.5 + 2.0))
+    figure = new_figure(max(6.0, 0.9 * len(categories) * max(1, len(series)) ** 0.5 + 2.0))
     axes = figure.add_subplot()
     _draw(axes, categories, series, intervals or {}, axis, colors)
     axes.set_xlabel(xlabel)
@@ -248,7 +248,7 @@ def metric_chart(title: str, metrics: Sequence[MetricInfo], values: Mapping[str,
     colors = _colors(labels)
     panels = panels_for(metrics)
     widths = [max(1.6, 0.75 * len(members) * max(1, len(labels)) ** 0.5) for _, members in panels]
-    figure = _new_figure(max(6.0, sum(widths) + 1.2 * len(panels)))
+    figure = new_figure(max(6.0, sum(widths) + 1.2 * len(panels)))
     grid = figure.add_gridspec(1, len(panels), width_ratios=widths)
     for column, (axis, members) in enumerate(panels):
         axes = figure.add_subplot(grid[0, column])
@@ -285,7 +285,7 @@ def line_chart(title: str, x_label: str, x_values: Sequence[float], series: Mapp
                y_label: str, y_range: tuple[float, float] | None = (0.0, 1.0)) -> Figure:
     """One panel of lines, one per series over the same x values (a threshold sweep, a masked share);
     a None value leaves a gap. `y_range` fixes the axis (rates: [0, 1]); None lets it follow the data."""
-    figure = _new_figure(7.0, PANEL_HEIGHT)
+    figure = new_figure(7.0, PANEL_HEIGHT)
     axes = figure.add_subplot()
     colors = _colors(list(series))
     for label, values in series.items():

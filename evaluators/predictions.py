@@ -1,7 +1,7 @@
 """Reading predictions.jsonl (a run's, or a submission) for any family's scorer.
 
-Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id)`)
-------------------------------------------------------------------------------------------------------
+Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id, repeat)`)
+--------------------------------------------------------------------------------------------------------------
 - A submission (the default) is validated as a whole and every problem is reported at once, each
   with its line number: bad JSON, schema violations (schemas/prediction.schema.json), unknown
   ids, probes the item does not have, a second answered line for one (id, probe), and lines of a
@@ -22,9 +22,14 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
 - A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
   is refused after reading that much, not read whole).
 - Cost: the file is read one line at a time (its sha256 computed on the way), each line checked by
-  the compiled schema; the lines kept leave out `meta.images`, so memory is that of the answers.
+  the compiled schema; a kept line is only its response and the meta a scorer reads (`_kept`; a
+  family may reduce the meta further with `scored_meta`, e.g. MCoT's traces), so memory is that of
+  the answers.
 - Errors count: one line naming the file, the number of bad lines and the first few with their
   line numbers (`errors.first_few`), never the whole list.
+- Repeats: a line's repeat is `meta.generation.repeat` (0 where absent; `run --repeats N` writes
+  0 .. N-1). Every line is validated; only the lines of `repeat` are read as answers and errors,
+  and `repeats` says how many repeats the file holds (the highest repeat seen, plus one).
 - `no_image`: every answered line was asked without images (`mmfaith run --no-image` sets
   `meta.no_image`); a file mixing answers with and without images is refused.
 """
@@ -33,13 +38,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from mmfaith.errors import SHOWN, MmfaithError, first_few
 from mmfaith.jsonl import canonical_json
+from mmfaith.records import Shared
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
@@ -59,6 +65,12 @@ class PredictionSet:
     failed: frozenset[Key] = frozenset()
     """(id, probe)s with a failed call and no answered line."""
     no_image: bool = False
+    repeats: int = 1
+
+
+def repeat_of(line: dict[str, Any]) -> int:
+    """The repeat a prediction line answers (`meta.generation.repeat`, 0 where absent)."""
+    return int(((line.get("meta") or {}).get("generation") or {}).get("repeat", 0))
 
 
 def shown_digest(shows: Mapping[str, Any]) -> str:
@@ -68,7 +80,8 @@ def shown_digest(shows: Mapping[str, Any]) -> str:
 
 def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
-                     shown_by_id: Mapping[str, str] | None = None) -> PredictionSet:
+                     shown_by_id: Mapping[str, str] | None = None, repeat: int = 0,
+                     scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
     try:
         handle = path.open("rb")
@@ -82,6 +95,8 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
     model: tuple[str, int] | None = None
     n_errors = 0
     failed: set[Key] = set()
+    shared = Shared()
+    repeats = 1
     for number, raw, torn in _lines(path, handle, digest):
         try:
             line = json.loads(raw)
@@ -93,6 +108,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         if errors:
             problems.append(f"line {number}: " + "; ".join(errors))
             continue
+        repeats = max(repeats, repeat_of(line) + 1)
         probes = probes_of.get(line["id"])
         bad = [f"unknown id {line['id']!r} (not in the dataset)"] if probes is None else []
         if probes is not None and line["probe"] not in probes:
@@ -100,12 +116,14 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         if model is not None and line["model"] != model[0]:
             bad.append(f"model {line['model']!r} differs from {model[0]!r} of line {model[1]} (one model per file)")
         model = model or (line["model"], number)
-        key = (line["id"], line["probe"])
-        if line["response"] is not None and key in answered and not from_run:
+        key = (line["id"], sys.intern(line["probe"]))
+        if line["response"] is not None and key in answered and not from_run and repeat_of(line) == repeat:
             bad.append(f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
                        "predictions of `mmfaith run` are scored with --from-run)")
         if bad:
             problems.append(f"line {number}: " + "; ".join(bad))
+        elif repeat_of(line) != repeat:
+            continue
         elif ((images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(line["id"], set())))
               or not _shows_dataset_content(line, (shown_by_id or {}).get(line["id"]))):
             stale.append(number)
@@ -113,7 +131,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
             n_errors += 1
             failed.add(key)
         else:
-            answered[key] = (number, _kept(line))
+            answered[key] = (number, _kept(line, shared, scored_meta))
     if problems:
         raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
                            f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
@@ -122,6 +140,9 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: {len(stale)} line(s) answered about other images, questions or options than "
                            f"this dataset's (lines {shown}): the predictions were made on another build; run again "
                            "into a new --out, or add --drop-stale to score only the lines that match.")
+    if repeat >= repeats:
+        raise MmfaithError(f"{path}: holds {repeats} repeat(s) (0 .. {repeats - 1}), not repeat {repeat}; "
+                           "pass --repeat with one of them.")
     if stale:
         print(f"mmfaith: warning: {path}: {len(stale)} line(s) made on another build dropped (--drop-stale); "
               f"scoring the {len(answered)} answered line(s) that match.", file=sys.stderr, flush=True)
@@ -133,7 +154,8 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         raise MmfaithError(f"{path}: mixes answers asked with and without images (meta.no_image); score a "
                            "--no-image run apart from the run with images.")
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
-                         digest.hexdigest(), frozenset(failed - set(answered)), blind == {True})
+                         digest.hexdigest(), frozenset(failed - set(answered)), blind == {True},
+                         repeats)
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:
@@ -148,12 +170,18 @@ def _shows_dataset_content(line: dict[str, Any], expected: str | None) -> bool:
     return recorded is None or expected is None or recorded == expected
 
 
-def _kept(line: dict[str, Any]) -> dict[str, Any]:
-    """The line as scorers read it: `meta.images` (checked above, the bulk of a line) left out."""
-    meta = line.get("meta")
-    if not isinstance(meta, dict) or "images" not in meta:
-        return line
-    return {**line, "meta": {name: value for name, value in meta.items() if name != "images"}}
+RUN_ONLY_META = frozenset({"images", "shown_sha256", "attempts", "latency_s", "prompt_tokens", "completion_tokens"})
+"""A run line's meta that only the reader checks or only run.json counts, never a scorer: left out of kept lines."""
+
+
+def _kept(line: dict[str, Any], shared: Shared,
+          scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+    """The line as scorers read it: its `response` and `meta` (always a dict, equal ones held once), without
+    RUN_ONLY_META and null values (a scorer reads meta with .get), then through the family's `scored_meta`; the
+    id, probe and model are the answered key and the set's model."""
+    meta = {name: value for name, value in (line.get("meta") or {}).items()
+            if value is not None and name not in RUN_ONLY_META}
+    return {"response": line["response"], "meta": shared.value(scored_meta(meta) if scored_meta else meta)}
 
 
 def _lines(path: Path, handle: BinaryIO, digest: Any) -> Iterable[tuple[int, bytes, bool]]:

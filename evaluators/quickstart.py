@@ -1,15 +1,19 @@
-"""`mmfaith quickstart`: the whole SPD-Faith flow offline on the embedded COCO sample, in one command.
+"""`mmfaith quickstart`: the whole flow offline on the embedded COCO sample, in one command.
 
-build a small set -> for each reference model (pixel-diff, oracle, blind, prior): start the reference
-server on 127.0.0.1, run the real client against it over HTTP, score -> one report comparing them.
-A newcomer sees what the benchmark measures: the oracle reads perfect, the blind model finds
-nothing, pixel-diff (a perception baseline without weights) lands in between, and the prior
-(the question's template alone, leave one out) shows what a blind guess earns. The prior is also
-run with `--no-image`, so the report shows MMStar's multimodal gain and leakage (docs/design.md#validity).
+Without --family (`quickstart_suite`): the default suite (every family) evaluated for the `oracle`
+and `prior` roles of `serve-reference --suite`, two profiles and their comparison (docs/evaluate.md).
 
-VFaith's quickstart runs its models with `--circular` (CircularEval: accuracy_circular beside every
-first-order accuracy) and the memorizer, which never looks, also with `--no-image`: its multimodal
-gain reads 0.
+`--family spd-faith` (`quickstart`): build a small set -> for each reference model (pixel-diff,
+oracle, blind, prior): start the reference server on 127.0.0.1, run the real client against it over
+HTTP, score -> one report comparing them. The oracle reads perfect, the blind model finds nothing,
+pixel-diff (a perception baseline without weights) lands in between, and the prior (the question's
+template alone, leave one out) shows what a blind guess earns. The prior is also run with
+`--no-image`, so the report shows MMStar's multimodal gain and leakage (docs/design.md#validity).
+
+`--family vfaith` (`quickstart_vfaith`) runs its models with `--circular` (CircularEval:
+accuracy_circular beside every first-order accuracy) and the memorizer, which never looks, also with
+`--no-image`: its multimodal gain reads 0. `--family crm|mcot` (`quickstart_family`): the default
+suite's recipe built into OUT/build, every reference model of the family run and scored, one report.
 """
 from __future__ import annotations
 
@@ -22,7 +26,9 @@ from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.spd_faith.report import compare_scores
 from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
+from mmfaith.explorer.sources import write_profiles_explorer, write_report_explorer, write_score_explorer
 from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
+from mmfaith.outdir import prepare_out_dir
 
 REFERENCE_MODELS = ("pixel-diff", "oracle", "blind", "prior")
 
@@ -48,20 +54,23 @@ def quickstart(request: QuickstartRequest) -> Path:
     score_dirs = []
     for model in REFERENCE_MODELS:
         run_dir, score_dir = request.out / "runs" / model, request.out / "scores" / model
-        with ReferenceServer(dataset, model) as server:
+        with ReferenceServer(dataset, model, family="spd-faith") as server:
             run_spd_faith(RunRequest(dataset=build_dir, model=model, base_urls=(server.base_url,), out=run_dir,
                                      seed=request.seed, progress=request.progress))
         score_spd_faith(ScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
                                      from_run=True, seed=request.seed))
+        write_score_explorer(score_dir, build_dir, run_dir / "predictions.jsonl", progress=request.progress)
         score_dirs.append(score_dir)
     blind_run, blind_score = request.out / "runs" / "prior-no-image", request.out / "scores" / "prior-no-image"
-    with ReferenceServer(dataset, "prior") as server:
+    with ReferenceServer(dataset, "prior", family="spd-faith") as server:
         run_spd_faith(RunRequest(dataset=build_dir, model="prior", base_urls=(server.base_url,), out=blind_run,
                                  seed=request.seed, progress=request.progress, no_image=True))
     score_spd_faith(ScoreRequest(dataset=build_dir, predictions=blind_run / "predictions.jsonl", out=blind_score,
                                  from_run=True, seed=request.seed))
+    write_score_explorer(blind_score, build_dir, blind_run / "predictions.jsonl", progress=request.progress)
     report_dir = request.out / "report"
-    compare_scores([*score_dirs, blind_score], report_dir, seed=request.seed)
+    comparison = compare_scores([*score_dirs, blind_score], report_dir, seed=request.seed)
+    write_report_explorer(report_dir, [*score_dirs, blind_score], comparison["models"], progress=request.progress)
     return report_dir
 
 
@@ -92,7 +101,68 @@ def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: 
                                    progress=progress, no_image=no_image), circular=not no_image)
         score_vfaith(VfaithScoreRequest(dataset=build_dir, predictions=run_dir / "predictions.jsonl", out=score_dir,
                                         from_run=True, seed=seed))
+        write_score_explorer(score_dir, build_dir, run_dir / "predictions.jsonl", progress=progress)
         score_dirs.append(score_dir)
     report_dir = out / "report"
-    compare_vfaith(score_dirs, report_dir, seed=seed)
+    comparison = compare_vfaith(score_dirs, report_dir, seed=seed)
+    write_report_explorer(report_dir, score_dirs, comparison["models"], progress=progress)
     return report_dir
+
+
+QUICKSTART_ROLES = ("oracle", "prior")
+
+
+def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path]:
+    """The default suite (every family, on the embedded sample; built once and cached) evaluated for the
+    `oracle` and `prior` roles, each served by `serve-reference --suite`'s model on 127.0.0.1 and run over HTTP
+    as `mmfaith evaluate` runs a user's model, then compared: OUT/profiles/ROLE and OUT/comparison. Returns
+    (the profile dirs, the comparison dir)."""
+    from mmfaith.cli import parser
+    from mmfaith.evaluators.evaluate import evaluate
+    from mmfaith.evaluators.profile_report import compare_profiles
+    from mmfaith.evaluators.suite_reference import suite_reference_model
+    from mmfaith.suite import load_suite
+
+    prepare_out_dir(out, "quickstart")
+    suite = load_suite(None)
+    profiles = []
+    for role in QUICKSTART_ROLES:
+        profile_dir = out / "profiles" / role
+        with ReferenceServer(None, suite_reference_model(suite, role, progress)) as server:
+            args = parser().parse_args(["evaluate", "--base-url", server.base_url, "--model", role,
+                                        "--out", str(profile_dir), *([] if progress else ["--no-progress"])])
+            evaluate(args)  # a family that failed (CRM without the crm extra) is in the profile, with its error
+        profiles.append(profile_dir)
+    compare_profiles(profiles, out / "comparison")
+    write_profiles_explorer(out / "comparison", profiles, progress=progress)
+    return profiles, out / "comparison"
+
+
+def quickstart_family(family: str, out: Path, seed: int = 0, progress: bool = True) -> Path:
+    """One family's flow into `out` with the default suite's recipe and run arguments: build/ (the recipe on the
+    embedded sample), runs/MODEL and scores/MODEL for each of the family's reference models served over HTTP,
+    report/ comparing every pair. Returns the report dir."""
+    from mmfaith import families
+    from mmfaith.cli import parser
+    from mmfaith.evaluators.evaluate import run_one, score_one
+    from mmfaith.suite import load_suite, run_build
+
+    prepare_out_dir(out, "quickstart")
+    entry = load_suite(None).entry(family)
+    declared = families.get(family)
+    build_dir = out / "build"
+    assert entry.build is not None
+    run_build(family, [*entry.build], build_dir, progress)
+    dataset = declared.parts().open_dataset(build_dir)
+    score_dirs = []
+    for model, _ in declared.reference_models:
+        run_dir, score_dir = out / "runs" / model, out / "scores" / model
+        with ReferenceServer(dataset, model, family=family) as server:
+            shared = parser().parse_args(["evaluate", "--base-url", server.base_url, "--model", model,
+                                          "--out", str(out), *([] if progress else ["--no-progress"])])
+            run_one(family, str(build_dir), entry.run, shared, model, (server.base_url,), run_dir)
+        score_one(family, str(build_dir), run_dir, score_dir, seed)
+        score_dirs.append(score_dir)
+    comparison = declared.part("compare", "comparison report")(score_dirs, out / "report", 1000, seed, True)
+    write_report_explorer(out / "report", score_dirs, comparison["models"], progress=progress)
+    return out / "report"

@@ -2,9 +2,10 @@
 
 Contract
 --------
-`ReferenceServer(dataset, model_name, host="127.0.0.1", port=0, latency_s=0.0, family="spd-faith")`
-serves one reference model of a family (the family's `reference_model(name, dataset)`, a
-`run_engine.ReferenceModel`) from threads (stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a
+`ReferenceServer(dataset, model, family=NAME, host="127.0.0.1", port=0, latency_s=0.0)`
+serves one reference model of a registered family (`model` a name: the family's
+`reference_model(name, dataset)`, a `run_engine.ReferenceModel`; or a model given whole, such as
+`suite_reference.SuiteReferenceModel`, with `family` None) from threads (stdlib ThreadingHTTPServer, HTTP/1.1 keep-alive, a
 deep accept queue), as a context manager (`with ReferenceServer(...) as server: server.base_url`)
 or in the foreground (`serve_forever`, Ctrl-C stops it). The server is family-neutral: the model
 resolves each request to its (item, probe) from what the request shows (image hashes, prompt
@@ -36,8 +37,8 @@ from typing import Any
 from mmfaith import families
 from mmfaith.background_http import BackgroundHTTP
 from mmfaith.evaluators.chat_client import TEXT_CHARS_PER_TOKEN, estimate_prompt_tokens
-from mmfaith.evaluators.image_payload import png_size
-from mmfaith.evaluators.run_engine import EvalDataset
+from mmfaith.images import image_size
+from mmfaith.evaluators.run_engine import EvalDataset, ReferenceModel
 
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -65,9 +66,12 @@ class ReferenceServer(BackgroundHTTP):
 
     thread_name = "reference-server"
 
-    def __init__(self, dataset: EvalDataset, model_name: str, host: str = "127.0.0.1", port: int = 0,
-                 latency_s: float = 0.0, family: str = "spd-faith") -> None:
-        self.model = families.get(family).parts().reference_model(model_name, dataset)
+    def __init__(self, dataset: EvalDataset | None, model_name: str | ReferenceModel, *, family: str | None = None,
+                 host: str = "127.0.0.1", port: int = 0, latency_s: float = 0.0) -> None:
+        if isinstance(model_name, str) and family is None:
+            raise ValueError("ReferenceServer: a model named by its name needs the family= it belongs to")
+        self.model = (families.get(family).parts().reference_model(model_name, dataset) if isinstance(model_name, str)
+                      else model_name)
         self.host = host
         self.latency_s = latency_s
         self._lock = threading.Lock()
@@ -97,7 +101,7 @@ class ReferenceServer(BackgroundHTTP):
         content = message.get("content") or ""
         if self.latency_s:
             time.sleep(self.latency_s)
-        prompt_tokens = estimate_prompt_tokens(text, [png_size(image) for image in images])
+        prompt_tokens = estimate_prompt_tokens(text, [image_size(image) for image in images])
         completion_tokens = math.ceil(len(content) / TEXT_CHARS_PER_TOKEN)
         return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
                 "model": self.model.name,

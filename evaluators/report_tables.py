@@ -31,6 +31,12 @@ def fmt_ci(value: float | None, interval: Sequence[float] | None, why: str = "")
     return fmt(value, why) + ("" if value is None or interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
 
 
+def fmt_p(value: float | None, why: str = "") -> str:
+    """A p-value in the one format every report uses: 4 significant digits ("0.0004883", "3.052e-05", "1");
+    None as `fmt`'s n/a."""
+    return fmt(None, why) if value is None else f"{value:.4g}"
+
+
 def metric_value(metrics: Mapping[str, Any], key: str, block: Mapping[str, Any] | None = None) -> float | None:
     """A metric's value: a plain key from `block` (default metrics.json's `overall`), a dotted key
     ("control.false_alarm_rate") from that block of metrics.json."""

@@ -31,6 +31,12 @@ Contract (`run_benchmark(family, RunSettings, plan) -> RunSummary`)
   and retried later (evaluators/chat_client.py); its calls go to the others, each call still
   writes exactly one line, and run.json records each session's per-replica attempts, answers,
   errors and times taken out (`sessions[].replicas`).
+- Seeds and repeats: every request carries a `seed` (OpenAI and vLLM take it) derived from the
+  run's sampling seed, the item, the probe and the repeat (`request_seed`), so the same command
+  asks the same seeds. With `repeats` N every item's probes are asked N times (repeat 0 .. N-1; a
+  repeat's dependent probes chain within it). Every line's `meta.generation` adds the call's
+  `seed` and `repeat` to the run's settings; an answer is keyed by (id, probe, repeat), repeat 0
+  where the line has none. More repeats resume a run (the sampling seed is a generation setting).
 - Failure isolation: any exception while one item runs (a plan's bug, an agent loop's bad crop)
   becomes that item's recorded error (an error line for each of its probes without an answer,
   `item failed: TYPE: message`) and the run goes on. A server that cannot be reached for
@@ -74,7 +80,7 @@ from mmfaith.evaluators.blind import without_images
 from mmfaith.evaluators.chat_client import ChatClient, ChatResult, chat_body, estimate_prompt_tokens
 from mmfaith.evaluators.endpoint_check import check_endpoint
 from mmfaith.evaluators.image_payload import ImagePayloads, Shown, image_part
-from mmfaith.evaluators.predictions import shown_digest
+from mmfaith.evaluators.predictions import repeat_of, shown_digest
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_text_atomic
 from mmfaith.outdir import prepare_out_dir
@@ -102,7 +108,7 @@ MAX_ANSWER_CHARS = 100_000
 DEAD_SERVER_CALLS = 3
 """Calls in a row that could not connect to any server (every attempt refused) before the run stops."""
 UNREACHABLE_ERRORS = ("connection error",)
-ItemKey = tuple[str, str]  # (item id, probe)
+ItemKey = tuple[str, str, int]  # (item id, probe, repeat)
 
 
 class ServerGone(MmfaithError):
@@ -232,7 +238,7 @@ class PredictionLog:
 
     def add(self, line: dict[str, Any]) -> None:
         """Account for one line (already on disk)."""
-        key = (line["id"], line["probe"])
+        key = (line["id"], line["probe"], repeat_of(line))
         meta = line.get("meta") or {}
         self.prompt_tokens += meta.get("prompt_tokens") or 0
         self.completion_tokens += meta.get("completion_tokens") or 0
@@ -246,14 +252,15 @@ class PredictionLog:
 class ItemAsker:
     """What a plan asks one item's probes through: the answers so far, and asking (or recording a failure)."""
 
-    def __init__(self, session: _Session, item: EvalItem) -> None:
+    def __init__(self, session: _Session, item: EvalItem, repeat: int = 0) -> None:
         self._session = session
         self.item = item
+        self.repeat = repeat
         self.dry_run = session.settings.dry_run
 
     def answered(self, probe: str) -> dict[str, Any] | None:
-        """The answered line of this item's probe, None when it has no answer yet."""
-        return self._session.log.answered.get((self.item.id, probe))
+        """The answered line of this item's probe (in this repeat), None when it has no answer yet."""
+        return self._session.log.answered.get((self.item.id, probe, self.repeat))
 
     def pending(self, probe: str) -> bool:
         """Whether this probe still needs an answer."""
@@ -287,19 +294,34 @@ class ItemAsker:
         `dry_run_note`) and a line with response None is returned, nothing written.
         """
         return await self._session.ask(self.item, probe, turns, meta, priority, temperature, dry_run_note,
-                                       extra, record)
+                                       extra, record, self.repeat)
 
     async def write(self, line: dict[str, Any]) -> None:
-        """Append a line the plan composed (a multi-call probe's outcome; in a dry run: nothing)."""
+        """Append a line the plan composed (a multi-call probe's outcome; in a dry run: nothing), stamped
+        with this repeat."""
         if not self.dry_run:
-            await self._session.write(line)
+            await self._session.write(self._stamped(line))
 
     async def fail(self, probe: str, meta: dict[str, Any], error: str) -> dict[str, Any]:
         """Append an error line for a call that was not made (in a dry run: nothing)."""
-        line = self._session.line(self.item, probe, meta, None, error)
+        line = self._stamped(self._session.line(self.item, probe, meta, None, error))
         if not self.dry_run:
             await self._session.write(line)
         return line
+
+    def _stamped(self, line: dict[str, Any]) -> dict[str, Any]:
+        """The line with this repeat in its meta.generation (a composed or failed line may lack it)."""
+        meta = dict(line.get("meta") or {})
+        meta["generation"] = {**self._session.settings.generation(), **meta.get("generation", {}),
+                              "repeat": self.repeat}
+        return {**line, "meta": meta}
+
+
+def request_seed(run_seed: int, item_id: str, probe: str, repeat: int) -> int:
+    """The `seed` of a request: the first 31 bits of sha256 over (run seed, item, probe, repeat), so it fits
+    every server's integer and differs per repeat."""
+    digest = hashlib.sha256(canonical_json([run_seed, item_id, probe, repeat]).encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
 
 
 def run_benchmark(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan) -> RunSummary:
@@ -319,8 +341,9 @@ def _run_locked(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
     provenance = _provenance(family, settings, dataset, plan, len(items))
     previous = _previous_run(settings.out, provenance, plan)
     log = PredictionLog(settings.out / PREDICTIONS)
-    pending = {item.id: len(_pending(plan, log, item)) for item in items}
-    todo = [item for item in items if pending[item.id]]
+    pending = {(item.id, repeat): len(_pending(plan, log, item, repeat)) for item in items
+               for repeat in range(settings.repeats)}
+    todo = [(item, repeat) for repeat in range(settings.repeats) for item in items if pending[(item.id, repeat)]]
     if settings.dry_run:
         session = _Session(settings, plan, log, ImagePayloads(()), total=0)
         try:
@@ -336,14 +359,14 @@ def _run_locked(family: str, settings: RunSettings, dataset: EvalDataset, plan: 
             print(f"mmfaith: warning: {warning}", file=sys.stderr, flush=True)
     provenance["sessions"] = [*previous.get("sessions", []), {"started": _now(), "finished": None, "requests": 0}]
     _write_run_json(settings.out, provenance, plan, log, items, previous.get("image_sizes", []))
-    payloads = ImagePayloads(() if settings.no_image else (image for item in todo for image in plan.images(item)))
+    payloads = ImagePayloads(() if settings.no_image else (image for item, _ in todo for image in plan.images(item)))
     session = _Session(settings, plan, log, payloads, total=sum(pending.values()))
     clock = time.perf_counter()
     try:
         with _sigterm_as_interrupt():
             asyncio.run(session.run(todo, api_key))
     except (KeyboardInterrupt, ServerGone) as exc:
-        counts = _counts(plan, log, items)
+        counts = _counts(plan, log, items, settings.repeats)
         what = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped early"
         print(f"mmfaith: run {what}: {counts['answered']}/{counts['expected']} answered, {counts['failed']} failed, "
               f"kept in {settings.out / PREDICTIONS}.", file=sys.stderr, flush=True)
@@ -380,7 +403,7 @@ class _Session:
         self._shown: dict[str, str] = {}
         self._unreachable_calls = 0
 
-    async def run(self, items: list[EvalItem], api_key: str) -> None:
+    async def run(self, items: list[tuple[EvalItem, int]], api_key: str) -> None:
         settings = self.settings
         self._appender = JsonlAppender(self.log.path)
         async with ChatClient(settings.base_urls, api_key, concurrency=settings.concurrency,
@@ -392,9 +415,9 @@ class _Session:
             finally:
                 self.replica_stats = client.replica_stats()
 
-    async def dry_run(self, items: list[EvalItem]) -> None:
-        for item in items:
-            await self.plan.run_item(item, ItemAsker(self, item))
+    async def dry_run(self, items: list[tuple[EvalItem, int]]) -> None:
+        for item, repeat in items:
+            await self.plan.run_item(item, ItemAsker(self, item, repeat))
         settings = self.settings
         print(f"dry run: {self.requests} requests to {', '.join(settings.base_urls)}; about "
               f"{self.prompt_tokens_estimate} prompt tokens and at most {self.requests * settings.max_tokens} "
@@ -406,9 +429,10 @@ class _Session:
             self._appender.close()
         self._progress.close()
 
-    async def _item(self, item: EvalItem) -> None:
+    async def _item(self, work: tuple[EvalItem, int]) -> None:
+        item, repeat = work
         self._shown[item.id] = shown_digest(self.plan.shows(item))
-        asker = ItemAsker(self, item)
+        asker = ItemAsker(self, item, repeat)
         try:
             await self.plan.run_item(item, asker)
         except ServerGone:
@@ -423,8 +447,12 @@ class _Session:
 
     async def ask(self, item: EvalItem, probe: str, turns: Sequence[Turn], meta: dict[str, Any], priority: int,
                   temperature: float | None, dry_run_note: dict[str, Any] | None,
-                  extra: dict[str, Any] | None = None, record: bool = True) -> dict[str, Any]:
+                  extra: dict[str, Any] | None = None, record: bool = True, repeat: int = 0) -> dict[str, Any]:
         temperature = self.settings.temperature if temperature is None else temperature
+        seed = request_seed(self.settings.sampling_seed, item.id, probe, repeat)
+        extra = {**(extra or {}), "seed": seed}
+        meta = {**meta, "generation": {**self.settings.generation(), "temperature": temperature, "seed": seed,
+                                       "repeat": repeat}}
         if self.settings.no_image:
             turns = without_images(turns)
         if self.settings.dry_run:
@@ -438,9 +466,7 @@ class _Session:
                  if not isinstance(piece, str)]
         result = await self._client.complete(body, priority=priority)
         self.requests += 1
-        line = self.line(item, probe, {**meta, "images": shown,
-                                       "generation": {**self.settings.generation(), "temperature": temperature}},
-                         result, None)
+        line = self.line(item, probe, {**meta, "images": shown}, result, None)
         if record:
             await self.write(line)
         self._note_reachable(result)
@@ -563,8 +589,8 @@ def dataset_fingerprint(items: Iterable[EvalItem], plan: ProbePlan) -> str:
     return hashlib.sha256(canonical_json(shown).encode("utf-8")).hexdigest()
 
 
-def _pending(plan: ProbePlan, log: PredictionLog, item: EvalItem) -> list[str]:
-    return [probe for probe in plan.expected_probes(item) if (item.id, probe) not in log.answered]
+def _pending(plan: ProbePlan, log: PredictionLog, item: EvalItem, repeat: int) -> list[str]:
+    return [probe for probe in plan.expected_probes(item) if (item.id, probe, repeat) not in log.answered]
 
 
 def _check_settings(settings: RunSettings) -> None:
@@ -575,6 +601,7 @@ def _check_settings(settings: RunSettings) -> None:
         (settings.max_tokens < 1, f"--max-tokens must be 1 or more, not {settings.max_tokens}"),
         (settings.timeout_s <= 0, f"--timeout must be more than 0 seconds, not {settings.timeout_s}"),
         (settings.max_attempts < 1, f"--max-attempts must be 1 or more, not {settings.max_attempts}"),
+        (settings.repeats < 1, f"--repeats must be 1 or more, not {settings.repeats}"),
     ]
     for bad, message in problems:
         if bad:
@@ -602,8 +629,9 @@ def _now() -> str:
 def _provenance(family: str, settings: RunSettings, dataset: EvalDataset, plan: ProbePlan,
                 items: int) -> dict[str, Any]:
     return {
-        "family": family, "model": settings.model, "no_image": settings.no_image, "servers": [redact_url(url) for url in settings.base_urls],
-        "generation": settings.generation(),
+        "family": family, "model": settings.model, "no_image": settings.no_image,
+        "servers": [redact_url(url) for url in settings.base_urls], "generation": settings.generation(),
+        "repeats": settings.repeats,
         **plan.resume_settings(), **plan.provenance(), "mmfaith_version": __version__,
         "dataset_fingerprint": dataset_fingerprint(dataset.items, plan),
         "dataset": {"path": str(settings.dataset), "id": dataset.dataset_id, "revision": dataset.revision,
@@ -637,8 +665,13 @@ def _previous_run(out: Path, provenance: dict[str, Any], plan: ProbePlan) -> dic
     return previous
 
 
-def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem]) -> dict[str, int]:
-    keys = [(item.id, probe) for item in items for probe in plan.expected_probes(item)]
+def _expected_keys(plan: ProbePlan, items: list[EvalItem], repeats: int) -> list[ItemKey]:
+    return [(item.id, probe, repeat) for repeat in range(repeats) for item in items
+            for probe in plan.expected_probes(item)]
+
+
+def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem], repeats: int) -> dict[str, int]:
+    keys = _expected_keys(plan, items, repeats)
     return {"expected": len(keys), "answered": sum(key in log.answered for key in keys),
             "skipped": sum(bool((log.answered[key].get("meta") or {}).get("skipped")) for key in keys
                            if key in log.answered),
@@ -648,7 +681,7 @@ def _counts(plan: ProbePlan, log: PredictionLog, items: list[EvalItem]) -> dict[
 def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log: PredictionLog,
                     items: list[EvalItem], image_sizes: list[str]) -> None:
     sessions = provenance["sessions"]
-    document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items),
+    document = {**provenance, "image_sizes": image_sizes, "counts": _counts(plan, log, items, provenance["repeats"]),
                 "tokens": {"prompt": log.prompt_tokens, "completion": log.completion_tokens},
                 "started": sessions[0]["started"], "finished": sessions[-1]["finished"]}
     write_text_atomic(out / RUN_JSON, json.dumps(redact_record(document), indent=2, sort_keys=True) + "\n")
@@ -656,20 +689,19 @@ def _write_run_json(out: Path, provenance: dict[str, Any], plan: ProbePlan, log:
 
 def _summary(settings: RunSettings, plan: ProbePlan, items: list[EvalItem], log: PredictionLog, requests: int,
              elapsed_s: float, payloads: ImagePayloads | None, dry_run: bool) -> RunSummary:
-    counts = _counts(plan, log, items)
+    counts = _counts(plan, log, items, settings.repeats)
     return RunSummary(out=settings.out, model=settings.model, items=len(items), expected=counts["expected"],
                       answered=counts["answered"], skipped=counts["skipped"], failed=counts["failed"],
                       requests=requests, elapsed_s=elapsed_s,
                       prompt_tokens=log.prompt_tokens, completion_tokens=log.completion_tokens,
                       images_encoded=payloads.stats.encodings if payloads else 0,
                       image_cpu_s=payloads.stats.cpu_s if payloads else 0.0, dry_run=dry_run,
-                      top_error=_top_error(log, items, plan))
+                      top_error=_top_error(log, items, plan, settings.repeats))
 
 
-def _top_error(log: PredictionLog, items: list[EvalItem], plan: ProbePlan) -> str | None:
+def _top_error(log: PredictionLog, items: list[EvalItem], plan: ProbePlan, repeats: int) -> str | None:
     """'N x ERROR (hint)' for the most common error among the run's failed calls, None when none failed."""
-    errors = Counter(log.failed[key] for key in ((item.id, probe) for item in items
-                                                  for probe in plan.expected_probes(item)) if key in log.failed)
+    errors = Counter(log.failed[key] for key in _expected_keys(plan, items, repeats) if key in log.failed)
     if not errors:
         return None
     error, count = errors.most_common(1)[0]

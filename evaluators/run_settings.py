@@ -28,6 +28,10 @@ class RunSettings:
     progress: bool = True
     backoff_s: float = 1.0
     """The first retry waits up to this long (full jitter), doubling per attempt; a Retry-After overrides it."""
+    sampling_seed: int = 0
+    """The run's sampling seed: each request's `seed` is derived from it, the item, the probe and the repeat."""
+    repeats: int = 1
+    """How many times every item's probes are asked (repeat 0 .. repeats - 1), each with its own seeds."""
     no_image: bool = False
     """--no-image: every image part is removed from every request (evaluators/blind.py)."""
     serve: dict[str, Any] | None = None
@@ -36,4 +40,4 @@ class RunSettings:
     def generation(self) -> dict[str, Any]:
         """Every setting that shapes an answer, as run.json's `generation` and each prediction line's
         `meta.generation` record it; a run dir resumes only with the same. Add a key here for a new one."""
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "sampling_seed": self.sampling_seed}

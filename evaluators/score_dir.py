@@ -7,7 +7,8 @@ replace the folder whole.
   refused (the score replaces the folder whole).
 - `replace_folder(out, staging)`: put `staging` where `out` is, the old folder moved aside first
   and removed last, so a failed score leaves the old one intact and no file of an older score survives.
-- `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines), metrics.json
+- `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines, written as `items`
+  yields them, so a generator is never held whole), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
   then put in its place (`replace_folder`); every text file of it passes `mmfaith.redact` (a
   submission's answers may quote a key).
@@ -20,12 +21,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.jsonl import canonical_json, read_jsonl, write_text_atomic
+from mmfaith.jsonl import canonical_json, read_jsonl, write_lines_atomic, write_text_atomic
 
 
 TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".csv", ".txt", ".svg")
@@ -64,13 +65,13 @@ def replace_folder(out: Path, staging: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def publish_scores(out: Path, items: Sequence[Mapping[str, Any]], metrics: Mapping[str, Any],
+def publish_scores(out: Path, items: Iterable[Mapping[str, Any]], metrics: Mapping[str, Any],
                    write_report: Callable[[Mapping[str, Any], Path], Any]) -> None:
     """Write a score dir whole (module docstring)."""
     staging = out.parent / f".{out.name}.scoring"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    write_text_atomic(staging / "items.jsonl", "".join(canonical_json(item) + "\n" for item in items))
+    write_lines_atomic(staging / "items.jsonl", (canonical_json(item) + "\n" for item in items))
     write_text_atomic(staging / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     write_report(metrics, staging)
     for path in staging.rglob("*"):

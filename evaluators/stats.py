@@ -13,6 +13,14 @@ made from one source image are not independent (SPD-Faith pairs share their COCO
   b and c against p = 1/2, p = min(1, 2 * P(X <= min(b, c))) with X ~ Binomial(b + c, 1/2)
   (what scipy.stats.binomtest(b, b + c).pvalue gives; the tail is scipy.special.bdtr, the binomial
   CDF through the regularised incomplete beta function: constant time, a far lighter import).
+- `clustered_mcnemar`: the McNemar test for pairs clustered by source image, after Durkalski,
+  Palesch, Lipsitz & Rust, "Analysis of clustered matched-pair data", Statistics in Medicine
+  22(15):2417-2428 (2003): with b_k and c_k the two kinds of discordant pairs in cluster k,
+  X^2 = (sum_k (b_k - c_k))^2 / sum_k (b_k - c_k)^2, referred to chi-square with 1 degree of
+  freedom. With one pair per cluster it is McNemar's (b - c)^2 / (b + c); items of one image that
+  change together count as one piece of evidence, not several.
+- `spread`: mean, sample standard deviation, min and max of one metric over replicates (repeats
+  of a run, or builds made with different seeds).
 
 Cost: per-item components are summed into a (cluster, key) matrix in one pass; replicates are drawn
 `CHUNK_CELLS` cluster draws at a time from one generator (the same stream, so the same numbers, as
@@ -22,6 +30,7 @@ clusters.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from math import erfc, sqrt
 
 import numpy as np
 from scipy.special import bdtr
@@ -112,3 +121,37 @@ def mcnemar_exact(b: int, c: int) -> float:
     if b + c == 0:
         return 1.0
     return float(min(1.0, 2.0 * bdtr(min(b, c), b + c, 0.5)))
+
+
+def clustered_mcnemar(differences: Sequence[int], clusters: Sequence[str]) -> float:
+    """Two-sided p-value of Durkalski et al.'s clustered McNemar test (module docstring).
+
+    `differences[i]` is +1 when item i is a discordant pair of the first kind (b: right under A
+    only), -1 for the second kind (c: right under B only), 0 when concordant; `clusters[i]` is its
+    source image. 1.0 when no cluster has more pairs of one kind than of the other.
+    """
+    by_cluster: dict[str, int] = {}
+    for difference, cluster in zip(differences, clusters, strict=True):
+        by_cluster[cluster] = by_cluster.get(cluster, 0) + difference
+    denominator = sum(d * d for d in by_cluster.values())
+    if denominator == 0:
+        return 1.0
+    statistic = sum(by_cluster.values()) ** 2 / denominator
+    return erfc(sqrt(statistic / 2.0))  # chi-square(1) survival function
+
+
+def spread(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    """{mean, sd (sample, n - 1), min, max, n} of a metric's defined values over replicates; sd None below two."""
+    defined = [float(v) for v in values if v is not None]
+    if not defined:
+        return {"mean": None, "sd": None, "min": None, "max": None, "n": 0}
+    array = np.array(defined)
+    return {"mean": round(float(array.mean()), 6),
+            "sd": round(float(array.std(ddof=1)), 6) if array.size > 1 else None,
+            "min": round(float(array.min()), 6), "max": round(float(array.max()), 6), "n": int(array.size)}
+
+
+def discordance(first: Sequence[float], second: Sequence[float]) -> list[int]:
+    """Per pair, +1 when right (true) under `first` only, -1 under `second` only, 0 otherwise: the
+    `differences` of `clustered_mcnemar`."""
+    return [int(bool(x) and not y) - int(bool(y) and not x) for x, y in zip(first, second, strict=True)]

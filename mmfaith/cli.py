@@ -16,23 +16,25 @@ from mmfaith import __version__
 from mmfaith.annotation import cli as annotate_cli
 from mmfaith.cli_help import HelpFormatter, HelpParser, family_parsers
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import run_cli, score_cli
+from mmfaith.evaluators import evaluate_cli, run_cli, score_cli
 from mmfaith.evaluators.harness import cli as harness_cli
+from mmfaith.explorer import cli as explorer_cli
 from mmfaith.families import Family, all_families
-from mmfaith.outdir import remove_if_made_empty
 from mmfaith.redact import redact
 from mmfaith.release import cli as release_cli
 
 
 def _add_build(subparsers: argparse._SubParsersAction) -> None:
-    buildable = [family for family in all_families() if family.parts().build is not None]
-    for family, parser in family_parsers(subparsers, "build", "build a benchmark family's candidate records into a "
-                                         "build dir", "Build candidate records and images for one benchmark family.",
-                                         buildable, help_of=lambda family: f"{family.title}: {family.summary}"):
-        parts = family.parts()
-        assert parts.add_build_options is not None and parts.build is not None
-        parts.add_build_options(parser)
-        parser.set_defaults(handler=parts.build)
+    family_parsers(subparsers, "build", "build a benchmark family's candidate records into a build dir",
+                   "Build candidate records and images for one benchmark family.",
+                   [family for family in all_families() if family.builds],
+                   help_of=lambda family: f"{family.title}: {family.summary}", populate=_populate_build)
+
+
+def _populate_build(family: Family, parser: argparse.ArgumentParser) -> None:
+    add_build_options, build = family.part("add_build_options", "builder"), family.part("build", "builder")
+    add_build_options(parser)
+    parser.set_defaults(handler=build)
 
 
 def _add_families(subparsers: argparse._SubParsersAction) -> None:
@@ -75,35 +77,60 @@ def _family_summary(family: Family) -> dict[str, object]:
 
 def _add_quickstart(subparsers: argparse._SubParsersAction) -> None:
     quick = subparsers.add_parser(
-        "quickstart", help="the whole flow offline: build, run three reference models over HTTP, score, report",
-        description="Build a small SPD-Faith set from the embedded COCO sample, serve the oracle, blind and "
-                    "pixel-diff reference models on 127.0.0.1, run each through the real client, score them, "
-                    "and write one report comparing the three.", formatter_class=HelpFormatter)
+        "quickstart", help="the whole flow offline: every family, two reference roles over HTTP, profiles, comparison",
+        description="Without --family: evaluate the default suite (all four families on the embedded COCO sample, "
+                    "built once and cached) for the oracle and the prior, each served on 127.0.0.1 and run over "
+                    "HTTP as `mmfaith evaluate` runs your model, and compare the two profiles. With --family F: "
+                    "one family's build, every one of its reference models run and scored, one report.",
+        formatter_class=HelpFormatter)
     quick.add_argument("--out", type=Path, required=True, metavar="DIR",
-                       help="folder for the build, the runs, the scores and the report")
-    quick.add_argument("--per-tier", type=int, default=2, metavar="N", help="single-difference pairs per difficulty tier")
-    quick.add_argument("--multi", type=int, default=4, metavar="N", help="pairs with 2-5 differences")
-    quick.add_argument("--controls", type=int, default=2, metavar="N", help="control pairs with no difference")
-    quick.add_argument("--seed", type=int, default=0, help="build seed")
-    quick.add_argument("--family", choices=("spd-faith", "vfaith"), default="spd-faith",
-                       help="vfaith: a VFaith build, the oracle and the memorizer, one Table 2 report")
-    quick.add_argument("--per-template", type=int, default=2, metavar="N", help="vfaith: pairs per question template")
-    quick.add_argument("--workers", type=int, default=1, help="build worker processes")
+                       help="folder for the profiles and the comparison (or, with --family, the build, runs, "
+                            "scores and report)")
+    quick.add_argument("--family", choices=[family.name for family in all_families()],
+                       help="one family's flow instead of the suite")
+    spd = quick.add_argument_group("--family spd-faith and vfaith: the build's size")
+    spd.add_argument("--per-tier", type=int, default=2, metavar="N", help="spd-faith: single-difference pairs per tier")
+    spd.add_argument("--multi", type=int, default=4, metavar="N", help="spd-faith: pairs with 2-5 differences")
+    spd.add_argument("--controls", type=int, default=2, metavar="N", help="spd-faith: control pairs with no difference")
+    spd.add_argument("--per-template", type=int, default=2, metavar="N", help="vfaith: pairs per question template")
+    spd.add_argument("--workers", type=int, default=1, help="build worker processes")
+    quick.add_argument("--seed", type=int, default=0, help="build and bootstrap seed (--family)")
     quick.add_argument("--no-progress", action="store_true", help="no progress bars")
     quick.set_defaults(handler=_run_quickstart)
 
 
 def _run_quickstart(args: argparse.Namespace) -> int:
-    from mmfaith.evaluators.quickstart import QuickstartRequest, quickstart, quickstart_vfaith
+    from mmfaith.evaluators.quickstart import (QuickstartRequest, quickstart, quickstart_family, quickstart_suite,
+                                               quickstart_vfaith)
 
-    if args.family == "vfaith":
-        report = quickstart_vfaith(args.out, args.per_template, args.seed, args.workers, not args.no_progress)
-        print(f"report: {report / 'report.md'}; the pairs: {args.out / 'build' / 'preview.png'}")
+    progress = not args.no_progress
+    if args.family is None:
+        profiles, comparison = quickstart_suite(args.out, progress)
+        for name, entry in json.loads((profiles[0] / "profile.json").read_text(encoding="utf-8"))["families"].items():
+            if entry["status"] != "ok":
+                print(f"{name}: not scored: {entry['error']}")
+        print("profiles: " + ", ".join(str(p / "profile.md") for p in profiles) + " (profile.json and profile.png "
+              "beside each)")
+        print(f"comparison: {comparison / 'report.md'}")
+        explorer = comparison / "index.html"
+        print(f"explorer: {explorer}" if explorer.is_file() else
+              f"explorer: open {comparison / 'report.md'} (or `mmfaith view {comparison}` where it is installed)")
         return 0
-    report = quickstart(QuickstartRequest(out=args.out, per_tier=args.per_tier, multi=args.multi,
-                                          controls=args.controls, seed=args.seed, workers=args.workers,
-                                          progress=not args.no_progress))
-    print(f"report: {report / 'report.md'} (plots beside it); the pairs: {args.out / 'build' / 'preview.png'}")
+    if args.family == "vfaith":
+        report = quickstart_vfaith(args.out, args.per_template, args.seed, args.workers, progress)
+        print(f"report: {report / 'report.md'}; the pairs: {args.out / 'build' / 'preview.png'}; "
+              f"explore the items in a browser: {report / 'index.html'}")
+        return 0
+    if args.family == "spd-faith":
+        report = quickstart(QuickstartRequest(out=args.out, per_tier=args.per_tier, multi=args.multi,
+                                              controls=args.controls, seed=args.seed, workers=args.workers,
+                                              progress=progress))
+        print(f"report: {report / 'report.md'} (plots beside it); the pairs: {args.out / 'build' / 'preview.png'}; "
+              f"explore the items in a browser: {report / 'index.html'}")
+        return 0
+    report = quickstart_family(args.family, args.out, args.seed, progress)
+    print(f"report: {report / 'report.md'}; the build: {args.out / 'build'}; "
+          f"explore the items in a browser: {report / 'index.html'}")
     return 0
 
 
@@ -117,11 +144,13 @@ def parser() -> argparse.ArgumentParser:
     _add_quickstart(subparsers)
     _add_families(subparsers)
     _add_build(subparsers)
+    evaluate_cli.register(subparsers)
     run_cli.register(subparsers)
     score_cli.register(subparsers)
     release_cli.register(subparsers)
     annotate_cli.register(subparsers)
     harness_cli.register(subparsers)
+    explorer_cli.register(subparsers)
     return root
 
 
@@ -132,6 +161,8 @@ def _run_verb(args: argparse.Namespace) -> int:
     try:
         return args.handler(args)
     except BaseException:
+        from mmfaith.outdir import remove_if_made_empty
+
         if out is not None:
             remove_if_made_empty(Path(out), existed)
         raise

@@ -11,7 +11,6 @@ the environment makes a new one.
 """
 from __future__ import annotations
 
-import base64
 import importlib.util
 import json
 import os
@@ -65,10 +64,6 @@ def failure_text(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, ModelCallError) else f"{type(exc).__name__}: {exc}"
 
 
-def png_data_url(png: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
 def first_json_object(text: str) -> Any:
     """The first JSON object in a model's answer (inside a code fence if there is one); ValueError if none."""
     fenced = re.search(r"```(?:json)?\s*(\{.*?)```", text, flags=re.DOTALL)
@@ -116,8 +111,10 @@ def openai_client(endpoint: ModelEndpoint) -> Any:
 
 
 def _ask_openai(endpoint: ModelEndpoint, text: str, images_png: list[bytes], max_tokens: int) -> str:
+    from mmfaith.images import data_url
+
     client = openai_client(endpoint)
-    content: list[dict[str, object]] = [{"type": "image_url", "image_url": {"url": png_data_url(png)}}
+    content: list[dict[str, object]] = [{"type": "image_url", "image_url": {"url": data_url(png)}}
                                         for png in images_png]
     content.append({"type": "text", "text": text})
     response = client.chat.completions.create(model=endpoint.model, temperature=0.0, max_tokens=max_tokens,

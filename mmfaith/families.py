@@ -36,7 +36,9 @@ class MetricInfo:
     `control.false_alarm_rate`); `better` is "higher", "lower" or "neither" (a
     descriptive share such as a yes-ratio); `range` is its closed interval, None when unbounded
     (counts); `kind` chooses the plot axis: "rate" (fixed [0, 1]), "signed" (fixed to `range`) or
-    "count" (integer ticks from 0); `doc` names the file and section holding its full definition.
+    "count" (integer ticks from 0); `doc` names the file and section holding its full definition;
+    `undefined_when` says when it has no value for a model (the reason an "n/a" carries), "" for a
+    metric defined whenever there are items.
     """
 
     key: str
@@ -46,6 +48,7 @@ class MetricInfo:
     range: tuple[float, float] | None
     doc: str
     kind: str = "rate"
+    undefined_when: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,12 @@ class FamilyParts:
       over a dataset, for `serve-reference` and the tests.
     - `compare(score_dirs, out, n_bootstrap, seed, all_pairs) -> comparison`: `mmfaith report`.
     - `labeling() -> annotation.family.Family`: the Label Studio config and record <-> task mapping.
-    - `release(release.writer.ReleaseRequest) -> ReleaseSummary`: `mmfaith release` of a build dir.
-    - `verify(release_dir) -> release.manifest.VerifyReport`: `mmfaith verify` of the family's release.
+    - `release() -> release.declaration.ReleaseDeclaration`: the family's release format, which the
+      shared `mmfaith release`, `verify`, `--push` and the loaders' source resolver use.
     - `harness() -> evaluators.harness.spec.HarnessPart`: each item's probes as independent, dependent
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
+    - `explore(dataset, items, predictions) -> [item view]`: the explorer's item views of a score dir
+      (mmfaith/explorer/views.py), from the dataset, items.jsonl's lines and the predictions file (or None).
     - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
       --dataset is required.
     """
@@ -88,9 +93,9 @@ class FamilyParts:
     build: Callable[[argparse.Namespace], int] | None = None
     compare: Callable[[list[Path], Path, int, int, bool], dict[str, Any]] | None = None
     labeling: Callable[[], Labeling] | None = None
-    release: Callable[[Any], Any] | None = None
-    verify: Callable[[Path], Any] | None = None
+    release: Callable[[], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
+    explore: Callable[[Any, list[dict[str, Any]], Path | None], list[dict[str, Any]]] | None = None
     scores_alone: str | None = None
 
 
@@ -110,12 +115,42 @@ def lazy(target: str) -> Callable[..., Any]:
     return call
 
 
+def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
+    """A family's parts where the project keeps them, each imported only when called (`lazy`): the builder in
+    `mmfaith.builders.PACKAGE.cli` (`add_build_options`, `run_build`), the loader, run, score and reference
+    hooks in `mmfaith.evaluators.PACKAGE.cli` (`open_dataset`, `add_run_options`, `probe_plan`,
+    `add_score_options`, `score`, `reference_model`), the comparison in
+    `mmfaith.evaluators.PACKAGE.report:compare_scores`, the labeling in
+    `mmfaith.annotation.PACKAGE.tasks:family`, the release declaration in
+    `mmfaith.loaders.PACKAGE.release:declaration`, the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`
+    and the explorer's item views in `mmfaith.evaluators.PACKAGE.explore:item_views`.
+
+    `elsewhere` overrides a part: a "module:function" string is made lazy, anything else (`scores_alone`'s text,
+    None for a part the family lacks) is taken as it is.
+    """
+    build, evaluate = f"mmfaith.builders.{package}.cli", f"mmfaith.evaluators.{package}.cli"
+    usual = {"add_build_options": f"{build}:add_build_options", "build": f"{build}:run_build",
+             **{name: f"{evaluate}:{name}" for name in ("open_dataset", "add_run_options", "probe_plan",
+                                                         "add_score_options", "score", "reference_model")},
+             "compare": f"mmfaith.evaluators.{package}.report:compare_scores",
+             "labeling": f"mmfaith.annotation.{package}.tasks:family",
+             "release": f"mmfaith.loaders.{package}.release:declaration",
+             "harness": f"mmfaith.evaluators.{package}.harness:harness",
+             "explore": f"mmfaith.evaluators.{package}.explore:item_views"}
+    chosen = {**usual, **elsewhere}
+    return FamilyParts(**{name: lazy(value) if isinstance(value, str) and name != "scores_alone" else value
+                          for name, value in chosen.items()})
+
+
 @dataclass(frozen=True)
 class Family:
     """A family's declaration (see the module docstring).
 
     `parts` is "module:attribute" naming a `FamilyParts` (or a function returning one), or the
-    `FamilyParts` itself (a family defined in a script or a test).
+    `FamilyParts` itself (a family defined in a script or a test). `builds` says whether its parts include a
+    builder, so that `mmfaith build` lists it without importing them. `ceiling` names the
+    reference model at the family's good end (the `oracle` role of `serve-reference --suite`, the ceiling a
+    profile places every metric under).
     """
 
     name: str
@@ -126,6 +161,8 @@ class Family:
     metrics: tuple[MetricInfo, ...]
     reference_models: tuple[tuple[str, str], ...]
     parts_source: str | FamilyParts = field(repr=False)
+    builds: bool = True
+    ceiling: str = "oracle"
 
     def parts(self) -> FamilyParts:
         """The family's code, imported once."""
@@ -175,18 +212,21 @@ SPD_FAITH = Family(
                    "higher", (0.0, 1.0), SPD_DOC),
         MetricInfo("contradiction_rate", "contradiction rate",
                    "share of pairs whose same? and different? answers agree in polarity",
-                   "lower", (0.0, 1.0), SPD_DOC),
+                   "lower", (0.0, 1.0), SPD_DOC, undefined_when="no item with both same? and different? parsed"),
         MetricInfo("consistency_ratio", "consistency ratio",
                    "agreement of the claims made under same? and different? (+1 agree, -1 contradict, "
-                   "+0.5 one-sided)", "higher", (-1.0, 1.0), SPD_DOC, kind="signed"),
+                   "+0.5 one-sided)", "higher", (-1.0, 1.0), SPD_DOC, kind="signed",
+                   undefined_when="neither same? nor different? names a difference"),
         MetricInfo("DRF", "DRF (description faithfulness)", "share of described differences that are real",
-                   "higher", (0.0, 1.0), SPD_DOC),
+                   "higher", (0.0, 1.0), SPD_DOC, undefined_when="no described differences"),
         MetricInfo("DRF_coverage", "DRF coverage", "share of pairs with at least one described difference",
                    "higher", (0.0, 1.0), SPD_DOC),
         MetricInfo("yes_ratio_same", "yes-ratio (same?)",
-                   "share of parsed same? answers that are yes (a bias measure)", "neither", (0.0, 1.0), SPD_DOC),
+                   "share of parsed same? answers that are yes (a bias measure)", "neither", (0.0, 1.0), SPD_DOC,
+                   undefined_when="no parsed same? answers"),
         MetricInfo("control.false_alarm_rate", "false-alarm rate (controls)",
-                   "share of identical pairs where a difference is reported", "lower", (0.0, 1.0), SPD_DOC),
+                   "share of identical pairs where a difference is reported", "lower", (0.0, 1.0), SPD_DOC,
+                   undefined_when="no parsed answers"),
     ),
     reference_models=(
         ("oracle", "answers from the gold differences"),
@@ -194,7 +234,8 @@ SPD_FAITH = Family(
         ("pixel-diff", "compares the pixels of the two images (no weights)"),
         ("prior", "reads neither images nor gold: each probe's most frequent gold among the other pairs"),
     ),
-    parts_source="mmfaith.evaluators.spd_faith.family:parts",
+    parts_source=conventional_parts(
+        "spd_faith", scores_alone="an official response file, which carries its own ground truth"),
 )
 
 VFAITH_DOC = "docs/vfaith.md#metrics"
@@ -218,9 +259,11 @@ VFAITH = Family(
         MetricInfo("delta", "Delta (edit - raw)", "accuracy change caused by the edit", "higher", (-1.0, 1.0),
                    VFAITH_DOC, kind="signed"),
         MetricInfo("repeat_ratio", "Repeat ratio", "of wrong edited answers, the share that repeat the original "
-                   "ground truth", "lower", (0.0, 1.0), VFAITH_DOC),
+                   "ground truth", "lower", (0.0, 1.0), VFAITH_DOC,
+                   undefined_when="no wrong edited answer"),
         MetricInfo("repeat_ratio_own", "Repeat ratio (own)", "of wrong edited answers, the share equal to the "
-                   "model's own original answer", "lower", (0.0, 1.0), VFAITH_DOC),
+                   "model's own original answer", "lower", (0.0, 1.0), VFAITH_DOC,
+                   undefined_when="no wrong edited answer"),
         MetricInfo("perception_accuracy", "Perception accuracy", "share of perception items whose chosen set of "
                    "options is exactly the true set", "higher", (0.0, 1.0), VFAITH_DOC),
         MetricInfo("mcnemar_raw_vs_edit.p_value", "McNemar p (raw vs edit)", "exact two-sided McNemar p-value of "
@@ -231,7 +274,7 @@ VFAITH = Family(
         ("memorizer", "ignores the image: always the original answer (raw 1, edit 0, repeat 1)"),
         ("prior", "reads neither image nor gold: the most frequent gold of the template among the other items"),
     ),
-    parts_source="mmfaith.evaluators.vfaith.family:parts",
+    parts_source=conventional_parts("vfaith"),
 )
 
 CRM_DOC = "docs/crm.md#metrics"
@@ -246,14 +289,17 @@ CRM = Family(
         ProbeInfo("original_answer", "then, in the same conversation, the final answer"),
         ProbeInfo("{mode}-{style}_cot", "the question on a masked variant: reason in numbered steps"),
         ProbeInfo("{mode}-{style}_answer", "then, in the same conversation, the final answer"),
+        ProbeInfo("resample_cot", "the original asked again with another seed (the noise floor of SDR and AFR)"),
+        ProbeInfo("resample_answer", "then, in the same conversation, the final answer"),
     ),
     metrics=(
         MetricInfo("SDR", "SDR (step disruption rate)", "share of original steps with no similar step on the masked image",
-                   "neither", (0.0, 1.0), CRM_DOC),
+                   "neither", (0.0, 1.0), CRM_DOC, undefined_when="no original reasoning steps to compare"),
         MetricInfo("AFR", "AFR (answer flip rate)", "share of questions whose final answer changes under the mask",
-                   "neither", (0.0, 1.0), CRM_DOC),
+                   "neither", (0.0, 1.0), CRM_DOC, undefined_when="no question answered on both images"),
         MetricInfo("HR", "HR (hallucination rate)", "share of masked questions with a step asserting hidden content",
-                   "lower", (0.0, 1.0), CRM_DOC),
+                   "lower", (0.0, 1.0), CRM_DOC, undefined_when="defined on specific masks only (nothing is hidden "
+                   "on a random one)"),
         MetricInfo("abstention_rate", "abstention rate", "share of masked final answers that abstain",
                    "neither", (0.0, 1.0), CRM_DOC),
         MetricInfo("accuracy_masked", "accuracy (masked)", "share of masked final answers equal to the gold",
@@ -264,7 +310,8 @@ CRM = Family(
         ("hallucinator", "reasons and answers as on the original whatever is masked"),
         ("prior", "reads neither image nor gold: the most frequent gold of the question type among the other items"),
     ),
-    parts_source="mmfaith.evaluators.crm.family:parts",
+    parts_source=conventional_parts("crm"),
+    ceiling="grounded",
 )
 
 MCOT_DOC = "docs/mcot.md"
@@ -284,17 +331,20 @@ MCOT = Family(
         MetricInfo("accuracy_trace", "trace accuracy", "share of items the model's own run answers right",
                    "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
         MetricInfo("accuracy_replay_none", "replay_none accuracy", "accuracy of the unchanged trace replayed",
-                   "higher", (0.0, 1.0), MCOT_DOC + "#accuracy"),
+                   "higher", (0.0, 1.0), MCOT_DOC + "#accuracy", undefined_when="no trace called the tool: nothing to replay"),
         MetricInfo("ATE_text", "ATE_text", "accuracy change when the trace's text holds injected mistakes (4.1, H1)",
-                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed"),
+                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed", undefined_when="no trace called the tool: nothing to replay"),
         MetricInfo("ATE_visual", "ATE_visual", "accuracy change when the trace's crops are noise (4.1, H2)",
-                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed"),
+                   "neither", (-1.0, 1.0), MCOT_DOC + "#ate", kind="signed", undefined_when="no trace called the tool: nothing to replay"),
         MetricInfo("reliability", "reliability", "share of items whose crops support the predicted answer (4.2, eq. 5)",
-                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency"),
+                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency",
+                   undefined_when="no trace called the tool: no crop to judge"),
         MetricInfo("sufficiency", "sufficiency", "share of items answerable from the crops alone (4.2, eq. 6)",
-                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency"),
+                   "higher", (0.0, 1.0), MCOT_DOC + "#reliability-and-sufficiency",
+                   undefined_when="no trace called the tool: no crop to judge"),
         MetricInfo("crop_region_size", "crop region size", "total crop area over the image area, per item (7)",
-                   "neither", None, MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count"),
+                   "neither", None, MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count",
+                   undefined_when="no trace called the tool: no crop"),
         MetricInfo("tool_call_count", "tool-call count", "zoom-in calls per item (7)", "neither", None,
                    MCOT_DOC + "#crop-region-size-and-tool-call-count", kind="count"),
     ),
@@ -304,7 +354,8 @@ MCOT = Family(
         ("blind", "never calls the tool; answers the first option"),
         ("prior", "never calls the tool; the most frequent gold of the category among the other items"),
     ),
-    parts_source="mmfaith.evaluators.mcot.family:parts",
+    parts_source=conventional_parts("mcot"),
+    ceiling="zoom-oracle",
 )
 
 _REGISTRY: dict[str, Family] = {family.name: family for family in (SPD_FAITH, VFAITH, CRM, MCOT)}

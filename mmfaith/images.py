@@ -1,9 +1,13 @@
-"""Image bytes in and out: bounded decoding, lossless deterministic PNG, content hashes."""
+"""Image bytes in and out: bounded decoding, lossless deterministic PNG, content hashes, and `ImageRef`, one
+stored image as every stage refers to it, with its format (PNG, JPEG or WebP: read from its bytes' signature)."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
+import struct
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +17,79 @@ from mmfaith.errors import MmfaithError
 
 DEFAULT_MAX_PIXELS = 50_000_000
 """Images larger than this are refused before decoding (decompression-bomb guard)."""
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def media_type(data: bytes) -> str:
+    """The media type of image bytes by their signature: image/png, image/jpeg or image/webp (the formats chat
+    servers take); ValueError for anything else. The first 12 bytes suffice."""
+    if data.startswith(_PNG_SIGNATURE):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    raise ValueError("not a PNG, JPEG or WebP image")
+
+
+def data_url(data: bytes) -> str:
+    """Image bytes as the data URL a chat message carries, in their own format (sent as they are)."""
+    return f"data:{media_type(data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's header (its first 24 bytes), without decoding it."""
+    if png[:8] != _PNG_SIGNATURE or png[12:16] != b"IHDR":
+        raise ValueError("not a PNG file")
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of image bytes of any format PIL reads: a PNG from its header, others from theirs."""
+    if data.startswith(_PNG_SIGNATURE):
+        return png_size(data)
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """One stored image: its content hash (the record's image sha256) and its file, whose bytes go out as they
+    are in their own format (`media_type`)."""
+
+    sha256: str
+    path: Path
+
+    @property
+    def key(self) -> str:
+        """What payloads are cached by: the content hash."""
+        return self.sha256
+
+    def load(self) -> bytes:
+        """The file's bytes, as stored."""
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            raise MmfaithError(f"{self.path}: cannot read the image ({exc.strerror}); check the dataset folder.") from exc
+
+    def media_type(self) -> str:
+        """image/png, image/jpeg or image/webp, from the file's signature (MmfaithError for another format)."""
+        with open(self.path, "rb") as handle:
+            head = handle.read(12)
+        try:
+            return media_type(head)
+        except ValueError as exc:
+            raise MmfaithError(f"{self.path}: {exc}; a dataset's images must be PNG, JPEG or WebP.") from exc
+
+    def size(self) -> tuple[int, int]:
+        """(width, height) from the file's header."""
+        with open(self.path, "rb") as handle:
+            head = handle.read(24)
+        if head.startswith(_PNG_SIGNATURE):
+            return png_size(head)
+        with Image.open(self.path) as image:
+            return image.size
 
 
 class UnreadableImage(MmfaithError):

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mmfaith.errors import MmfaithError
 from mmfaith.redact import redact, redact_record
@@ -101,14 +103,30 @@ def write_text_atomic(path: Path, text: str) -> None:
     write_atomic(path, redact(text).encode("utf-8"))
 
 
+def write_lines_atomic(path: Path, lines: Iterable[str], batch: int = 4096) -> None:
+    """`write_text_atomic` of the concatenated `lines` (each ending with a newline), written `batch` lines at a
+    time: memory is that of a batch, not of the file (redaction never spans lines: a secret has no newline)."""
+    remaining = iter(lines)
+    with _atomic(path) as handle:
+        for chunk in iter(lambda: list(islice(remaining, batch)), []):
+            handle.write(redact("".join(chunk)).encode("utf-8"))
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write a whole file so that readers see either the old or the new content, never a mix.
 
     The temporary file is named per process and thread, so concurrent writers of one path (two
     threads caching the same judge answer) each replace it whole and never collide."""
+    with _atomic(path) as handle:
+        handle.write(data)
+
+
+@contextmanager
+def _atomic(path: Path) -> Iterator[BinaryIO]:
+    """A handle on a temporary file that replaces `path` once written and flushed to disk (`write_atomic`)."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as handle:
-        handle.write(data)
+        yield handle
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)

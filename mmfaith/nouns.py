@@ -37,6 +37,11 @@ def plural(phrase: str) -> str:
     return " ".join([*words[:-1], form])
 
 
+def counted(n: int, noun: str) -> str:
+    """A count with its noun in the matching number: "1 pair", "3 pairs", "0 masked variants"."""
+    return f"{n} {noun if n == 1 else plural(noun)}"
+
+
 def with_article(phrase: str) -> str:
     """"a car", "an apple"; plural-only names take none ("scissors")."""
     if phrase.split()[-1] in PLURAL_ONLY:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import jsonschema_rs
 
 from mmfaith.errors import MmfaithError
+
+if TYPE_CHECKING:  # the detailed validator loads only when a record is invalid (about 0.3 s of every run's start)
+    import jsonschema
 
 
 @lru_cache(maxsize=None)
@@ -28,6 +30,8 @@ def _schema(schema_name: str) -> dict[str, Any]:
 @lru_cache(maxsize=None)
 def validator(schema_name: str) -> jsonschema.protocols.Validator:
     """The detailed validator for schemas/<schema_name>.schema.json (its messages name every violation)."""
+    import jsonschema
+
     schema = _schema(schema_name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)

@@ -1,15 +1,19 @@
 """Shared fixtures: builds of the embedded COCO sample (real images, real annotations)."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import signal
+import secrets
 import shutil
+import signal
+import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 # A fresh `datasets` cache for each test session, set before any test module imports `datasets`
 # (it reads the variable once): its arrow cache is keyed by the folder, so a release rewritten at a
@@ -17,12 +21,85 @@ from pathlib import Path
 _DATASETS_CACHE = tempfile.mkdtemp(prefix="mmfaith-tests-datasets-")
 os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
 
-import pytest  # noqa: E402 (after the cache variable)
+import httpx  # noqa: E402 (after the cache variable)
+import pytest  # noqa: E402
 
+from mmfaith.annotation.server import ServerSpec, find_label_studio, start_server, stop_server, wait_ready  # noqa: E402
 from mmfaith.builders.coco_source import embedded_sample  # noqa: E402
 from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith  # noqa: E402
+from mmfaith.errors import MmfaithError  # noqa: E402
 from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, PROBES, prompt_text  # noqa: E402
 from mmfaith.evaluators.vllm_serve import VllmEndpoint, serve_vllm  # noqa: E402
+
+
+# -- running on both cores (pytest-xdist, `-n auto --dist loadgroup` in tools/test-all.sh) ---------
+
+SERVER_GROUPS = {"test_vllm_serve.py": "vllm", "test_run_vllm.py": "vllm", "test_mcot_vllm.py": "vllm",
+                 "test_annotate.py": "label-studio", "test_crm_annotate.py": "label-studio",
+                 "test_vfaith_annotate.py": "label-studio",
+                 "test_install.py": "wheel", "test_plain_install.py": "wheel"}
+"""Test files that run on one worker together: those using one session server (`vllm_server`,
+`label_studio`: it starts once per run), and those building the wheel in the source tree (build/)."""
+
+SERVER_FIXTURES = ("vllm_server", "label_studio")
+
+
+def worker_group(nodeid: str) -> str:
+    """The group a test runs in: its file's entry in SERVER_GROUPS, else its file."""
+    path = nodeid.split("::", 1)[0]
+    return SERVER_GROUPS.get(path.rsplit("/", 1)[-1], path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`: whole groups (worker_group) go to one worker, so a file's module fixtures
+    and a server's session are set up once. (xdist's own loadgroup reads `xdist_group` marks through
+    a node id suffix that pytest 9 no longer takes.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that use a real server are `e2e` without saying so; a file using one must be listed in
+    SERVER_GROUPS (else each worker would start its own). Groups holding an `e2e` test run first
+    (with `--no-loadscope-reorder`), so the long ones do not end the run on one worker."""
+    for item in items:
+        if any(fixture in item.fixturenames for fixture in SERVER_FIXTURES):
+            item.add_marker(pytest.mark.e2e)
+            if item.path.name not in SERVER_GROUPS:
+                raise pytest.UsageError(f"{item.nodeid} uses a session server: add {item.path.name} to "
+                                        f"SERVER_GROUPS in tests/conftest.py")
+    long_groups = {worker_group(item.nodeid) for item in items if item.get_closest_marker("e2e")}
+    items.sort(key=lambda item: worker_group(item.nodeid) not in long_groups)
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `name`, made by `build(folder)` once per test run and shared by every worker.
+
+    Under pytest-xdist the workers' base temp folders sit in one run folder; the first worker to
+    ask builds under a file lock while the others wait, then all read the same folder (fixtures built
+    this way are read-only for the tests). Without xdist it is the session's own temp folder.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    shared = root / "shared-fixtures"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            build(folder)
+            done.touch()
+    return folder
 
 
 def write_subset_annotations(sample: tuple[Path, Path], out: Path, image_ids: list[int]) -> Path:
@@ -81,9 +158,11 @@ def sample() -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def mixed_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small build with every subset: 2 pairs per tier, 4 multi-difference pairs, 2 controls."""
-    out = tmp_path_factory.mktemp("mixed")
-    build_spd_faith(BuildRequest(out=out, per_tier=2, multi=4, controls=2, seed=0, progress=False))
-    return out
+    def build(out: Path) -> None:
+        out.mkdir()
+        build_spd_faith(BuildRequest(out=out, per_tier=2, multi=4, controls=2, seed=0, progress=False))
+
+    return built_once(tmp_path_factory, "mixed", build)
 
 
 @pytest.fixture(scope="session")
@@ -91,13 +170,13 @@ def builds_by_type(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One small single-difference build per edit type."""
     from mmfaith.builders.spd_faith.planners import PlannerSpec
 
-    outs = {}
-    for kind in ("color", "remove", "position"):
-        out = tmp_path_factory.mktemp(f"only-{kind}")
+    def build(kind: str, out: Path) -> None:
+        out.mkdir()
         build_spd_faith(BuildRequest(out=out, per_tier=1, seed=3, progress=False,
                                      planner=PlannerSpec("rule", None, (kind,))))
-        outs[kind] = out
-    return outs
+
+    return {kind: built_once(tmp_path_factory, f"only-{kind}", lambda out, kind=kind: build(kind, out))
+            for kind in ("color", "remove", "position")}
 
 
 # -- a real vLLM server (CPU), shared by the vLLM and run-loop tests -----------------------------
@@ -170,6 +249,65 @@ def vfaith_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from mmfaith.builders.inpainters import InpainterSpec
     from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
 
-    out = tmp_path_factory.mktemp("vfaith") / "build"
-    build_vfaith(BuildRequest(out=out, per_template=3, inpainter=InpainterSpec("patchmatch"), progress=False))
-    return out
+    return built_once(tmp_path_factory, "vfaith-build", lambda out: build_vfaith(
+        BuildRequest(out=out, per_template=3, inpainter=InpainterSpec("patchmatch"), progress=False)))
+
+
+# -- a real Label Studio server, shared by the annotation tests of every family ------------------
+
+ADMIN = "admin@example.com"
+LABEL_STUDIO_START_S = 600.0
+"""How long the session's server may take to start: its first start migrates a fresh SQLite database,
+minutes on a loaded 2-core machine running the other worker's tests beside it."""
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 at the time of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A real Label Studio on 127.0.0.1 for the whole session, stopped by process group at the end.
+    Yields url, token (the admin's), files_root (its local-files document root) and startup_s."""
+    try:
+        executable = find_label_studio()
+    except MmfaithError as exc:
+        pytest.skip(f"Label Studio server not installed: {exc}")
+    base = tmp_path_factory.mktemp("label-studio")
+    spec = ServerSpec(executable=executable, data_dir=base / "data", files_root=base / "files", port=free_port(),
+                      username=ADMIN, password="admin-pass-1234", token=secrets.token_hex(20))
+    spec.files_root.mkdir()
+    log = base / "server.log"
+    process = start_server(spec, log)
+    try:
+        waited = wait_ready(spec, process, log, timeout_s=LABEL_STUDIO_START_S)
+        yield {"url": spec.url, "token": spec.token, "files_root": spec.files_root, "startup_s": waited}
+    finally:
+        stop_server(process)
+
+
+def _signup(url: str, email: str) -> str:
+    """Sign a new user up through the web form, as a person would; returns their API token."""
+    with httpx.Client(base_url=url, follow_redirects=True) as web:
+        web.get("/user/signup/")
+        web.post("/user/signup/", data={"email": email, "password": "annotator-pass-1234",
+                                        "csrfmiddlewaretoken": web.cookies["csrftoken"]},
+                 headers={"Referer": f"{url}/user/signup/"})
+        reply = web.get("/api/current-user/token")
+        reply.raise_for_status()
+        return reply.json()["token"]
+
+
+@pytest.fixture(scope="session")
+def annotators(label_studio: dict[str, Any]) -> dict[str, Any]:
+    """Three users with their own tokens (label_studio_sdk clients): the admin and two annotators who signed up."""
+    from label_studio_sdk import LabelStudio
+
+    url = label_studio["url"]
+    clients = {ADMIN: LabelStudio(base_url=url, api_key=label_studio["token"])}
+    for email in ("ann1@example.com", "ann2@example.com"):
+        clients[email] = LabelStudio(base_url=url, api_key=_signup(url, email))
+    return clients

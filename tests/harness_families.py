@@ -26,8 +26,8 @@ RUN_ONLY_META = ("attempts", "latency_s", "prompt_tokens", "completion_tokens", 
                  "generation", "shown_sha256")
 """Meta that `mmfaith run`'s engine writes and a harness log tells differently or not at all (the rest of a
 run line's meta, the family's own and the images shown, must be imported as the run wrote it): `generation` is
-the run's own settings (a harness sends its own), `shown_sha256` the run's stamp of what the item showed (an
-imported line is checked by its images only)."""
+the run's own settings and request seed (a harness sends its own, and no seed), `shown_sha256` the run's stamp
+of what the item showed (an imported line is checked by its images only)."""
 
 
 def run_lmms_eval(python: Path, task: str, tasks: Path, model: str, base_url: str, out: Path) -> None:

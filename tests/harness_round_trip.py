@@ -115,7 +115,7 @@ def round_trip(harness: str, model: str, build: Path, tmp_path: Path, run_harnes
     tasks = tmp_path / "tasks"
     assert main(["export", harness, str(build), "--out", str(tasks), "--no-progress"]) == 0
     dataset = open_spd_dataset(build)
-    with ReferenceServer(dataset, model) as server:
+    with ReferenceServer(dataset, model, family="spd-faith") as server:
         run_lines = reference_run(build, model, server.base_url, tmp_path / "reference")
         seen_by_run = server.requests_seen
         run_harness(tasks, model, server.base_url, tmp_path / "logs")
@@ -144,7 +144,7 @@ def failed_calls(harness: str, build: Path, tmp_path: Path, run_harness: RunHarn
     tasks = tmp_path / "tasks"
     assert main(["export", harness, str(build), "--out", str(tasks), "--no-progress"]) == 0
     known = open_spd_dataset(subset_build(build, 3, tmp_path / "known"))
-    with ReferenceServer(known, "oracle") as server:
+    with ReferenceServer(known, "oracle", family="spd-faith") as server:
         run_harness(tasks, "oracle", server.base_url, tmp_path / "logs")
     imported = tmp_path / "imported" / "predictions.jsonl"
     import_logs(tmp_path / "logs", build, imported)

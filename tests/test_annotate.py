@@ -13,10 +13,8 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,65 +26,17 @@ from PIL import Image
 from mmfaith.annotation import label_studio as lsmod
 from mmfaith.annotation.agreement import cohen_kappa, fleiss_kappa
 from mmfaith.annotation.merge import decide, merge_record
-from mmfaith.annotation.server import ServerSpec, find_label_studio, start_server, stop_server, wait_ready
+from mmfaith.annotation.server import find_label_studio
 from mmfaith.annotation.spd_faith.tasks import family, label_config, read_vote
 from mmfaith.annotation.votes import Misfit, Vote
 from mmfaith.cli import main
 from mmfaith.errors import MmfaithError
 from mmfaith.schema import schema_errors
 
+from .conftest import ADMIN, free_port
+
 SPD = family()
-ADMIN = "admin@example.com"
 KEY = "LABEL_STUDIO_API_KEY"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A real Label Studio on 127.0.0.1 for the whole session, stopped by process group at the end.
-    Yields url, token (the admin's), files_root (its local-files document root) and startup_s."""
-    try:
-        executable = find_label_studio()
-    except MmfaithError as exc:
-        pytest.skip(f"Label Studio server not installed: {exc}")
-    base = tmp_path_factory.mktemp("label-studio")
-    spec = ServerSpec(executable=executable, data_dir=base / "data", files_root=base / "files", port=_free_port(),
-                      username=ADMIN, password="admin-pass-1234", token=secrets.token_hex(20))
-    spec.files_root.mkdir()
-    log = base / "server.log"
-    process = start_server(spec, log)
-    try:
-        waited = wait_ready(spec, process, log)
-        yield {"url": spec.url, "token": spec.token, "files_root": spec.files_root, "startup_s": waited}
-    finally:
-        stop_server(process)
-
-
-def _signup(url: str, email: str) -> str:
-    """Sign a new user up through the web form, as a person would; returns their API token."""
-    with httpx.Client(base_url=url, follow_redirects=True) as web:
-        web.get("/user/signup/")
-        web.post("/user/signup/", data={"email": email, "password": "annotator-pass-1234",
-                                        "csrfmiddlewaretoken": web.cookies["csrftoken"]},
-                 headers={"Referer": f"{url}/user/signup/"})
-        reply = web.get("/api/current-user/token")
-        reply.raise_for_status()
-        return reply.json()["token"]
-
-
-@pytest.fixture(scope="session")
-def annotators(label_studio: dict[str, Any]) -> dict[str, LabelStudio]:
-    """Three users with their own tokens: the admin and two annotators who signed up."""
-    url = label_studio["url"]
-    clients = {ADMIN: LabelStudio(base_url=url, api_key=label_studio["token"])}
-    for email in ("ann1@example.com", "ann2@example.com"):
-        clients[email] = LabelStudio(base_url=url, api_key=_signup(url, email))
-    return clients
 
 
 @pytest.fixture
@@ -380,7 +330,7 @@ def test_serve_starts_a_local_server_and_stops_it_on_ctrl_c(tmp_path: Path) -> N
         find_label_studio()
     except MmfaithError as exc:
         pytest.skip(f"Label Studio server not installed: {exc}")
-    token, port = secrets.token_hex(20), _free_port()
+    token, port = secrets.token_hex(20), free_port()
     env = {**os.environ, "LABEL_STUDIO_API_KEY": token, "LABEL_STUDIO_PASSWORD": "serve-pass-1234"}
     (tmp_path / "files").mkdir()
     command = [sys.executable, "-m", "mmfaith", "annotate", "serve", "--data-dir", str(tmp_path / "data"),
@@ -430,7 +380,7 @@ def test_unreachable_server_is_a_one_line_error(tmp_path: Path, mixed_build: Pat
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "x" * 40)
     with pytest.raises(MmfaithError, match="could not reach Label Studio"):
-        lsmod.pull(lsmod.connect(f"http://127.0.0.1:{_free_port()}", KEY), mixed_build, "t", SPD, "any-reject")
+        lsmod.pull(lsmod.connect(f"http://127.0.0.1:{free_port()}", KEY), mixed_build, "t", SPD, "any-reject")
 
 
 def test_wrong_token_is_a_one_line_error(label_studio: dict[str, Any], mixed_build: Path,

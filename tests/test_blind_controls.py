@@ -119,15 +119,19 @@ def test_crm_always_a_scores_above_zero_first_order_and_zero_circular(crm_small:
     choice = [item for item in dataset.items if item.record["options"]]
     with ChatServer(default=ALWAYS_A, model_ids=("always-a",)) as server:
         _run("crm", crm_small, server.openai_base_url, tmp_path / "run", "always-a", "--circular")
-        expected = sum(2 * (1 + len(item.variants)) for item in dataset.items) \
-            + sum(2 * (len(item.record["options"]) - 1) for item in choice)
+        # Two calls per image shown and for the re-sampled original, and two per further rotation of every image
+        # shown (the original and each masked variant) of a multiple-choice item.
+        expected = sum(2 * (2 + len(item.variants)) for item in dataset.items) \
+            + sum(2 * (len(item.record["options"]) - 1) * (1 + len(item.variants)) for item in choice)
         assert len(server.completion_requests()) == expected
     metrics = _score("crm", crm_small, tmp_path / "run", tmp_path / "score")
-    block = metrics["circular"]["original"]
     gold_a = sum(item.record["answer"] == "A" for item in choice)
-    # By hand: first order, "A" is right where the gold is A; in every rotation never.
-    assert gold_a > 0 and block == {"n_items": len(choice), "accuracy": round(gold_a / len(choice), 6),
-                                    "accuracy_circular": 0.0}
+    # By hand: first order, "A" is right where the gold is A; in every rotation never: on the original and on
+    # every masked variant alike.
+    assert set(metrics["circular"]) == {"original", *dataset.items[0].variants}
+    for block in metrics["circular"].values():
+        assert gold_a > 0 and block == {"n_items": len(choice), "accuracy": round(gold_a / len(choice), 6),
+                                        "accuracy_circular": 0.0}
     assert metrics["position_bias"]["letters"]["A"]["answered"] == 1.0
     assert "accuracy_circular" in (tmp_path / "score" / "report.md").read_text()
 
@@ -156,7 +160,7 @@ def test_crm_prior_and_no_image_pair_into_gain_and_leakage(crm_small: Path, tmp_
         overall = comparison[name][0]["overall"]
         # 5 items x 2 masked variants (specific-black, random-black) = 10 units, paired one to one.
         assert overall["n_items"] == 10 and overall["accuracy_original"]["difference"] == 0.0
-    assert "Multimodal gain" in (tmp_path / "report" / "comparison.md").read_text()
+    assert "Multimodal gain" in (tmp_path / "report" / "report.md").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +197,8 @@ def test_mcot_no_image_trace_has_nothing_to_crop(mcot_build: Path, tmp_path: Pat
 
 
 def test_mcot_prior_answers_alike_with_and_without_the_image(mcot_build: Path, tmp_path: Path) -> None:
+    """The MCoT prior answers alike with and without the image, so the report of its two scores carries a
+    multimodal gain of 0 on trace accuracy, and a leakage (no-image minus the prior's with-image score) of 0."""
     dataset = open_mcot_dataset(mcot_build)
     with ReferenceServer(dataset, "prior", family="mcot") as server:
         _run("mcot", mcot_build, server.base_url, tmp_path / "with", "prior")
@@ -200,14 +206,53 @@ def test_mcot_prior_answers_alike_with_and_without_the_image(mcot_build: Path, t
     answers = [{line["id"]: line["meta"]["trace"]["answer"] for line in _lines(tmp_path / folder)
                 if line["probe"] == "trace"} for folder in ("with", "without")]
     assert answers[0] == answers[1] and all(answers[0].values())
+    for folder in ("with", "without"):
+        _score("mcot", mcot_build, tmp_path / folder, tmp_path / f"score-{folder}")
+    assert main(["report", str(tmp_path / "score-with"), str(tmp_path / "score-without"), "--out",
+                 str(tmp_path / "report"), "--bootstrap", "20"]) == 0
+    comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
+    assert comparison["no_image"] == [False, True]
+    for name in ("multimodal_gain", "leakage"):
+        entry = comparison[name][0]
+        # Every item paired one to one; equal answers: a difference of exactly 0, overall and per category.
+        assert entry["overall"]["n_items"] == len(dataset.items)
+        assert entry["overall"]["accuracy_trace"]["difference"] == 0.0
+        assert set(entry["by_template"]) == {item.record["category"] for item in dataset.items}
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "Multimodal gain (with image - without, MMStar): prior" in report and "Answer-position bias" in report
 
 
-@pytest.mark.parametrize("family,says", [("spd-faith", "SPD-Faith's probes"), ("mcot", "not implemented for MCoT")])
-def test_circular_is_one_line_error_where_it_does_not_apply(family: str, says: str, tmp_path: Path, capsys) -> None:
-    assert main(["run", family, "--dataset", str(tmp_path), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+def test_mcot_always_a_scores_above_zero_first_order_and_zero_circular(mcot_build: Path, tmp_path: Path) -> None:
+    """With --circular every trace is also run in each further rotation of its options: a server that always answers
+    A (and never zooms, so no replay is asked) is right first-order where the gold is A, and never in every
+    rotation; the zoom-oracle reference follows its option through the rotations (right in every one)."""
+    dataset = open_mcot_dataset(mcot_build)
+    choice = [item for item in dataset.items if item.record["options"]]
+    with ChatServer(default=ALWAYS_A, model_ids=("always-a",)) as server:
+        _run("mcot", mcot_build, server.openai_base_url, tmp_path / "run", "always-a", "--circular")
+        # One call per rotation's trace (no tool call, so one turn each); the replays are skipped, not asked.
+        assert len(server.completion_requests()) == sum(len(item.record["options"]) for item in choice)
+    rotated = [line for line in _lines(tmp_path / "run") if "@r" in line["probe"]]
+    assert rotated and all(line["meta"]["rotation"] == int(line["probe"].split("@r")[1]) for line in rotated)
+    metrics = _score("mcot", mcot_build, tmp_path / "run", tmp_path / "score")
+    gold_a = sum(item.record["answer"] == "A" for item in choice)
+    # By hand: first order, "A" is right where the gold is A; in every rotation never.
+    assert gold_a > 0 and metrics["circular"] == {"trace": {
+        "n_items": len(choice), "accuracy": round(gold_a / len(choice), 6), "accuracy_circular": 0.0}}
+    assert metrics["overall"]["accuracy_trace"] == round(gold_a / len(dataset.items), 6)
+    assert "accuracy_circular" in (tmp_path / "score" / "report.md").read_text()
+    with ReferenceServer(dataset, "zoom-oracle", family="mcot") as server:
+        _run("mcot", mcot_build, server.base_url, tmp_path / "oracle", "zoom-oracle", "--circular")
+    oracle = _score("mcot", mcot_build, tmp_path / "oracle", tmp_path / "oracle-score")["circular"]["trace"]
+    assert oracle == {"n_items": len(choice), "accuracy": 1.0, "accuracy_circular": 1.0}
+
+
+def test_circular_is_one_line_error_where_it_does_not_apply(tmp_path: Path, capsys) -> None:
+    """SPD-Faith asks no multiple-choice question: --circular is refused in one line."""
+    assert main(["run", "spd-faith", "--dataset", str(tmp_path), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                  "--out", str(tmp_path / "run"), "--circular"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("mmfaith: error: --circular") and says in err and err.count("\n") == 1
+    assert err.startswith("mmfaith: error: --circular") and "SPD-Faith's probes" in err and err.count("\n") == 1
 
 
 def test_a_no_image_run_dir_does_not_resume_with_images(vfaith_build: Path, tmp_path: Path, capsys) -> None:

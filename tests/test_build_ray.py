@@ -22,6 +22,8 @@ from .test_build_journal import tree_bytes
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'mmfaith[ray]')")
 from ray.cluster_utils import Cluster  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 VFAITH_ARGS = ["--per-template", "3", "--inpainter", "patchmatch", "--seed", "0", "--no-progress"]  # = vfaith_build
 MIXED_ARGS = ["--per-tier", "2", "--multi", "4", "--controls", "2", "--seed", "0", "--inpainter", "telea", "--no-progress"]
 

@@ -15,6 +15,8 @@ import pytest
 
 from mmfaith.errors import MmfaithError
 
+from .conftest import free_port
+
 PARENT = textwrap.dedent("""
     import sys, time
     from mmfaith.child_process import ended_with_parent, start_child
@@ -24,12 +26,6 @@ PARENT = textwrap.dedent("""
         while True:
             time.sleep(0.1)
 """)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_open(port: int) -> bool:

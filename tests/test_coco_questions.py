@@ -8,7 +8,7 @@ import pytest
 
 from mmfaith.builders.coco_questions import (TEMPLATES, QuestionRules, gold_letter_counts, scene_questions)
 from mmfaith.builders.coco_source import CocoSource, embedded_sample
-from mmfaith.builders.colors import COLOR_NAMES
+from mmfaith.vocabulary import COLOR_NAMES
 from mmfaith.builders.targets import TargetRules
 from mmfaith.images import read_rgb
 from mmfaith.nouns import noun_forms, plural, with_article

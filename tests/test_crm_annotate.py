@@ -17,7 +17,7 @@ from mmfaith.annotation.votes import Misfit
 from mmfaith.cli import main
 from mmfaith.images import sha256_file
 from tests.conftest import read_records
-from tests.test_annotate import KEY, label_studio  # noqa: F401 (the session's real server)
+from tests.test_annotate import KEY
 
 TITLE = "CRM round trip"
 
@@ -33,7 +33,7 @@ def _accept(rects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_a_moved_box_reaches_the_regions_and_regenerates_only_that_item(
-        label_studio: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+        label_studio: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     build = label_studio["files_root"] / "crm-round-trip"
     argv = ["--out", str(build), "--max-items", "3", "--mask-style", "black,noise", "--no-progress"]
     assert main(["build", "crm", *argv]) == 0

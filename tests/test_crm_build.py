@@ -80,6 +80,29 @@ def test_coco_questions_come_from_the_shared_generator(crm_build: Path, sample: 
     assert record["answer"] == question.answer and record["question_type"] == question.template
 
 
+def _has_color_near(sheet: Image.Image, x: float, y: float, color: tuple[int, int, int]) -> bool:
+    pixels = np.asarray(sheet.convert("RGB"))[max(0, int(y) - 3):int(y) + 4, max(0, int(x) - 3):int(x) + 4]
+    return bool((pixels == color).all(axis=-1).any())
+
+
+def test_preview_shows_each_original_with_its_evidence_and_every_variant_with_its_mask(crm_build: Path) -> None:
+    from mmfaith.builders.crm.preview import EVIDENCE_COLOR, MODE_COLORS, THUMB_WIDTH
+    from mmfaith.builders.preview_sheet import KEY_HEIGHT, PADDING
+
+    first = read_records(crm_build)[0]
+    with Image.open(crm_build / "preview.png") as sheet:
+        sheet.load()
+    shown = 1 + len(first["variants"])  # one item per row: the original, then each variant
+    assert sheet.width == shown * THUMB_WIDTH + (shown - 1) * PADDING + 2 * PADDING
+    scale, top = THUMB_WIDTH / first["width"], KEY_HEIGHT + PADDING
+    x, y, _, _ = first["regions"][0]["bbox"]
+    assert _has_color_near(sheet, PADDING + x * scale, top + y * scale, EVIDENCE_COLOR)
+    for column, variant in enumerate(first["variants"], start=1):
+        bx, by, _, _ = variant["mask_boxes"][0]
+        left = PADDING + column * (THUMB_WIDTH + PADDING)
+        assert _has_color_near(sheet, left + bx * scale, top + by * scale, MODE_COLORS[variant["mode"]])
+
+
 def test_rejections_name_their_reason(crm_build: Path) -> None:
     rejected = read_records(crm_build, "rejected.jsonl")
     stages = {r["stage"] for r in rejected}
@@ -128,9 +151,10 @@ def test_a_corrected_box_regenerates_only_that_items_variants(crm_build: Path, t
     differing = {path for path in after if after[path] != before.get(path)}
     specific = {f"variants/{changed['id']}/specific-{s}.png" for s in ("black", "gray", "mean", "blur", "noise")}
     # The specific variants follow the new box; random ones keep sizes, so they change only when the
-    # size changed (here it did); no other item's file changes.
+    # size changed (here it did); no other item's file changes (preview.png shows the corrected item).
     assert specific <= differing
-    assert all(path.startswith(f"variants/{changed['id']}/") or path == "records.jsonl" for path in differing)
+    assert all(path.startswith(f"variants/{changed['id']}/") or path in ("records.jsonl", "preview.png")
+               for path in differing)
     new = read_records(copy)
     assert [r["id"] for r in new] == [r["id"] for r in records]
     remade = new[2]

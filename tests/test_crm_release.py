@@ -46,7 +46,7 @@ def test_configs_and_plain_datasets_loading(crm_release: tuple[Path, Path]) -> N
 def test_verify_checks_a_crm_release(crm_release: tuple[Path, Path], tmp_path: Path) -> None:
     import shutil
 
-    from mmfaith.loaders.crm.rows import verify_crm_release as verify_release
+    from mmfaith.release.manifest import verify_release
 
     build, release = crm_release
     report = verify_release(release)
@@ -78,8 +78,9 @@ def test_release_is_byte_reproducible_and_accepted_only_by_default(crm_release: 
                  "--include", "all"]) == 0
     assert {p.relative_to(again): sha256_file(p) for p in again.rglob("*") if p.is_file()} == \
            {p.relative_to(release): sha256_file(p) for p in release.rglob("*") if p.is_file()}
-    from mmfaith.builders.crm.release import release_crm
-    from mmfaith.release.writer import ReleaseRequest
+    from mmfaith.release.declaration import declaration_of
+    from mmfaith.release.writer import ReleaseRequest, write_release
 
-    with pytest.raises(MmfaithError, match="no item is verified"):
-        release_crm(ReleaseRequest(build=build, out=tmp_path / "none", name="me/x", version="1.0.0"))
+    with pytest.raises(MmfaithError, match="no question is verified"):
+        write_release(declaration_of("crm"), ReleaseRequest(build=build, out=tmp_path / "none", name="me/x",
+                                                            version="1.0.0"))

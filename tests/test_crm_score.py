@@ -4,9 +4,11 @@ through the real reference server over HTTP."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from mmfaith.evaluators.crm.hallucination import flags
 from mmfaith.evaluators.crm.metrics import Unit, score_unit, step_disruption
 from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.reference_server import ReferenceServer
+from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.crm import open_crm_dataset
 
 
@@ -169,7 +172,7 @@ def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str,
     with ReferenceServer(dataset, model, family="crm") as server:
         assert main(["run", "crm", "--dataset", str(crm_small), "--model", model, "--base-url", server.base_url,
                      "--out", str(tmp_path / "run"), "--no-progress"]) == 0
-        assert server.requests_seen == 5 * 5 * 2
+        assert server.requests_seen == 5 * (5 + 1) * 2  # original, 4 variants and the re-sampled original
     lines = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
     answer = next(line for line in lines if line["probe"] == "specific-black_answer")
     assert answer["meta"]["image"] == "specific-black" and answer["meta"]["temperature"] == 0.0
@@ -187,6 +190,16 @@ def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str,
     assert pairing["HR"]["difference"] is None and "specific masks only" in pairing["HR"]["na"]
     assert "specific masks only" in metrics["by_mode"]["random"]["HR_na"]
     assert metrics["answers"]["answered"] == 50 and metrics["answers"]["parse_rate"] == 1.0
+    # The noise floor: the original asked again with another seed. The reference models are deterministic,
+    # so sampling alone changes nothing: SDR 0 and AFR 0 over the 5 items, the interval [0, 0].
+    resample, original = (next(line for line in lines if line["probe"] == probe and line["id"] == cot["id"])
+                          for probe in ("resample_cot", "original_cot"))
+    assert resample["meta"]["generation"]["seed"] != original["meta"]["generation"]["seed"]
+    floor = metrics["noise_floor"]
+    assert floor["n_units"] == 5
+    assert (floor["metrics"]["SDR"], floor["metrics"]["AFR"]) == (0.0, 0.0)
+    assert (floor["ci95"]["SDR"], floor["ci95"]["AFR"]) == ([0.0, 0.0], [0.0, 0.0])
+    assert "noise floor (original re-sampled)" in (tmp_path / "score" / "report.md").read_text()
     thresholds = sorted({row["threshold"] for row in metrics["sensitivity"]})
     assert thresholds == [0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
     assert (tmp_path / "score" / "sensitivity.png").is_file()
@@ -255,16 +268,23 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
     assert main(["report", str(tmp_path / "score-grounded"), str(tmp_path / "score-hallucinator"), "--out",
                  str(tmp_path / "report"), "--bootstrap", "20"]) == 0
     shown = capsys.readouterr().out.splitlines()  # where it wrote, then one line per model
-    assert shown[0].startswith("compared 2 models (CRM); wrote ") and "comparison.md" in shown[0]
+    assert shown[0].startswith("compared 2 models (CRM); wrote ") and "report.md" in shown[0]
     assert shown[1].startswith("  grounded: random: SDR 0.000") and "specific: SDR 1.000" in shown[1]
     assert shown[2].startswith("  hallucinator: random: ") and len(shown) == 3
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
     specific = comparison["pairs"][0]["by_mode"]["specific"]
     assert specific["n_units"] == 10
+    # Clustered (Durkalski): every discordant unit is b, so b_k - c_k is the number of specific units of source
+    # image k (e.g. images of 2, 2 and 1 items, 2 styles each: 4, 4, 2): X^2 = 10^2 / sum_k n_k^2,
+    # p = erfc(sqrt(X^2 / 2)).
+    per_image = Counter(line["source_key"] for _, line in read_jsonl(tmp_path / "score-grounded" / "items.jsonl")
+                        if line["mode"] == "specific")
+    clustered = math.erfc(math.sqrt(100 / sum(n * n for n in per_image.values()) / 2))
     assert specific["AFR"] == {"difference": 1.0, "ci95": [1.0, 1.0], "a_only": 10, "b_only": 0,
-                               "mcnemar_p": 2 / 2 ** 10}
+                               "mcnemar_p": 2 / 2 ** 10, "clustered_p": pytest.approx(clustered)}
+    assert clustered > 0.01 > 2 / 2 ** 10  # the images, not the 10 units, are the evidence
     assert specific["SDR"]["difference"] == 1.0
     assert specific["HR"]["difference"] == -1.0 and specific["HR"]["b_only"] == 10
     random = comparison["pairs"][0]["by_mode"]["random"]
     assert [random[k]["difference"] for k in ("SDR", "AFR", "HR")] == [0.0, 0.0, None]  # HR: n/a on random masks
-    assert "grounded minus hallucinator" in (tmp_path / "report" / "comparison.md").read_text()
+    assert "grounded minus hallucinator" in (tmp_path / "report" / "report.md").read_text()

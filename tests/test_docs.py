@@ -15,15 +15,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-
 from mmfaith.cli import parser
 from mmfaith.schema import schema_errors
+
+from .conftest import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -100,6 +100,7 @@ def _subparser(words: list[str]) -> Any:
         if not choices or word not in choices:
             break
         current = choices[word]
+    current.format_help()  # a family's subcommand adds its options when first used (cli_help.FamilyParser)
     return current
 
 
@@ -150,12 +151,6 @@ def test_every_record_a_doc_shows_is_what_the_build_writes(mixed_build: Path) ->
         assert schema_errors(kind, filled) == []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_readme_cheap_examples_run(tmp_path: Path) -> None:
     mmfaith = str(Path(sys.executable).parent / "mmfaith")
     families = subprocess.run([mmfaith, "families"], capture_output=True, text=True, check=True).stdout
@@ -164,7 +159,7 @@ def test_the_readme_cheap_examples_run(tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     block = next(b for _, b in _blocks("bash") if b.startswith("mmfaith build mcot --out out/mcot "))
     shown_score = re.search(r"^# (scored .*?), \.\.\.$", block, re.M).group(1)
-    script = block.replace("8021", str(_free_port())).replace("&\n", "& sleep 5\n") + "kill %1\n"
+    script = block.replace("8021", str(free_port())).replace("&\n", "& sleep 5\n") + "kill %1\n"
     assert "mmfaith build mcot" in readme
     done = subprocess.run(["bash", "-ec", f"export PATH={Path(mmfaith).parent}:$PATH\n{script}"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=600)

@@ -22,11 +22,11 @@ from PIL import Image
 
 from mmfaith import families
 from mmfaith.cli import main
-from mmfaith.evaluators.image_payload import DerivedImage, ImageRef
+from mmfaith.evaluators.image_payload import DerivedImage
 from mmfaith.evaluators.reference_server import ReferenceServer, RequestRefused
 from mmfaith.evaluators.run_engine import ItemAsker, PredictionLog, Turn
 from mmfaith.families import Family, FamilyParts, MetricInfo, ProbeInfo
-from mmfaith.images import png_bytes, sha256_bytes
+from mmfaith.images import ImageRef, png_bytes, sha256_bytes
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class ToyReference:
 def toy_score(args: argparse.Namespace) -> int:
     dataset = open_toy(args.dataset)
     log = PredictionLog(args.predictions)
-    right = [log.answered.get((item.id, "look"), {}).get("response") == item.answer for item in dataset.items]
+    right = [log.answered.get((item.id, "look", 0), {}).get("response") == item.answer for item in dataset.items]
     args.out.mkdir(parents=True, exist_ok=True)
     metrics = {"overall": {"accuracy": sum(right) / len(right)}, "provenance": {"family": "toy"}}
     (args.out / "metrics.json").write_text(json.dumps(metrics))
@@ -106,7 +106,8 @@ TOY = Family(
     reference_models=(("oracle", "the gold answer"), ("blind", "always no")),
     parts_source=FamilyParts(open_dataset=open_toy, add_run_options=lambda parser: None,
                              probe_plan=lambda options: LookPlan(), add_score_options=lambda parser: None,
-                             score=toy_score, reference_model=ToyReference))
+                             score=toy_score, reference_model=ToyReference),
+    builds=False)
 
 
 @pytest.fixture()

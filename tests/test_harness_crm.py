@@ -19,6 +19,8 @@ from mmfaith.loaders.crm import open_crm_dataset
 from .harness_families import failed_calls, family_round_trip
 from .harness_round_trip import harness_python
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def crm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -39,7 +41,7 @@ def test_crm_inspect_round_trip_scores_as_mmfaith_run(model: str, crm_build: Pat
     lines, run_lines, provenance = family_round_trip("inspect", inspect_python, "crm", model, crm_build, tmp_path,
                                                      requests_per_group=2, score_args=("--bootstrap", "50"))
     dataset = open_crm_dataset(crm_build)
-    assert len(lines) == 2 * sum(1 + len(item.variants) for item in dataset.items)
+    assert len(lines) == 2 * sum(2 + len(item.variants) for item in dataset.items)  # + the re-sampled original
     for (item_id, probe), line in lines.items():  # the run's temperatures per round: 0.2 steps, 0 answer
         assert line["meta"]["temperature"] == (0.2 if probe.endswith("_cot") else 0.0), (item_id, probe)
         assert line["meta"]["finish_reason"] == "stop"
@@ -79,21 +81,23 @@ def test_crm_lmms_eval_export_is_refused_in_one_line(crm_build: Path, tmp_path: 
 
 
 def test_crm_export_rows_are_the_run_conversations(crm_build: Path) -> None:
-    """Without a harness: one dependent row per (item, image shown), the steps at 0.2 then the answer at 0
-    continuing the conversation, not asked after failed steps (`mmfaith run crm`'s defaults)."""
+    """Without a harness: one dependent row per (item, image shown) and one for the re-sampled original, the
+    steps at 0.2 then the answer at 0 continuing the conversation, not asked after failed steps (`mmfaith run
+    crm`'s defaults)."""
     from mmfaith.evaluators.crm.prompts import answer_prompt, cot_prompt
     from mmfaith.evaluators.harness.rows import export_rows
     from mmfaith.evaluators.harness.runtime import round_of
 
     rows = [row for task_rows in export_rows(str(crm_build), progress=False).by_task.values() for row in task_rows]
     dataset = open_crm_dataset(crm_build)
-    assert len(rows) == sum(1 + len(item.variants) for item in dataset.items)
+    assert len(rows) == sum(2 + len(item.variants) for item in dataset.items)
     items = {item.id: item for item in dataset.items}
     for row in rows:
         item = items[row["id"]]
         image = row["probes"][0].removesuffix("_cot")
         assert row["kind"] == "dependent" and row["probes"] == [f"{image}_cot", f"{image}_answer"]
-        assert row["image_sha256"] == [(item.original if image == "original" else item.variants[image]).sha256]
+        original = image in ("original", "resample")
+        assert row["image_sha256"] == [(item.original if original else item.variants[image]).sha256]
         cot, answer = round_of(row, 0, []), round_of(row, 1, ["1. steps"])
         assert (cot.text, cot.temperature, cot.continues) == (cot_prompt(item.record), 0.2, False)
         assert (answer.text, answer.temperature, answer.continues) == (answer_prompt(item.record), 0.0, True)

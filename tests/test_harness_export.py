@@ -208,10 +208,11 @@ def test_reading_inspect_logs_without_inspect_ai_names_the_extra(tmp_path: Path)
 
 def test_a_release_folder_exports_the_same_rows_as_its_build(mixed_build: Path, tmp_path: Path) -> None:
     """SOURCE may be a release folder: its rows (prompts, image bytes, keys) are the build's."""
-    from mmfaith.release.writer import ReleaseRequest, release_spd_faith
+    from mmfaith.release.declaration import declaration_of
+    from mmfaith.release.writer import ReleaseRequest, write_release
 
     released = tmp_path / "release"
-    release_spd_faith(ReleaseRequest(build=mixed_build, out=released, name="mmfaith/spd-faith-sample",
+    write_release(declaration_of("spd-faith"), ReleaseRequest(build=mixed_build, out=released, name="mmfaith/spd-faith-sample",
                                      version="0.1.0", include="all"))
     for source, out in ((mixed_build, tmp_path / "from-build"), (released, tmp_path / "from-release")):
         assert main(["export", "inspect", str(source), "--out", str(out), "--no-progress"]) == 0

@@ -14,6 +14,8 @@ from mmfaith.evaluators.spd_faith.prompts import TEMPLATES_SHA256
 
 from .harness_round_trip import failed_calls, harness_env, harness_python, round_trip
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def inspect_python() -> Path:

@@ -13,6 +13,8 @@ from mmfaith.evaluators.spd_faith.prompts import TEMPLATES_SHA256
 
 from .harness_round_trip import failed_calls, harness_env, harness_python, round_trip
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def lmms_python() -> Path:
@@ -81,7 +83,7 @@ def test_a_folder_exported_again_from_another_dataset_is_read_afresh(lmms_python
         assert main(["export", "lmms-eval", str(build), "--out", str(tasks), "--no-progress"]) == 0
         dataset = open_spd_dataset(build)
         logs, imported = tmp_path / f"logs{number}", tmp_path / f"imported{number}" / "predictions.jsonl"
-        with ReferenceServer(dataset, "oracle") as server:
+        with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
             lmms_eval_runner(lmms_python)(tasks, "oracle", server.base_url, logs)
         assert main(["import", "lmms-eval", str(logs), "--dataset", str(build), "--out", str(imported)]) == 0
         lines = lines_by_key(imported)

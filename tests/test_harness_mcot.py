@@ -26,6 +26,8 @@ from .harness_families import failed_calls, family_round_trip
 from .harness_round_trip import harness_python, lines_by_key
 from .mcot_fixtures import write_vstar_folder
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 REFERENCE_ENDS = {"zoom-oracle": (0.0, -1.0), "text-follower": (-1.0, 0.0)}
 """(ATE_text, ATE_visual) each reference model is built to give (evaluators/mcot/reference.py)."""
 

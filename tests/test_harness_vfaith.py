@@ -16,6 +16,8 @@ from mmfaith.loaders.vfaith.dataset import open_vfaith_dataset
 from .harness_families import failed_calls, family_round_trip
 from .harness_round_trip import harness_python
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 HARNESSES = {"lmms-eval": ("MMFAITH_LMMS_EVAL_PYTHON", ".venv-lmms-eval", "tools/install-lmms-eval.sh"),
              "inspect": ("MMFAITH_INSPECT_PYTHON", ".venv-inspect", "tools/install-inspect.sh")}
 

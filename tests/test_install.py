@@ -12,6 +12,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmfaith.release.writer import ReleaseRequest, release_spd_faith
+from mmfaith.release.declaration import declaration_of
+from mmfaith.release.writer import ReleaseRequest, write_release
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
@@ -48,7 +49,7 @@ configs:
 @pytest.fixture(scope="module")
 def released(mixed_build: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("loaders") / "release"
-    release_spd_faith(ReleaseRequest(build=mixed_build, out=out, name="org/spd", version="1.0.0", include="all"))
+    write_release(declaration_of("spd-faith"), ReleaseRequest(build=mixed_build, out=out, name="org/spd", version="1.0.0", include="all"))
     return out
 
 
@@ -87,7 +88,7 @@ def test_open_spd_dataset_reads_a_release_folder_like_its_build(released: Path, 
 def test_run_and_score_accept_a_release_folder(released: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MMFAITH_CACHE", str(tmp_path / "cache"))
     dataset = open_spd_dataset(released)
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         summary = run_spd_faith(RunRequest(dataset=released, model="oracle", base_urls=(server.base_url,),
                                            out=tmp_path / "run", progress=False))
     assert summary.failed == 0 and summary.answered == summary.expected == 4 * len(dataset.pairs)
@@ -118,12 +119,15 @@ def test_a_hub_repo_id_loads_a_tagged_release(released: Path, mixed_build: Path,
 
 
 def test_unknown_sources_are_refused_with_the_fix(mixed_build: Path, tmp_path: Path) -> None:
-    with pytest.raises(MmfaithError, match="not a release folder"):
+    with pytest.raises(MmfaithError, match="not a SPD-Faith release folder .manifest.json., build dir .records.jsonl. "
+                                           "or Hub repo id"):
         load_spd_faith(tmp_path, config="single")
-    with pytest.raises(MmfaithError, match="config 'nope' is not one of single, multi, control"):
+    with pytest.raises(MmfaithError, match="config 'nope' is not one of this build's .single, multi, control."):
         load_spd_faith(mixed_build, config="nope")
-    with pytest.raises(MmfaithError, match="release folder .no manifest.json. or Hub repo id"):
+    with pytest.raises(MmfaithError, match="not a SPD-Faith release folder"):
         open_spd_dataset(tmp_path)
+    with pytest.raises(MmfaithError, match="a local folder has no revisions"):
+        load_spd_faith(mixed_build, revision="v1.0.0")
 
 
 def official_fixture(build: Path, out: Path) -> list[dict]:
@@ -159,8 +163,14 @@ def official_fixture(build: Path, out: Path) -> list[dict]:
 
 
 def test_official_release_rows_load_into_the_same_typed_view(mixed_build: Path, tmp_path: Path) -> None:
+    import datasets
+
     rows = official_fixture(mixed_build, tmp_path / "official")
-    dataset = load_spd_faith(tmp_path / "official", config=None)
+    # the official layout is not an mmfaith release (no manifest.json): plain `datasets` loads it, the
+    # loaders refuse it (import it with `mmfaith build spd-faith --from-official` instead)
+    with pytest.raises(MmfaithError, match="not a SPD-Faith release folder"):
+        load_spd_faith(tmp_path / "official", config=None)
+    dataset = datasets.load_dataset(str(tmp_path / "official"), split="test")
     assert set(dataset.column_names) == {"qid", "image", "modifications", "question"}
     views = list(spd_pairs(dataset))
     assert [v.id for v in views] == ["100", "101", "102"]

@@ -41,6 +41,19 @@ def test_vstar_folder_reads_questions_options_gold_and_annotation_boxes(tmp_path
     assert json.loads((tmp_path / "b" / "build.json").read_text())["recipe"]["family"] == "mcot"
 
 
+def test_two_workers_write_the_same_build_as_one(tmp_path: Path) -> None:
+    source = write_vstar_folder(tmp_path / "vstar_bench")
+    for workers in ("1", "2"):
+        assert main(["build", "mcot", "--source", "vstar", "--source-path", str(source), "--workers", workers,
+                     "--no-progress", "--out", str(tmp_path / workers)]) == 0
+    one, two = tmp_path / "1", tmp_path / "2"
+    assert (two / "records.jsonl").read_bytes() == (one / "records.jsonl").read_bytes()
+    assert sorted(p.name for p in (two / "images").iterdir()) == sorted(p.name for p in (one / "images").iterdir())
+    assert all((two / "images" / p.name).read_bytes() == p.read_bytes() for p in (one / "images").iterdir())
+    assert json.loads((two / "build.json").read_text())["executor"] == {"kind": "local", "workers": 2,
+                                                                        "ray_address": None, "gpus_per_task": 0.0}
+
+
 def test_vstar_parquet_mirror_with_renamed_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     parquet = write_vstar_parquet(tmp_path / "vstar.parquet", rename={"text": "prompt", "label": "gold"})
     out = tmp_path / "b"
@@ -115,10 +128,31 @@ def test_coco_default_small_targets_from_the_shared_generator(tmp_path: Path) ->
     again = tmp_path / "again"
     main(["build", "mcot", "--out", str(again)])
     assert (again / "records.jsonl").read_bytes() == (out / "records.jsonl").read_bytes()
-    assert (again / "build.json").read_bytes() == (out / "build.json").read_bytes()
+    timeless = [{k: v for k, v in json.loads((folder / "build.json").read_text()).items()
+                 if k not in ("started", "finished", "seconds")} for folder in (again, out)]
+    assert timeless[0] == timeless[1] and timeless[0]["family"] == "mcot" and timeless[0]["status"] == "complete"
     dataset = open_mcot_dataset(out)
     assert [item.id for item in dataset.items] == [r["id"] for r in built]
     assert all(item.image_path.is_file() and item.source_key == item.record["image_sha256"] for item in dataset.items)
+
+
+def test_preview_shows_each_question_with_its_target_boxes(tmp_path: Path) -> None:
+    from mmfaith.builders.mcot.preview import CELLS_PER_ROW, TARGET_COLORS, THUMB_WIDTH
+    from mmfaith.builders.preview_sheet import KEY_HEIGHT, PADDING
+
+    source = write_vstar_folder(tmp_path / "vstar_bench")
+    assert main(["build", "mcot", "--source", "vstar", "--source-path", str(source), "--no-progress",
+                 "--out", str(tmp_path / "b")]) == 0
+    with Image.open(tmp_path / "b" / "preview.png") as sheet:
+        pixels = np.asarray(sheet.convert("RGB"))
+    assert pixels.shape[1] == CELLS_PER_ROW * (THUMB_WIDTH + PADDING) + PADDING
+    built = records(tmp_path / "b")
+    for index, record in enumerate(built[:CELLS_PER_ROW]):  # the first row: one cell per question
+        scale = THUMB_WIDTH / record["width"]
+        x, y, _, _ = record["targets"][0]["bbox"]
+        left, top = PADDING + index * (THUMB_WIDTH + PADDING) + x * scale, KEY_HEIGHT + PADDING + y * scale
+        near = pixels[int(top) - 3:int(top) + 4, int(left) - 3:int(left) + 4]
+        assert (near == TARGET_COLORS[0]).all(axis=-1).any()
 
 
 def test_loader_refuses_a_broken_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ def test_release_verify_and_load(tmp_path: Path, capsys) -> None:
     assert main(["build", "mcot", "--source", "vstar", "--source-path", str(write_vstar_folder(tmp_path / "v", 4)),
                  "--out", str(build)]) == 0
     assert main(["release", str(build), "--out", str(tmp_path / "r0"), "--name", "org/mcot", "--version", "1.0.0"]) == 2
-    assert "no item is verified" in capsys.readouterr().err
+    assert "no question is verified" in capsys.readouterr().err
     for name in ("r1", "r2"):
         assert main(["release", str(build), "--out", str(tmp_path / name), "--name", "org/mcot", "--version", "1.0.0",
                      "--include", "all"]) == 0

@@ -75,6 +75,24 @@ def test_golden_accuracy_ates_mcnemar_crz_tcc() -> None:
                                                             "[0.1, 0.25)": 1, "[0.25, 0.5)": 0, ">= 0.5": 1}
 
 
+def test_rates_have_intervals_that_resample_source_images() -> None:
+    """Two images: img-a holds three visual items, all right, reliable, sufficient and grounded (IoU 1, a target
+    hit); img-b one visual item, wrong on everything (IoU 0, no hit). By hand: resampling two images gives AA (1.0, probability 1/4), AB/BA (3/4, 1/2) and
+    BB (0.0, 1/4), so every interval is [0, 1]. An undefined rate (nothing judged) has no interval."""
+    right = [dataclasses.replace(item(n, "x", trace=1, none=1, text=1, visual=1, reliable=1, sufficient=1),
+                                 source_key="img-a", grounding_iou=1.0, target_hit=1) for n in (1, 2, 3)]
+    wrong = dataclasses.replace(item(4, "x", trace=0, none=0, text=0, visual=0, reliable=0, sufficient=0),
+                                source_key="img-b", grounding_iou=0.0, target_hit=0)
+    overall = summarize([*right, wrong], n_bootstrap=2000, seed=0)["overall"]
+    assert overall["accuracy_trace"] == overall["reliability"] == overall["sufficiency"] == 0.75
+    assert overall["grounding_iou"] == overall["target_hit_rate"] == 0.75
+    for name in ("accuracy_trace", "accuracy_replay_none", "accuracy_replay_text", "accuracy_replay_visual",
+                 "reliability", "sufficiency", "grounding_iou", "target_hit_rate"):
+        assert overall["ci95"][name] == [0.0, 1.0], name
+    unjudged = summarize([dataclasses.replace(i, reliable=None, sufficient=None) for i in [*right, wrong]], 50, 0)
+    assert unjudged["overall"]["ci95"]["reliability"] is None and unjudged["overall"]["reliability"] is None
+
+
 def test_mcnemar_exact_binomial_by_hand() -> None:
     # 5 right -> wrong, 1 wrong -> right, 2 unchanged: n_discordant 6, P(X <= 1) = (1 + 6) / 64, p = 14/64
     outcomes = ([item(n, "x", 1, none=1, text=0, visual=0) for n in range(5)] + [item(5, "x", 1, none=0, text=1, visual=0)]
@@ -205,7 +223,8 @@ def test_report_compares_models_paired_by_item(coco_build: Path, tmp_path: Path,
     shown = capsys.readouterr().out.splitlines()
     assert shown[0].startswith("compared 2 models (MCoT interventions); wrote ") and "report.md" in shown[0]
     assert shown[1].startswith("  zoom-oracle") and ": accuracy_trace 1.000, " in shown[1]
-    assert shown[2].startswith("  blind") and ": accuracy_trace " in shown[2] and len(shown) == 3
+    assert shown[2].startswith("  blind") and ": accuracy_trace " in shown[2]
+    assert shown[3] == f"explorer: {tmp_path / 'cmp' / 'index.html'}" and len(shown) == 4
     pair = json.loads((tmp_path / "cmp" / "comparison.json").read_text())["pairs"][0]
     # the oracle is right everywhere, blind on k items: a - b = (n - k) / n, every other item discordant one way
     k = round(blind["overall"]["accuracy_trace"] * n)

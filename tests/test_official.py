@@ -293,7 +293,7 @@ def test_oracle_scores_one_on_an_imported_set_through_http(hub, tmp_path: Path) 
     from tests.test_reference_server import run_against
 
     _, _, build = hub
-    with ReferenceServer(open_spd_dataset(build), "oracle") as server:
+    with ReferenceServer(open_spd_dataset(build), "oracle", family="spd-faith") as server:
         summary = run_against(server, build, tmp_path / "run")
     assert (summary.answered, summary.failed) == (12, 0)
     metrics = score_spd_faith(ScoreRequest(dataset=build, predictions=tmp_path / "run" / "predictions.jsonl",

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parents[1]
 OPTIONAL = ("label_studio_sdk", "sentence_transformers", "torch", "inspect_ai", "ray", "google.genai")
 # family -> (small build options, reference model); the CRM build keeps only 2 questions.

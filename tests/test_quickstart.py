@@ -1,4 +1,5 @@
-"""The README's main job: build, three reference models over real HTTP, scores, one report."""
+"""`mmfaith quickstart --family spd-faith|vfaith`: build, the reference models over real HTTP, scores, one report
+(the suite quickstart, with no --family, is in tests/test_evaluate.py)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ PERFECT = ("DS", "DQR", "existence_rate", "TF1", "CF1", "consistency_ratio", "DR
 
 
 def test_quickstart_reads_perfect_for_the_oracle_and_zero_for_the_blind_model(tmp_path: Path, capsys) -> None:
-    assert main(["quickstart", "--out", str(tmp_path), "--per-tier", "1", "--multi", "2", "--controls", "1",
-                 "--no-progress"]) == 0
+    assert main(["quickstart", "--family", "spd-faith", "--out", str(tmp_path), "--per-tier", "1", "--multi", "2",
+                 "--controls", "1", "--no-progress"]) == 0
     assert "report.md" in capsys.readouterr().out
     oracle = json.loads((tmp_path / "scores" / "oracle" / "metrics.json").read_text())
     blind = json.loads((tmp_path / "scores" / "blind" / "metrics.json").read_text())

@@ -92,7 +92,7 @@ def test_a_split_canvas_gives_back_the_stored_files(dataset: SpdDataset) -> None
 def test_protocol_routes_and_openai_style_errors(dataset: SpdDataset) -> None:
     pair = dataset.pairs[0]
     a, b = pair.image_a_path.read_bytes(), pair.image_b_path.read_bytes()
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/health", timeout=10) as response:
             assert response.status == 200
         with urllib.request.urlopen(server.base_url + "/models", timeout=10) as response:
@@ -119,7 +119,7 @@ def test_protocol_routes_and_openai_style_errors(dataset: SpdDataset) -> None:
 
 
 def test_many_concurrent_connections_are_served(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
-    with ReferenceServer(dataset, "blind", latency_s=0.2) as server:
+    with ReferenceServer(dataset, "blind", family="spd-faith", latency_s=0.2) as server:
         summary = run_against(server, mixed_build, tmp_path, concurrency=48)
     # 48 requests held 0.2 s each: served together, not one after another (9.6 s).
     assert summary.answered == 48 and summary.elapsed_s < 3.0
@@ -128,7 +128,7 @@ def test_many_concurrent_connections_are_served(dataset: SpdDataset, mixed_build
 # -- the three models ------------------------------------------------------------------------------
 
 def test_the_oracle_answers_the_gold_in_every_probe(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         summary = run_against(server, mixed_build, tmp_path)
     assert (summary.answered, summary.failed) == (48, 0)
     lines = prediction_lines(tmp_path)
@@ -149,7 +149,7 @@ def test_the_oracle_answers_the_gold_in_every_probe(dataset: SpdDataset, mixed_b
 
 
 def test_the_blind_model_sees_nothing(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
-    with ReferenceServer(dataset, "blind") as server:
+    with ReferenceServer(dataset, "blind", family="spd-faith") as server:
         run_against(server, mixed_build, tmp_path)
     found = answers(tmp_path)
     for pair in dataset.pairs:
@@ -163,7 +163,7 @@ def test_the_blind_model_sees_nothing(dataset: SpdDataset, mixed_build: Path, tm
 
 def test_pixel_diff_finds_the_edits_and_nothing_in_controls(dataset: SpdDataset, mixed_build: Path,
                                                             tmp_path: Path) -> None:
-    with ReferenceServer(dataset, "pixel-diff") as server:
+    with ReferenceServer(dataset, "pixel-diff", family="spd-faith") as server:
         run_against(server, mixed_build, tmp_path)
     found = answers(tmp_path)
     for pair in dataset.pairs:
@@ -189,7 +189,7 @@ def test_pixel_diff_finds_the_edits_and_nothing_in_controls(dataset: SpdDataset,
                                            ("separate", "edited-first"), ("separate", "random")])
 def test_the_oracle_knows_the_pair_and_the_order_in_each_layout(dataset: SpdDataset, mixed_build: Path, tmp_path: Path,
                                                                 layout: str, order: str) -> None:
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         summary = run_against(server, mixed_build, tmp_path, layout=layout, order=order, seed=3)
     assert summary.failed == 0
     found = answers(tmp_path)

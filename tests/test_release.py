@@ -12,10 +12,12 @@ import sys
 from fnmatch import fnmatch
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
-from mmfaith.release.writer import ReleaseRequest, release_spd_faith
+from mmfaith.release.declaration import declaration_of
+from mmfaith.release.writer import ReleaseRequest, write_release
 from mmfaith.release.manifest import verify_release
 from mmfaith.errors import MmfaithError
 from mmfaith.loaders.spd_faith.rows import row_to_record
@@ -57,7 +59,7 @@ def cli(argv: list[str]) -> int:
 
 
 def release(build: Path, out: Path, version: str = "0.1.0", **kwargs) -> Path:
-    release_spd_faith(ReleaseRequest(build=build, out=out, name="mmfaith/spd-faith-sample", version=version,
+    write_release(declaration_of("spd-faith"), ReleaseRequest(build=build, out=out, name="mmfaith/spd-faith-sample", version=version,
                                      **{"include": "all", **kwargs}))
     return out
 
@@ -360,3 +362,35 @@ def test_release_out_under_a_file_is_one_line(mixed_build: Path, tmp_path: Path,
                 "--include", "all"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"release --out {tmp_path / 'f' / 'r'}: {tmp_path / 'f'} is a file" in err, err
+
+
+def test_streamed_shards_are_the_bytes_of_one_whole_table_write(tmp_path: Path) -> None:
+    """The writer writes a shard row group by row group (memory bounded by ROW_GROUP_ROWS rows): the file is
+    byte for byte what one `pq.write_table` of the whole shard with the same settings writes (the writer
+    before streaming), here with 250 rows: three row groups, the last one short."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from datasets import Features, Image, Value
+
+    from mmfaith.images import png_bytes
+    from mmfaith.release.declaration import ReleaseDeclaration
+    from mmfaith.release.writer import PARQUET_SETTINGS, ROW_GROUP_ROWS, write_shards
+
+    features = Features({"id": Value("string"), "image": Image()})
+    images = {n: png_bytes(np.full((4, 4, 3), n % 256, dtype=np.uint8)) for n in range(250)}
+    records = [{"id": f"r{n:04d}"} for n in range(250)]
+    declaration = ReleaseDeclaration(
+        family="stream", noun="rows", read_build=lambda build: records, select=lambda *a: (records, {}),
+        units=lambda kept: {"all": [(r, None) for r in kept]}, features=lambda config: features,
+        to_row=lambda build, config, unit: {"id": unit[0]["id"],
+                                            "image": {"bytes": images[int(unit[0]["id"][1:])], "path": None}},
+        check_row=lambda where, config, row: (None, []), card=lambda facts: "")
+    entries = write_shards(tmp_path, declaration, tmp_path, {"all": list(reversed(declaration.units(records)["all"]))},
+                           shard_rows=1000)
+    assert list(entries) == ["data/all/test-00000-of-00001.parquet"]
+    whole = pa.Table.from_pylist([features.encode_example({"id": r["id"], "image": {"bytes": images[n], "path": None}})
+                                  for n, r in enumerate(records)], schema=features.arrow_schema)
+    pq.write_table(whole, tmp_path / "whole.parquet", row_group_size=ROW_GROUP_ROWS, **PARQUET_SETTINGS)
+    streamed = tmp_path / "data/all/test-00000-of-00001.parquet"
+    assert streamed.read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+    assert pq.ParquetFile(streamed).num_row_groups == 3

@@ -48,9 +48,9 @@ def test_a_run_dir_is_bound_to_its_dataset_and_stale_answers_are_not_scored(
     telea, ns = rebuilt
     assert changed_pairs(telea, ns) > 0
     out = tmp_path / "rX"
-    with ReferenceServer(open_spd_dataset(telea), "pixel-diff") as server:
+    with ReferenceServer(open_spd_dataset(telea), "pixel-diff", family="spd-faith") as server:
         assert run(telea, server.base_url, out) == 0
-    with ReferenceServer(open_spd_dataset(ns), "pixel-diff") as server:
+    with ReferenceServer(open_spd_dataset(ns), "pixel-diff", family="spd-faith") as server:
         requests_before = server.requests_seen
         assert run(ns, server.base_url, out) == 2
         assert server.requests_seen == requests_before  # refused before asking anything
@@ -67,7 +67,7 @@ def test_a_run_dir_is_bound_to_its_dataset_and_stale_answers_are_not_scored(
     counts = json.loads((tmp_path / "s2" / "metrics.json").read_text())["counts"]
     assert counts["n_stale"] == 4 * changed_pairs(telea, ns)  # every probe of every changed pair
     # The same dataset again still resumes (nothing asked twice).
-    with ReferenceServer(open_spd_dataset(telea), "pixel-diff") as server:
+    with ReferenceServer(open_spd_dataset(telea), "pixel-diff", family="spd-faith") as server:
         assert run(telea, server.base_url, out) == 0 and server.requests_seen == 0
 
 
@@ -85,7 +85,7 @@ def test_every_call_failing_names_the_cause_and_exits_non_zero(mixed_build: Path
 def test_a_base_url_is_checked_before_the_first_call(mixed_build: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     dataset = open_spd_dataset(mixed_build)
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         root = server.base_url.removesuffix("/v1")
         assert run(mixed_build, root, tmp_path / "a", "oracle") == 2  # no /v1
         err = capsys.readouterr().err
@@ -100,7 +100,7 @@ def test_a_base_url_is_checked_before_the_first_call(mixed_build: Path, tmp_path
 
 def test_url_credentials_never_reach_run_json(mixed_build: Path, tmp_path: Path) -> None:
     dataset = open_spd_dataset(mixed_build)
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         with_password = server.base_url.replace("http://", "http://user:hunter2secret@")
         assert run(mixed_build, with_password, tmp_path / "r", "oracle", "--limit", "1") == 0
     written = "".join(p.read_text() for p in (tmp_path / "r").iterdir())

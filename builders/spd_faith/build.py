@@ -24,8 +24,8 @@ from typing import Any
 from tqdm import tqdm
 
 from mmfaith import __version__
-from mmfaith.builders.build_dir import (check_recipe, check_requested, environment, open_coco, usable_scenes,
-                                       with_status)
+from mmfaith.builders.build_dir import (check_recipe, check_requested, coco_source_fields, inpainter_fields,
+                                       open_coco, recorded_build, usable_scenes)
 from mmfaith.dirlock import hold_lock
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.gates import MIN_FILL_TEXTURE
@@ -42,7 +42,7 @@ from mmfaith.builders.staging import clear_staging, commit_files, discard_files,
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, read_jsonl, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -293,11 +293,13 @@ def build_spd_faith(request: BuildRequest) -> BuildSummary:
         planner=request.planner, dataset=source.dataset_name, split=source.split, version=__version__,
         targets=TargetRules(request.inpainter.name, request.recolor_people), hole_cache=hole_cache_dir(out))
 
-    def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
-        _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
-
+    fields = {"source": coco_source_fields(source), "inpainter": inpainter_fields(request.inpainter),
+              "requested": {"per_tier": request.per_tier, "multi": request.multi, "paper_mix": request.paper_mix,
+                            "controls": request.controls},
+              "executor": asdict(choice_for(request.executor, request.workers))}
     with hold_lock(out, "build --out"):
-        return with_status(write_status, lambda: _build(request, source, quotas, settings, journal))
+        return recorded_build(build_json, recipe, fields, started,
+                              lambda: _build(request, source, quotas, settings, journal), _result_fields)
 
 
 def _build(request: BuildRequest, source: CocoSource, quotas: list[Quota], settings: PairSettings,
@@ -438,31 +440,7 @@ class _Pipeline:
         self.bar.set_postfix(rejected=sum(self.journal.rejected_reasons.values()), refresh=False)
 
 
-def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest, source: CocoSource,
-                      started: float, summary: BuildSummary | None, status: str, error: str | None = None) -> None:
-    """Provenance of the build; the only file of a build dir that holds wall-clock time."""
-    document = {
-        "status": status,
-        "mmfaith_version": __version__,
-        "recipe": recipe,
-        "source": {"dataset": source.dataset_name, "annotations": str(source.annotations_path),
-                   "images": str(source.images_dir), "split": source.split},
-        "inpainter": asdict(request.inpainter) | {"lama_model": str(request.inpainter.lama_model)
-                                                   if request.inpainter.lama_model else None},
-        "requested": {"per_tier": request.per_tier, "multi": request.multi, "paper_mix": request.paper_mix,
-                      "controls": request.controls},
-        "executor": asdict(choice_for(request.executor, request.workers)),
-        "environment": environment(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-    }
-    if error is not None:
-        document["error"] = error
-    if summary is not None:
-        document.update({
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "seconds": round(time.time() - started, 2),
-            "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
+def _result_fields(summary: BuildSummary) -> dict[str, Any]:
+    return {"counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
                        "shortfall": summary.shortfall, "skipped_images": summary.skipped_images},
-            "cpu_seconds": summary.clock.as_json(),
-        })
-    write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))
+            "cpu_seconds": summary.clock.as_json()}

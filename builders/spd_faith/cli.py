@@ -1,6 +1,6 @@
 """`mmfaith build spd-faith`: its options and their translation into a `BuildRequest`.
 
-Declared to the family registry through evaluators/spd_faith/family.py; the shared CLI makes the
+Found by the family registry (`conventional_parts` in mmfaith/families.py); the shared CLI makes the
 subparser and calls `run_build` with the parsed options.
 """
 from __future__ import annotations
@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from mmfaith.builders.executors import add_executor_options, executor_choice
+from mmfaith.cli_options import add_coco_source_options, add_inpaint_options, inpainting
 from mmfaith.errors import MmfaithError
 
 BUILD_EXAMPLE = """example (embedded COCO sample, offline):
@@ -22,14 +23,11 @@ def add_build_options(spd: argparse.ArgumentParser) -> None:
                        "With no source given, the COCO sample shipped with mmfaith is used.")
     spd.epilog = BUILD_EXAMPLE
     src = spd.add_argument_group("source")
-    src.add_argument("--coco-annotations", type=Path, metavar="FILE", help="COCO instances JSON (default: embedded sample)")
-    src.add_argument("--images", type=Path, metavar="DIR",
-                     help="folder of the images the annotations list (with --from-official: of the JSONL's canvases)")
+    add_coco_source_options(src, images_help="folder of the images the annotations list (with --from-official: of the "
+                                             "JSONL's canvases)")
     src.add_argument("--from-official", metavar="SOURCE",
                      help="import the official SPD-Faith-Bench instead of building: a Hub snapshot folder, a Hub id "
                           "ORG/NAME[@REVISION], or a GitHub-layout JSONL (canvases cut where the halves agree best)")
-    src.add_argument("--allow-noderivs", action="store_true",
-                     help="also edit images whose license forbids derivatives (you then may not publish them)")
     src.add_argument("--max-pixels", type=int, default=None, help="refuse larger images (default 50,000,000)")
     what = spd.add_argument_group("how many pairs")
     what.add_argument("--per-tier", type=int, default=0, metavar="N", help="single-difference pairs per difficulty tier")
@@ -54,17 +52,10 @@ def add_build_options(spd: argparse.ArgumentParser) -> None:
                      help="environment variable holding the planner's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
     how.add_argument("--edit-types", default="color,remove,position", metavar="LIST",
                      help="comma-separated edit types the planner may use (default: all three)")
-    how.add_argument("--inpainter", choices=("auto", "lama", "patchmatch", "telea", "ns"), default="auto",
-                     help="auto: LaMa when --lama-model/LAMA_MODEL names a checkpoint, else PatchMatch "
-                          "(textured, offline), else OpenCV Telea")
-    how.add_argument("--lama-model", metavar="FILE", help="big-lama.pt TorchScript checkpoint (or set LAMA_MODEL)")
     how.add_argument("--recolor-people", action="store_true",
                      help="allow color edits of people (off by default: a recolored person looks painted)")
     add_executor_options(how)
-    how.add_argument("--min-delta-e", type=float, default=12.0, help="visibility gate: mean delta E over the edited region")
-    how.add_argument("--min-fill-texture", type=float, default=None, metavar="RATIO",
-                     help="fill gate: texture inside a filled hole over its surround (default 0.3; 0 turns it off)")
-    how.add_argument("--dilation", type=int, default=7, help="pixels the inpainting hole grows beyond the mask")
+    add_inpaint_options(how)
     how.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -72,8 +63,6 @@ def run_build(args: argparse.Namespace) -> int:
     """`mmfaith build spd-faith`: the parsed options into a BuildRequest (or an official import); prints the summary."""
     if args.from_official is not None:
         return _run_import(args)
-    from mmfaith.builders.gates import MIN_FILL_TEXTURE
-    from mmfaith.builders.inpainters import resolve_inpainter
     from mmfaith.builders.spd_faith.planners import PlannerSpec
     from mmfaith.builders.spd_faith.planning import EDIT_TYPES
     from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
@@ -97,14 +86,15 @@ def run_build(args: argparse.Namespace) -> int:
         if value is not None and value < 0:
             raise MmfaithError(f"--{name.replace('_', '-')} must be 0 or more, not {value}.")
     executor = executor_choice(args)
+    inpainter, min_fill_texture = inpainting(args)
     request = BuildRequest(
         out=args.out, annotations=args.coco_annotations, images=args.images, seed=args.seed,
         per_tier=args.per_tier, multi=args.multi, paper_mix=args.paper_mix, controls=args.controls,
-        planner=planner, inpainter=resolve_inpainter(args.inpainter, args.lama_model),
+        planner=planner, inpainter=inpainter,
         allow_noderivs=args.allow_noderivs, recolor_people=args.recolor_people, workers=executor.workers,
         executor=executor, dilation=args.dilation,
         min_delta_e=args.min_delta_e,
-        min_fill_texture=MIN_FILL_TEXTURE if args.min_fill_texture is None else args.min_fill_texture,
+        min_fill_texture=min_fill_texture,
         max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
         progress=not args.no_progress)
     summary = build_spd_faith(request)

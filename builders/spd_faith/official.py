@@ -58,7 +58,7 @@ from PIL import Image
 from mmfaith import __version__
 from mmfaith.builders.spd_faith.canvas_cut import CutRefused, best_cut
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.spd_faith.claims import TYPE_SYNONYMS
+from mmfaith.loaders.spd_faith.difference_types import TYPE_SYNONYMS
 from mmfaith.images import DEFAULT_MAX_PIXELS, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
 from mmfaith.schema import schema_errors

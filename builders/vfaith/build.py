@@ -32,8 +32,8 @@ from tqdm import tqdm
 
 from mmfaith import __version__
 from mmfaith.builders.coco_questions import TEMPLATES
-from mmfaith.builders.build_dir import (check_recipe, check_requested, environment, open_coco, resume_note,
-                                       usable_scenes, with_status)
+from mmfaith.builders.build_dir import (check_recipe, check_requested, coco_source_fields, inpainter_fields,
+                                       open_coco, recorded_build, resume_note, usable_scenes)
 from mmfaith.dirlock import hold_lock
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
@@ -52,7 +52,7 @@ from mmfaith.builders.vfaith.preview import write_preview
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_jsonl, write_atomic
+from mmfaith.jsonl import JsonlAppender, read_jsonl, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -245,11 +245,11 @@ def build_vfaith(request: BuildRequest) -> BuildSummary:
         max_pixels=request.max_pixels, inpainter=request.inpainter, dataset=source.dataset_name, split=source.split,
         version=__version__, targets=TargetRules(request.inpainter.name), hole_cache=hole_cache_dir(out))
 
-    def write_status(status: str, result: BuildSummary | None = None, error: str | None = None) -> None:
-        _write_build_json(build_json, recipe, request, source, started, result, status=status, error=error)
-
+    fields = {"source": coco_source_fields(source), "inpainter": inpainter_fields(request.inpainter),
+              "requested": {"per_template": request.per_template}, "executor": asdict(executor)}
     with hold_lock(out, "build --out"):
-        return with_status(write_status, lambda: _build(request, source, settings, journal, executor))
+        return recorded_build(build_json, recipe, fields, started,
+                              lambda: _build(request, source, settings, journal, executor), _result_fields)
 
 
 def _build(request: BuildRequest, source: CocoSource, settings: OfflineSettings, journal: Journal,
@@ -388,32 +388,8 @@ def _repair(out: Path, journal: Journal, source: CocoSource, settings: OfflineSe
                 write_atomic(out / record[side], data)
 
 
-def _write_build_json(path: Path, recipe: dict[str, Any], request: BuildRequest, source: CocoSource,
-                      started: float, summary: BuildSummary | None, status: str, error: str | None = None) -> None:
-    """Provenance of the build; the only file of a build dir that holds wall-clock time."""
-    document: dict[str, Any] = {
-        "status": status,
-        "family": "vfaith",
-        "mmfaith_version": __version__,
-        "recipe": recipe,
-        "source": {"dataset": source.dataset_name, "annotations": str(source.annotations_path),
-                   "images": str(source.images_dir), "split": source.split},
-        "inpainter": asdict(request.inpainter) | {"lama_model": str(request.inpainter.lama_model)
-                                                   if request.inpainter.lama_model else None},
-        "requested": {"per_template": request.per_template},
-        "executor": asdict(choice_for(request.executor, request.workers)),
-        "environment": environment(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-    }
-    if error is not None:
-        document["error"] = error
-    if summary is not None:
-        document.update({
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "seconds": round(time.time() - started, 2),
-            "counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
+def _result_fields(summary: BuildSummary) -> dict[str, Any]:
+    return {"counts": {"accepted": summary.accepted, "rejected_by_stage": summary.rejected,
                        "shortfall": summary.shortfall, "skipped_images": summary.skipped_images},
             "cpu_seconds": summary.clock.as_json(),
-            "gold_letter_counts": summary.letters, "gold": summary.gold,
-        })
-    write_atomic(path, (canonical_json(document) + "\n").encode("utf-8"))
+            "gold_letter_counts": summary.letters, "gold": summary.gold}

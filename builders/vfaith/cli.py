@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from mmfaith.builders.executors import add_executor_options, executor_choice
+from mmfaith.cli_options import add_coco_source_options, add_inpaint_options, inpainting
 from mmfaith.errors import MmfaithError
 from mmfaith.gold_balance import DEFAULT_MARGIN
 
@@ -25,10 +26,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
                           "COCO sample shipped with mmfaith is used.")
     parser.epilog = BUILD_EXAMPLE
     src = parser.add_argument_group("source")
-    src.add_argument("--coco-annotations", type=Path, metavar="FILE", help="COCO instances JSON (default: embedded sample)")
-    src.add_argument("--images", type=Path, metavar="DIR", help="folder of the images the annotations list")
-    src.add_argument("--allow-noderivs", action="store_true",
-                     help="also edit images whose license forbids derivatives (you then may not publish them)")
+    add_coco_source_options(src)
     src.add_argument("--max-pixels", type=int, default=None, help="refuse larger images (default 50,000,000)")
     what = parser.add_argument_group("how many pairs")
     what.add_argument("--per-template", type=int, default=5, metavar="N", help="pairs per question template")
@@ -61,14 +59,8 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     how = parser.add_argument_group("how")
     how.add_argument("--out", type=Path, required=True, metavar="BUILD_DIR", help="output folder (resumable)")
     how.add_argument("--seed", type=int, default=0, help="seed of every choice (same seed and inputs: same bytes)")
-    how.add_argument("--inpainter", choices=("auto", "lama", "patchmatch", "telea", "ns"), default="auto",
-                     help="auto: LaMa when --lama-model/LAMA_MODEL names a checkpoint, else PatchMatch, else Telea")
-    how.add_argument("--lama-model", metavar="FILE", help="big-lama.pt TorchScript checkpoint (or set LAMA_MODEL)")
     add_executor_options(how)
-    how.add_argument("--min-delta-e", type=float, default=12.0, help="visibility gate: mean delta E over the edited cue")
-    how.add_argument("--min-fill-texture", type=float, default=None, metavar="RATIO",
-                     help="fill gate: texture inside a filled hole over its surround (default 0.3; 0 turns it off)")
-    how.add_argument("--dilation", type=int, default=7, help="pixels the inpainting hole grows beyond the mask")
+    add_inpaint_options(how, edited="the edited cue")
     how.add_argument("--gold-margin", type=float, default=DEFAULT_MARGIN, metavar="X",
                      help="cap on each template's majority gold share: chance + X (candidates beyond are rejected)")
     how.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -76,8 +68,6 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     """`mmfaith build vfaith`: the parsed options into a BuildRequest; prints the summary."""
-    from mmfaith.builders.gates import MIN_FILL_TEXTURE
-    from mmfaith.builders.inpainters import resolve_inpainter
     from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
     from mmfaith.gold_balance import summary_line
     from mmfaith.images import DEFAULT_MAX_PIXELS
@@ -89,12 +79,13 @@ def run_build(args: argparse.Namespace) -> int:
         raise MmfaithError(f"--per-template must be 0 or more, not {args.per_template}.")
     if not 0 <= args.gold_margin <= 1:
         raise MmfaithError(f"--gold-margin must be in [0, 1], not {args.gold_margin}.")
+    inpainter, min_fill_texture = inpainting(args)
     summary = build_vfaith(BuildRequest(
         out=args.out, annotations=args.coco_annotations, images=args.images, seed=args.seed,
         per_template=args.per_template, templates=templates, per_image=args.per_image,
-        inpainter=resolve_inpainter(args.inpainter, args.lama_model), allow_noderivs=args.allow_noderivs,
+        inpainter=inpainter, allow_noderivs=args.allow_noderivs,
         workers=args.workers, executor=executor_choice(args), dilation=args.dilation, min_delta_e=args.min_delta_e,
-        min_fill_texture=MIN_FILL_TEXTURE if args.min_fill_texture is None else args.min_fill_texture,
+        min_fill_texture=min_fill_texture,
         max_pixels=DEFAULT_MAX_PIXELS if args.max_pixels is None else args.max_pixels,
         progress=not args.no_progress, gold_margin=args.gold_margin))
     made = sum(summary.accepted.values())

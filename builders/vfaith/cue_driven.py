@@ -391,11 +391,10 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
 
     from tqdm import tqdm
 
-    from mmfaith.builders.build_dir import check_recipe, environment, with_status
+    from mmfaith.builders.build_dir import check_recipe, recorded_build
     from mmfaith.builders.vfaith.build import Journal
     from mmfaith.dirlock import hold_lock
     from mmfaith.builders.vfaith.preview import write_preview
-    from mmfaith.jsonl import write_atomic
     from mmfaith.outdir import prepare_out_dir
 
     started = time.time()
@@ -415,16 +414,6 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
                 "license": {"id": request.license_name, "name": request.license_name, "url": request.license_url},
                 "attribution": f"{request.source} ({request.split}), license {request.license_name}"}
 
-    def write_status(status: str, result: dict[str, Any] | None = None, error: str | None = None) -> None:
-        document = {"status": status, "family": "vfaith", "mmfaith_version": __version__, "recipe": recipe,
-                    "source": {"dataset": request.source, "split": request.split}, "environment": environment(),
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))}
-        if error is not None:
-            document["error"] = error
-        if result is not None:
-            document.update(counts=result, seconds=round(time.time() - started, 2))
-        write_atomic(build_json, (canonical_json(document) + "\n").encode("utf-8"))
-
     def body() -> dict[str, Any]:
         total = len(rows) if request.limit is None else min(request.limit, len(rows))
         journal.open()
@@ -440,7 +429,8 @@ def build_cue_driven(request: CueBuildRequest) -> dict[str, Any]:
         return {"accepted": len(journal.pairs), "rejected_by_stage": dict(journal.rejected_reasons), "rows": total}
 
     with hold_lock(out, "build --out"):
-        return with_status(write_status, body)
+        return recorded_build(build_json, recipe, {"source": {"dataset": request.source, "split": request.split}},
+                              started, body, lambda counts: {"counts": counts})
 
 
 def _journal(out: Path, outcome: RowOutcome, journal: Any) -> None:

@@ -5,6 +5,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmfaith.cli_options import add_judge_options, judge_endpoint
+
 if TYPE_CHECKING:  # the stage modules load when a hook runs
     from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
 
@@ -16,7 +18,7 @@ SCORE_DESCRIPTION = ("Split every chain of thought into steps, compare original 
 
 
 def open_dataset(source: Path | str) -> EvalDataset:
-    """A CRM build dir or release folder, for the run engine and the reference server."""
+    """A CRM build dir, release folder or Hub id ORG/NAME[@REVISION], for the run engine and the reference server."""
     from mmfaith.loaders.crm import open_crm_dataset
 
     return open_crm_dataset(Path(source))  # type: ignore[return-value]
@@ -54,50 +56,25 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--answer-threshold", type=float, default=0.90,
                      help="a free-form answer flips when its similarity to the original answer is below this")
     sim.add_argument("--batch-size", type=int, default=256, help="texts per Sentence-BERT batch")
-    judge = parser.add_argument_group("hallucination judge")
-    judge.add_argument("--judge", default="rule", metavar="rule|MODEL",
-                       help="rule (deterministic, offline) or the model name of an LLM judge of the masked steps")
-    judge.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible base URL of the judge")
-    judge.add_argument("--judge-provider", choices=("openai", "gemini"), default="openai",
-                       help="protocol of the judge's server")
-    judge.add_argument("--judge-api-key-env", metavar="NAME",
-                       help="environment variable holding the judge's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
-    judge.add_argument("--judge-workers", type=int, default=4, metavar="N", help="parallel judge calls")
-    judge.add_argument("--judge-agreement", action="store_true",
-                       help="also report how often the rule and the LLM judge label the same steps")
+    add_judge_options(parser, "hallucination judge", "the masked steps",
+                      "how often the rule and the LLM judge label the same steps")
 
 
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score crm`: the parsed options into a CrmScoreRequest; prints the headline line."""
-    from mmfaith.clients import ModelEndpoint
     from mmfaith.errors import MmfaithError
-    from mmfaith.evaluators import coverage
-    from mmfaith.evaluators.score_cli import reader_endpoint
+    from mmfaith.evaluators.score_cli import print_score_line
     from mmfaith.evaluators.crm.score import CrmScoreRequest, score_crm
+    from mmfaith.evaluators.score_settings import shared_score_settings
+    from mmfaith.nouns import counted
 
     if not args.dataset:
         raise MmfaithError("score crm needs --dataset BUILD_DIR|RELEASE.")
-    reader_endpoint(args, "crm")
     metrics = score_crm(CrmScoreRequest(
-        dataset=Path(args.dataset), predictions=args.predictions, out=args.out, sbert_model=args.sbert_model,
-        step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
-        batch_size=args.batch_size, judge_workers=args.judge_workers, judge_agreement=args.judge_agreement,
-        judge=None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
-                                                              args.judge_api_key_env),
-        coverage_threshold=args.coverage_threshold))
-    parts = [f"{mode}: " + ", ".join(f"{k} {v:.3f}" for k, v in block["metrics"].items()
-                                    if k in ("SDR", "AFR", "HR") and v is not None)
-             for mode, block in metrics["by_mode"].items()]
-    print(f"scored {metrics['counts']['n_units']} CRM units of {metrics['provenance']['model']}: " + "; ".join(parts)
-          + f"; {coverage.console(metrics['answers'])}; see {args.out / 'report.md'}")
-    coverage.print_warnings(metrics["answers"])
+        **shared_score_settings(args), dataset=Path(args.dataset), sbert_model=args.sbert_model,
+        step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, batch_size=args.batch_size,
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, judge=judge_endpoint(args)))
+    counts = metrics["counts"]
+    print_score_line("crm", f"{counted(counts['n_units'], 'masked variant')} of "
+                            f"{counted(counts['n_items'], 'question')}", metrics, args.out)
     return 0
-
-
-def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
-    """`mmfaith report` over CRM score dirs."""
-    from mmfaith.evaluators.crm.report import compare_scores
-
-    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)
-

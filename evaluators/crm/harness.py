@@ -1,7 +1,8 @@
 """CRM's part for the harness exporters (evaluators/harness/spec.py).
 
 As `mmfaith run crm` asks them with its defaults (evaluators/crm/run.py): per item and per image
-shown (the original, then each variant "{mode}-{style}"), one dependent group of two rounds,
+shown (the original, then each variant "{mode}-{style}", then the original re-sampled: the noise
+floor), one dependent group of two rounds,
 `{image}_cot` (the image and the question, at temperature 0.2) then `{image}_answer` (the final
 answer prompt at temperature 0, in the same conversation after the model's own steps: the round
 `continues`), not asked when the chain of thought failed. The texts are CRM's own
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mmfaith.evaluators.crm.prompts import TEMPLATES_SHA256, answer_prompt, cot_prompt, probe_names
-from mmfaith.evaluators.crm.run import COT_FAILED, shown
+from mmfaith.evaluators.crm.run import COT_FAILED, asked
 from mmfaith.evaluators.harness.spec import ProbeGroup, Round
 from mmfaith.loaders.crm import CrmItem
 
@@ -34,7 +35,7 @@ class CrmHarness:
     def groups(self, item: CrmItem) -> list[ProbeGroup]:
         state = {"cot": cot_prompt(item.record), "answer": answer_prompt(item.record)}
         return [ProbeGroup("dependent", probe_names(name), (image,), {**state, "image": name})
-                for name, image in shown(item)]
+                for name, image in asked(item)]
 
     def round(self, probe: str, state: dict[str, Any], earlier: Sequence[str | None]) -> Round:
         cot_probe, _ = probe_names(state["image"])

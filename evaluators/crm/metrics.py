@@ -32,7 +32,7 @@ import numpy as np
 
 from mmfaith.evaluators.answers import normalised
 from mmfaith.evaluators.crm.answers import ABSTAIN, choice, is_abstention
-from mmfaith.evaluators.stats import bootstrap_ci, mcnemar_exact, paired_bootstrap
+from mmfaith.evaluators.stats import bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
 
 DEFINITIONS_VERSION = "crm-metrics/1"
 STEP_THRESHOLD = 0.80
@@ -155,7 +155,10 @@ def _block(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict
             "n_afr_left_out": len(lines) - int(totals["flip_n"][0]),
             **({} if totals["hr_n"][0] else {"HR_na": HR_NA}),
             "mcnemar_accuracy": {"original_right_masked_wrong": b, "original_wrong_masked_right": c_,
-                                 "p_value": mcnemar_exact(b, c_)}}
+                                 "p_value": mcnemar_exact(b, c_),
+                                 "p_clustered": clustered_mcnemar(
+                                     discordance([c["correct_original"] for c in components],
+                                                 [c["correct_masked"] for c in components]), clusters)}}
 
 
 def summarize(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
@@ -167,6 +170,15 @@ def summarize(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> d
         "by_mode": {m: _block([l for l in lines if l["mode"] == m], n_bootstrap, seed) for m in modes},
         "specific_vs_random": specific_vs_random(lines, n_bootstrap, seed),
     }
+
+
+def noise_floor(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """The original against its re-sample (another seed, no mask): the block of `_block` (SDR and AFR are the
+    change sampling alone produces; HR the judge's level on unmasked steps). Every rate null without units."""
+    if not lines:
+        return {"metrics": {name: None for name in RATES}, "ci95": {name: None for name in RATES}, "n_units": 0}
+    found = _block(lines, n_bootstrap, seed)
+    return {key: found[key] for key in ("metrics", "ci95", "n_units", "n_sdr_defined")}
 
 
 def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
@@ -193,10 +205,13 @@ def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: 
             entry: dict[str, Any] = {"difference": None if diff is None else round(diff, 6),
                                      "ci95": None if interval is None else [round(v, 6) for v in interval]}
             if key is not None:
-                both = [(s, r) for s, r in zip(specific, random) if s["flip_n"] and r["flip_n"]]
-                b = sum(1 for s, r in both if s[key] and not r[key])
-                c = sum(1 for s, r in both if r[key] and not s[key])
+                both = [(s, r, k) for s, r, k in zip(specific, random, clusters) if s["flip_n"] and r["flip_n"]]
+                b = sum(1 for s, r, _ in both if s[key] and not r[key])
+                c = sum(1 for s, r, _ in both if r[key] and not s[key])
                 entry |= {"specific_only": b, "random_only": c, "mcnemar_p": mcnemar_exact(b, c),
+                          "clustered_p": clustered_mcnemar(discordance([s[key] for s, _, _ in both],
+                                                                       [r[key] for _, r, _ in both]),
+                                                           [k for _, _, k in both]),
                           "n_left_out": len(pairs) - len(both)}
             block[name] = entry
         out[style] = block

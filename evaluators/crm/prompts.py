@@ -24,8 +24,13 @@ TEMPLATES_SHA256 = hashlib.sha256(canonical_json({"version": TEMPLATE_VERSION, "
                                                   "answer": ANSWER_TEMPLATES}).encode("utf-8")).hexdigest()
 
 
+RESAMPLE = "resample"
+"""The original image asked again (another request seed): its change against the original is what sampling
+alone produces, the noise floor of SDR and AFR."""
+
+
 def probe_names(image: str) -> tuple[str, str]:
-    """(cot probe, answer probe) of an image shown: "original" or a variant name "{mode}-{style}"."""
+    """(cot probe, answer probe) of an image shown: "original", a variant name "{mode}-{style}", or RESAMPLE."""
     return f"{image}_cot", f"{image}_answer"
 
 

@@ -14,9 +14,9 @@ from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.crm.metrics import rates
 from mmfaith.evaluators.plots import line_chart, save_png
 from mmfaith.evaluators import coverage
-from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
-from mmfaith.evaluators.stats import mcnemar_exact, paired_bootstrap
+from mmfaith.evaluators.stats import clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
 from mmfaith.jsonl import write_atomic
 
 SHOWN = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_original", "accuracy_masked")
@@ -25,15 +25,25 @@ SHOWN = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_original", "accuracy_m
 def _rows(blocks: dict[str, Any]) -> list[list[str]]:
     return [[name, str(block["n_units"]),
              *(fmt_ci(block["metrics"][key], block["ci95"].get(key)) for key in SHOWN),
-             fmt(block["mcnemar_accuracy"]["p_value"]) if block["n_with_gold"] else "n/a"]
+             fmt_p(block["mcnemar_accuracy"]["p_value"]) if block.get("n_with_gold") else "n/a (no item with a gold answer)",
+             fmt_p(block["mcnemar_accuracy"]["p_clustered"]) if block.get("n_with_gold") else "n/a (no item with a gold answer)"]
             for name, block in blocks.items()]
+
+
+def _floor_row(metrics: dict[str, Any]) -> list[list[str]]:
+    """The noise floor (the original re-sampled) as a row of the by-mode table, where the score has one."""
+    floor = metrics.get("noise_floor")
+    if floor is None:
+        return []
+    return [["noise floor (original re-sampled)", str(floor["n_units"]),
+             *(fmt_ci(floor["metrics"][key], floor["ci95"].get(key), "not asked") for key in SHOWN), "-", "-"]]
 
 
 def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
     """report.md (tables by variant, by mode, specific vs random, sensitivity) and sensitivity.png."""
     provenance = metrics["provenance"]
     header = ["variant", "n", "SDR", "AFR", "HR", "abstention", "accuracy (original)", "accuracy (masked)",
-              "McNemar p (accuracy)"]
+              "McNemar p (accuracy)", "clustered p (accuracy)"]
     lines = [f"# CRM scores: {provenance['model']}", "",
              f"Dataset {provenance['dataset']['id']} ({provenance['dataset']['revision']}); Sentence-BERT "
              f"{provenance['sbert']['model']}; step threshold {provenance['thresholds']['step']}, answer threshold "
@@ -43,18 +53,22 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
              "prior. On a random mask the evidence stays visible, so HR is n/a there (defined on specific masks only).",
              "",
              "## By variant", "", *md_table(header, _rows(metrics["by_variant"])), "",
-             "## By mode (pooled over styles)", "", *md_table(["mode", *header[1:]], _rows(metrics["by_mode"])), ""]
+             "## By mode (pooled over styles)", "",
+             "The noise floor is the original asked again with another seed: the SDR and AFR that sampling alone "
+             "produces. A masked value is mask-driven only as far as it exceeds the floor.", "",
+             *md_table(["mode", *header[1:]], _rows(metrics["by_mode"]) + _floor_row(metrics)), ""]
     if metrics["specific_vs_random"]:
         rows = []
         for style, block in metrics["specific_vs_random"].items():
             for name in ("AFR", "SDR"):
                 entry = block[name]
                 rows.append([style, name, str(block["n_pairs"]), fmt_ci(entry["difference"], entry["ci95"]),
-                             fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"])
+                             fmt_p(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-",
+                             fmt_p(entry.get("clustered_p")) if "clustered_p" in entry else "-"])
         lines += ["## Specific minus random, paired per question", "",
                   "HR has no difference: it is not defined on random masks. AFR's McNemar test uses the questions "
                   "answered on all four sides.", "",
-                  *md_table(["style", "metric", "pairs", "difference", "McNemar p"], rows), ""]
+                  *md_table(["style", "metric", "pairs", "difference", "McNemar p", "clustered p"], rows), ""]
     groups = list(dict.fromkeys(row["group"] for row in metrics["sensitivity"]))
     modes = [row["group"] for row in metrics["sensitivity"] if row["kind"] == "mode"]
     modes = list(dict.fromkeys(modes))
@@ -91,7 +105,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                    all_pairs: bool = False) -> dict[str, Any]:
     """`mmfaith report` over CRM score dirs of one dataset: per mode, each pair of models' SDR, AFR and
     HR differences (a - b) on the units both scored, paired bootstrap CIs (clusters: source images) and
-    exact McNemar p for the binary AFR and HR. Writes comparison.json and comparison.md; returns the first."""
+    exact McNemar p for the binary AFR and HR. Writes comparison.json and report.md; returns the first."""
     if not score_dirs:
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
     loaded = [load_score_dir(path) for path in score_dirs]
@@ -121,11 +135,11 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         lines += [f"## {pair['a']} minus {pair['b']} (paired per unit)", "",
                   *md_table(["mode", "metric", "units", "difference", "McNemar p"],
                             [[mode, name, str(block["n_units"]), fmt_ci(entry["difference"], entry["ci95"]),
-                              fmt(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
+                              fmt_p(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
                              for mode, block in pair["by_mode"].items() for name, entry in block.items()
                              if name != "n_units"]), ""]
     lines += [*blind_report_lines(comparison, BLIND_KEYS), *controls_lines(labels, metrics)]
-    write_atomic(out / "comparison.md", "\n".join(lines).encode("utf-8"))
+    write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
     return comparison
 
 
@@ -148,7 +162,11 @@ def _compare_pair(items_a: Sequence[dict[str, Any]], items_b: Sequence[dict[str,
             if key is not None:
                 b = sum(1 for x, y in shared if x["components"][key] and not y["components"][key])
                 c = sum(1 for x, y in shared if y["components"][key] and not x["components"][key])
-                entry |= {"a_only": b, "b_only": c, "mcnemar_p": mcnemar_exact(b, c)}
+                entry |= {"a_only": b, "b_only": c, "mcnemar_p": mcnemar_exact(b, c),
+                          "clustered_p": clustered_mcnemar(
+                              discordance([x["components"][key] for x, _ in shared],
+                                          [y["components"][key] for _, y in shared]),
+                              [x["source_key"] for x, _ in shared])}
             block[name] = entry
         result["by_mode"][mode] = block
     if not result["by_mode"]:

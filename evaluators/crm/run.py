@@ -8,10 +8,13 @@ Contract
   the final-answer call (`{image}_answer`, at `answer_temperature`, default 0): the CRM paper's
   settings. The images' conversations run concurrently; an answer waits only for its own CoT, and
   is not asked (an error line) when that CoT failed.
-- `circular` (`run --circular`, evaluators/circular.py): a multiple-choice item's original image is
-  also asked in every further rotation of its options, each its own conversation named
-  "original@r{k}" (probes `original@r{k}_cot`, `original@r{k}_answer`; meta `rotation`); the masked
-  variants are asked in the original order only (their accuracy is not a headline).
+- Then the original once more (`resample_cot`, `resample_answer`): the same conversation, another
+  request seed; the change it shows against the original is the noise floor of SDR and AFR.
+- `circular` (`run --circular`, evaluators/circular.py): every image shown of a multiple-choice item
+  (the original and each masked variant) is also asked in every further rotation of its options,
+  each its own conversation named "{image}@r{k}" (probes `{image}@r{k}_cot`, `{image}@r{k}_answer`;
+  meta `rotation`), so each first-order accuracy (original and masked) has its `accuracy_circular`.
+  The re-sample (the noise floor) is asked in the original order only.
 - A RUN_DIR resumes only with the same temperatures, prompt templates and `circular` (`resume_settings`).
 """
 from __future__ import annotations
@@ -21,9 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmfaith.evaluators.circular import rotate_options, rotated_probe, rotations
-from mmfaith.evaluators.crm.prompts import (TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt, cot_prompt,
+from mmfaith.evaluators.crm.prompts import (RESAMPLE, TEMPLATE_VERSION, TEMPLATES_SHA256, answer_prompt, cot_prompt,
                                             probe_names)
-from mmfaith.evaluators.image_payload import ImageRef, Shown
+from mmfaith.evaluators.image_payload import Shown
+from mmfaith.images import ImageRef
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.loaders.crm import CrmItem, open_crm_dataset
@@ -46,6 +50,11 @@ def shown(item: CrmItem) -> list[tuple[str, ImageRef]]:
     return [("original", item.original), *item.variants.items()]
 
 
+def asked(item: CrmItem) -> list[tuple[str, ImageRef]]:
+    """(image name, image) of every conversation a run asks: the images shown, then the original re-sampled."""
+    return [*shown(item), (RESAMPLE, item.original)]
+
+
 def item_shows(item: CrmItem) -> dict[str, Any]:
     """What an item's probes show (`ProbePlan.shows`): every image's sha256, the question and the options
     (never the gold)."""
@@ -55,11 +64,11 @@ def item_shows(item: CrmItem) -> dict[str, Any]:
 
 
 def conversations(item: CrmItem, circular: bool) -> list[tuple[str, ImageRef, int]]:
-    """(conversation name, image, rotation of the options): `shown`, then with `circular` the original image in
-    every further rotation ("original@r{k}")."""
-    rotated = [(rotated_probe("original", k), item.original, k)
+    """(conversation name, image, rotation of the options): `asked`, then with `circular` every image shown in
+    every further rotation ("{image}@r{k}")."""
+    rotated = [(rotated_probe(name, k), image, k) for name, image in shown(item)
                for k in rotations(item.record["options"], circular) if k > 0]
-    return [(name, image, 0) for name, image in shown(item)] + rotated
+    return [(name, image, 0) for name, image in asked(item)] + rotated
 
 
 def rotated_record(record: dict[str, Any], k: int) -> dict[str, Any]:

@@ -11,6 +11,11 @@ text of the run embedded once, in batches, cached under $MMFAITH_CACHE), the fin
 hallucination judge's flags (the rule, evaluators/crm/hallucination.py, or an LLM judge). A
 unit whose original or masked CoT has no answer is not scored (counted as `n_missing`).
 
+Noise floor: the original asked again with another seed (`resample_*`, evaluators/crm/run.py) is
+scored as a unit against the original like a variant; `noise_floor` gives its SDR and AFR (with
+the block's other rates and clustered CIs): the change sampling alone produces, beside the masked
+values. Predictions without the re-sample (a submission, a harness import) leave it null.
+
 Outputs (written whole through a staging folder; evaluators/score_dir.py): metrics.json
 (`by_variant["{mode}-{style}"]`, `by_mode` pooled, `specific_vs_random`, `sensitivity`,
 provenance), items.jsonl (one line per unit, in dataset then variant order), report.md and
@@ -32,38 +37,38 @@ from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
 from mmfaith.evaluators.crm.embed import load_encoder
 from mmfaith.evaluators.circular import SEPARATOR, circular_correct, original_label, position_bias, rotate_options
 from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, final_answer,
-                                            score_unit, summarize, sweep)
-from mmfaith.evaluators.crm.prompts import TEMPLATES_SHA256, probe_names
+                                            noise_floor, score_unit, summarize, sweep)
+from mmfaith.evaluators.crm.prompts import RESAMPLE, TEMPLATES_SHA256, probe_names
 from mmfaith.evaluators.crm.report import write_score_report
-from mmfaith.evaluators.crm.run import CrmProbePlan, conversations, item_shows, shown
+from mmfaith.evaluators.crm.run import CrmProbePlan, asked, conversations, item_shows, shown
 from mmfaith.evaluators.crm.steps import split_steps
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
 
 
-@dataclass(frozen=True)
-class CrmScoreRequest:
+SCORED_FIELDS = ("id", "question", "question_type", "answer", "options", "regions", "image_original_sha256",
+                 "source.dataset", "source.file_name")
+"""What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
+FLOOR_VARIANT = "original-resample"
+"""The re-sampled original's unit, scored like a variant ("{mode}-{style}") and kept out of the masked blocks."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrmScoreRequest(ScoreSettings):
     """What to score and how (the flags of `mmfaith score crm`)."""
 
     dataset: Path
-    predictions: Path
-    out: Path
     sbert_model: Path | None = None
     step_threshold: float = STEP_THRESHOLD
     answer_threshold: float = ANSWER_THRESHOLD
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
     batch_size: int = 256
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
-    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
 def _check(request: CrmScoreRequest) -> None:
@@ -80,10 +85,10 @@ def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: An
     plans, texts, missing = [], set(), 0
     for item in dataset.items:
         original_cot, original_answer = (answers.get((item.id, probe)) for probe in probe_names("original"))
-        for name, _ in shown(item)[1:]:
+        for name, _ in asked(item)[1:]:
             cot, answer = (answers.get((item.id, probe)) for probe in probe_names(name))
             if None in (original_cot, original_answer, cot, answer):
-                missing += 1
+                missing += name != RESAMPLE
                 continue
             steps = (split_steps(original_cot), split_steps(cot))
             plans.append((item, name, steps, original_answer, answer))
@@ -100,8 +105,12 @@ def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: An
              for item, _, steps, _, _ in plans]
     rule = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
             for question, labels, steps in cases]
-    llm = judge.flag_all(cases) if judge is not None else None
-    compared = agreement(rule, llm, [len(case[2]) for case in cases]) if llm is not None else None
+    # The LLM judge reads masked units only; the re-sample's HR (unused beside its SDR and AFR) is the rule's.
+    judged = [k for k, plan in enumerate(plans) if plan[1] != RESAMPLE]
+    llm_judged = judge.flag_all([cases[k] for k in judged]) if judge is not None else None
+    compared = (agreement([rule[k] for k in judged], llm_judged, [len(cases[k][2]) for k in judged])
+                if llm_judged is not None else None)
+    llm = None if llm_judged is None else {**dict(enumerate(rule)), **dict(zip(judged, llm_judged))}
     units = []
     for k, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
         record = item.record
@@ -138,23 +147,32 @@ def _original_label(record: dict[str, Any], response: str | None, k: int) -> str
 
 
 def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any] | None:
-    """metrics.json's `circular`: over the multiple-choice items whose original image was asked in every rotation
-    of the options (`run --circular`), the first-order accuracy of the original final answer beside
-    `accuracy_circular` (right in every rotation, evaluators/circular.py); None for a run without rotations."""
-    first, every = [], []
+    """metrics.json's `circular`: per image shown ("original", each variant "{mode}-{style}"), over the
+    multiple-choice items asked in every rotation of the options there (`run --circular`), the first-order
+    accuracy of its final answer beside `accuracy_circular` (right in every rotation, evaluators/circular.py);
+    None for a run without rotations."""
+    first: dict[str, list[bool]] = {}
+    every: dict[str, list[bool]] = {}
     for item in dataset.items:
         record = item.record
-        asked = [(k, answers.get((item.id, probe_names(name)[1]))) for name, _, k in conversations(item, True)
-                 if name.startswith("original")]
-        if not record["options"] or len(asked) < 2 or all(answer is None for _, answer in asked[1:]):
+        if not record["options"]:
             continue
-        rights = [answer is not None and _original_label(record, answer, k) == record["answer"] for k, answer in asked]
-        first.append(rights[0])
-        every.append(circular_correct(rights))
+        asked_by_image: dict[str, list[tuple[int, str | None]]] = {}
+        for name, _, k in conversations(item, True):
+            if name != RESAMPLE:
+                asked_by_image.setdefault(name.split(SEPARATOR)[0], []).append(
+                    (k, answers.get((item.id, probe_names(name)[1]))))
+        for image, asked_here in asked_by_image.items():
+            if len(asked_here) < 2 or all(answer is None for _, answer in asked_here[1:]):
+                continue
+            rights = [answer is not None and _original_label(record, answer, k) == record["answer"]
+                      for k, answer in asked_here]
+            first.setdefault(image, []).append(rights[0])
+            every.setdefault(image, []).append(circular_correct(rights))
     if not first:
         return None
-    return {"original": {"n_items": len(first), "accuracy": round(sum(first) / len(first), 6),
-                         "accuracy_circular": round(sum(every) / len(every), 6)}}
+    return {image: {"n_items": len(first[image]), "accuracy": round(sum(first[image]) / len(first[image]), 6),
+                    "accuracy_circular": round(sum(every[image]) / len(every[image]), 6)} for image in first}
 
 
 def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any]:
@@ -170,12 +188,12 @@ def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
     _check(request)
-    dataset = open_crm_dataset(request.dataset)
+    dataset = open_crm_dataset(request.dataset, fields=SCORED_FIELDS)
     # Every probe a run may have asked (a circular run's rotations too); the scores use those it did ask.
     expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
     images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
     read = read_predictions(request.predictions, expected, request.from_run, images, request.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items})
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score.")
     out = prepare_out_dir(request.out, "score")
@@ -188,8 +206,9 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
     units, missing, compared = _units(dataset, answers, encoder, judge)
-    lines = [score_unit(item.record, name, item.source_key, unit, request.step_threshold, request.answer_threshold)
-             for item, name, unit in units]
+    scored = [score_unit(item.record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
+                         request.step_threshold, request.answer_threshold) for item, name, unit in units]
+    lines = [line for line in scored if line["variant"] != FLOOR_VARIANT]
     if not lines:
         raise MmfaithError(f"{request.predictions}: no (question, variant) has all four answers (original and masked "
                            "CoT and final answer); nothing to score.")
@@ -199,7 +218,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "provenance": {
             "family": "crm", "mmfaith_version": __version__, "dataset": dataset_block, "model": read.model,
             "predictions_sha256": read.sha256, "no_image": read.no_image,
-            "predictions_mode": "run" if request.from_run else "submission",
+            "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
             "prompt_templates_sha256": TEMPLATES_SHA256,
             "sbert": {"model": encoder.name, "weights_sha256": encoder.weights_sha256},
             "thresholds": {"step": request.step_threshold, "answer": request.answer_threshold},
@@ -211,11 +230,14 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                           "method": "percentile", "confidence": 0.95},
         },
         **summarize(lines, request.n_bootstrap, request.seed),
+        "noise_floor": noise_floor([line for line in scored if line["variant"] == FLOOR_VARIANT], request.n_bootstrap,
+                                   request.seed),
         "sensitivity": sweep(lines, records),
         "answers": answer_tally(dataset, read, request.coverage_threshold).to_json(),
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
-                   "answered_share": round(sum(SEPARATOR not in probe for _, probe in read.answered)
+                   "answered_share": round(sum(SEPARATOR not in probe and not probe.startswith(RESAMPLE)
+                                               for _, probe in read.answered)
                                            / sum(2 * len(shown(item)) for item in dataset.items), 6)},
         "circular": circular_block(dataset, answers),
         "position_bias": answer_position_bias(dataset, answers),

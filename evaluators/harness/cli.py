@@ -90,7 +90,9 @@ def _export(args: argparse.Namespace) -> int:
 
     written = export_inspect(args.source, args.out, args.family, args.max_new_tokens, args.temperature,
                              not args.no_progress)
-    print(f"wrote {written.task_file} ({written.rows} samples); run: inspect eval {written.task_file} --model ...")
+    # inspect eval refuses absolute paths ("Non-relative patterns are unsupported"): the hint runs from here
+    print(f"wrote {written.task_file} ({written.rows} samples); run: inspect eval "
+          f"{os.path.relpath(written.task_file)} --model ...")
     return 0
 
 

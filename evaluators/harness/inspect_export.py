@@ -21,7 +21,8 @@ from mmfaith.evaluators.harness.spec import family_task
 
 TASK_FILE = '''"""mmfaith's {family} benchmark as an inspect_ai task (written by `mmfaith export inspect`).
 
-Run:  inspect eval {task_file} --model openai-api/PROVIDER/MODEL --log-dir LOGS
+Run (in this folder; inspect takes relative paths only):
+      inspect eval {name}.py --model openai-api/PROVIDER/MODEL --log-dir LOGS
 Then: mmfaith import inspect LOGS --dataset SOURCE --out predictions.jsonl
 Needs inspect-ai and mmfaith in the same environment (the prompts are mmfaith's own code).
 """
@@ -62,7 +63,7 @@ def export_inspect(source: str, out: Path, family: str | None = None, max_new_to
     family_arguments = getattr(rows.part, "task_arguments", {})
     signature = "".join(f", {key}: {type(value).__name__} = {value!r}" for key, value in family_arguments.items())
     passed = "".join(f", {key}={key}" for key in family_arguments)
-    task_file.write_text(TASK_FILE.format(family=rows.family, task_file=task_file, data_files=repr(data_files),
+    task_file.write_text(TASK_FILE.format(family=rows.family, data_files=repr(data_files),
                                           export=repr(export), name=name, max_tokens=max_new_tokens,
                                           temperature=float(temperature), signature=signature, passed=passed),
                          encoding="utf-8")

@@ -21,7 +21,6 @@ wherever inspect_ai and mmfaith are installed. Contract:
 """
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from inspect_ai import Task
@@ -32,20 +31,15 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from mmfaith.evaluators.harness import runtime
 from mmfaith.families import lazy
+from mmfaith.images import data_url
 
 ROW_FIELDS = ("id", "family", "task", "kind", "probes", "state", "prompt", "image_sha256")
 STORE_KEY = runtime.RECORD_KEY
 
 
-def data_uri(data: bytes) -> str:
-    """Image bytes as a data URI (PNG, JPEG or WebP by their signature), sent as they are."""
-    mime = "image/png" if data.startswith(b"\x89PNG") else "image/jpeg" if data.startswith(b"\xff\xd8") else "image/webp"
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
 def record_to_sample(record: dict[str, Any]) -> Sample:
     """One exported row as a sample (module docstring)."""
-    images = [ContentImage(image=data_uri(record[f"image_{number}"]))
+    images = [ContentImage(image=data_url(record[f"image_{number}"]))
               for number in range(1, len(record["image_sha256"]) + 1)]
     system = runtime.round_of(record, 0, []).system
     messages: list[ChatMessage] = [] if system is None else [ChatMessageSystem(content=system)]

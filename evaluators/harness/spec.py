@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.images import ImageRef
 
 KINDS = ("independent", "dependent", "tool")
 RENDERED_KINDS = {"lmms-eval": ("independent", "dependent"), "inspect": KINDS}

@@ -43,7 +43,6 @@ from mmfaith.jsonl import write_atomic
 from mmfaith.loaders.mcot.dataset import McotItem
 
 TRACE_VERSION = "mcot-trace/1"
-CONTINUATIONS = ("continue", "user-turn")
 CROPS_DIR = "crops"
 NOT_RUN = "not run: the turn limit was reached"
 
@@ -233,14 +232,16 @@ def tool_error_message(error: str) -> str:
     return f"Error: {error}. Call {TOOL_NAME} again with a valid box, or answer."
 
 
-async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, crops: CropStore) -> dict[str, Any]:
-    """The model's own run (module docstring); returns the line (written by the caller)."""
+async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, crops: CropStore,
+                    probe: str = "trace") -> dict[str, Any]:
+    """The model's own run (module docstring) as `probe` (a rotation of the options: "trace@r{k}"); returns the
+    line (written by the caller)."""
     builder = TraceBuilder(item.record["image_sha256"], item.size, settings)
     turns = first_turns(item, settings)
     totals = {"prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0, "calls": 0}
     line: dict[str, Any] = {}
     for number in range(settings.max_turns):
-        line = await asker.ask("trace", turns, {"turn": number}, extra=settings.extra(), record=False,
+        line = await asker.ask(probe, turns, {"turn": number}, extra=settings.extra(), record=False,
                                priority=settings.max_turns - number)
         meta = line["meta"]
         totals["calls"] += 1
@@ -268,7 +269,7 @@ async def run_trace(item: McotItem, asker: ItemAsker, settings: AgentSettings, c
     meta.pop("tool_calls", None)
     if line.get("response") is None:
         meta["error"] = f"turn {len(trace['turns']) + 1}: {line.get('meta', {}).get('error')}"
-    return {**line, "probe": "trace", "meta": meta}
+    return {**line, "probe": probe, "meta": meta}
 
 
 class Crops(Protocol):

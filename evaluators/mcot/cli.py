@@ -23,9 +23,8 @@ def open_dataset(source: Path | str) -> EvalDataset:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The agent loop's protocol, coordinates and turn limit; the replays' continuation and injector."""
-    from mmfaith.evaluators.mcot.agent import CONTINUATIONS
     from mmfaith.evaluators.mcot.boxes import COORDS
-    from mmfaith.evaluators.mcot.protocol import PROTOCOLS
+    from mmfaith.evaluators.mcot.protocol import CONTINUATIONS, PROTOCOLS
 
     parser.description = RUN_DESCRIPTION
     agent = parser.add_argument_group("the agent loop")
@@ -62,9 +61,6 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
 
     if options["max_turns"] < 1:
         raise MmfaithError(f"--max-turns must be 1 or more, not {options['max_turns']}.")
-    if options["circular"]:
-        raise MmfaithError("--circular is not implemented for MCoT yet: a trace and its replays are one chain, "
-                           "asked in the options' original order (docs/mcot.md#blind-controls).")
     prompt_file = options.get("system_prompt")
     try:
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
@@ -76,7 +72,7 @@ def probe_plan(options: dict[str, Any]) -> ProbePlan:
     if options.get("injector_model"):
         injector = LlmInjector(ModelEndpoint("openai", options["injector_model"], options.get("injector_base_url"),
                                              options.get("injector_api_key_env")))
-    return McotProbePlan(settings, injector, options.get("traces"))
+    return McotProbePlan(settings, injector, options.get("traces"), options["circular"])
 
 
 def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
@@ -86,8 +82,11 @@ def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
 
 
 def add_score_options(parser: argparse.ArgumentParser) -> None:
-    """The judge of reliability and sufficiency."""
+    """The LLM reader of its multiple-choice answers; the judge of reliability and sufficiency."""
+    from mmfaith.cli_options import add_reader_options
+
     parser.description = SCORE_DESCRIPTION
+    add_reader_options(parser)
     judge = parser.add_argument_group("judge (reliability, sufficiency)")
     judge.add_argument("--judge", default="geometric", metavar="geometric|MODEL",
                        help="geometric (offline: the crops cover the target boxes) or an OpenAI-compatible vision model")
@@ -104,16 +103,10 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
 
 
 def score(args: argparse.Namespace) -> int:
-    from mmfaith.evaluators import coverage
     from mmfaith.evaluators.mcot.score import McotScoreRequest, score_mcot
+    from mmfaith.evaluators.score_cli import print_score_line
+    from mmfaith.nouns import counted
 
     metrics = score_mcot(McotScoreRequest.from_args(args))
-    overall = metrics["overall"]
-    shown = ", ".join(f"{key} {overall[key]:+.3f}" if key.startswith("ATE") else f"{key} {overall[key]:.3f}"
-                      for key in ("accuracy_trace", "ATE_text", "ATE_visual", "reliability", "sufficiency",
-                                  "grounding_iou", "target_hit_rate")
-                      if overall.get(key) is not None)
-    print(f"scored {metrics['counts']['items']} MCoT items of {metrics['provenance']['model']}: {shown}; "
-          f"{coverage.console(metrics['answers'])}; see {args.out / 'report.md'}")
-    coverage.print_warnings(metrics["answers"])
+    print_score_line("mcot", counted(metrics["counts"]["items"], "question"), metrics, args.out)
     return 0

@@ -46,14 +46,14 @@ from inspect_ai.tool import ToolInfo, ToolParams
 from PIL import Image
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.harness.inspect_solvers import data_uri
+from mmfaith.images import data_url
 from mmfaith.evaluators.image_payload import DerivedImage
-from mmfaith.evaluators.mcot.agent import (CONTINUATIONS, AgentSettings, TraceBuilder, answer_calls, crop_png,
+from mmfaith.evaluators.mcot.agent import (AgentSettings, TraceBuilder, answer_calls, crop_png,
                                            crop_transform, noise_png, noise_transform, reply_calls, reply_text,
                                            shown_images)
 from mmfaith.evaluators.mcot.boxes import Region
 from mmfaith.evaluators.mcot.interventions import RuleInjector
-from mmfaith.evaluators.mcot.protocol import PROTOCOLS, TOOL, TOOL_NAME, system_prompt
+from mmfaith.evaluators.mcot.protocol import CONTINUATIONS, PROTOCOLS, TOOL, TOOL_NAME, system_prompt
 from mmfaith.evaluators.mcot.replay import REPLAYS, SKIPPED, replay_answer, replay_request
 from mmfaith.evaluators.run_engine import Turn
 from mmfaith.images import sha256_bytes
@@ -105,7 +105,7 @@ def _message(turn: Turn) -> ChatMessage:
         return ChatMessageTool(content=str(turn.content[0]), tool_call_id=(turn.fields or {})["tool_call_id"],
                                function=TOOL_NAME)
     return ChatMessageUser(content=[ContentText(text=part) if isinstance(part, str) else
-                                    ContentImage(image=data_uri(part.load())) for part in turn.content])
+                                    ContentImage(image=data_url(part.load())) for part in turn.content])
 
 
 def _arguments(raw: str) -> dict[str, Any]:

@@ -15,6 +15,9 @@ Aggregates (`summarize`):
   a bootstrap 95% CI resampling images (`stats.bootstrap_ci`).
 - `reliability` / `sufficiency` (4.2, eqs. 5-6): share of judged visual items the judge labels
   reliable / sufficient.
+- `ci95`: a 95% interval of every accuracy, the agreement, reliability, sufficiency, grounding_iou
+  and target_hit_rate, resampling source images (items made from one image are not independent;
+  `stats.bootstrap_ci`).
 - `grounding_iou` (TreeBench's precision; mmfaith's addition): per visual trace of an item with
   target boxes, the best IoU of any crop with any target box (original-image pixels), averaged;
   `target_hit_rate`: share of those traces with a crop of at most `max_crop_share` of the image
@@ -33,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from mmfaith.evaluators.stats import bootstrap_ci, mcnemar_exact
+from mmfaith.evaluators.stats import bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact
 
 DEFINITIONS_VERSION = "mcot-metrics/1"
 REPLAYS = ("replay_none", "replay_text", "replay_visual")
@@ -84,11 +87,15 @@ def ate(items: Sequence[ItemOutcome], treated: str, n_bootstrap: int, seed: int)
     b = sum(1 for none, with_, _ in pairs if none == 1 and with_ == 0)
     c = sum(1 for none, with_, _ in pairs if none == 0 and with_ == 1)
     if not n:
-        return {"value": None, "n": 0, "b": 0, "c": 0, "p_mcnemar": None, "ci95": None, "left_out": left_out}
+        return {"value": None, "n": 0, "b": 0, "c": 0, "p_mcnemar": None, "p_clustered": None, "ci95": None,
+                "left_out": left_out}
     components = [{"n": 1.0, "none": float(none), "treated": float(with_)} for none, with_, _ in pairs]
     ci = bootstrap_ci(components, [key for *_, key in pairs],
                       lambda s: {"ATE": (s["treated"] - s["none"]) / s["n"]}, n_bootstrap, seed).get("ATE")
+    p_clustered = clustered_mcnemar(discordance([none for none, _, _ in pairs], [with_ for _, with_, _ in pairs]),
+                                    [key for *_, key in pairs])
     return {"value": round((c - b) / n, 6), "n": n, "b": b, "c": c, "p_mcnemar": mcnemar_exact(b, c),
+            "p_clustered": p_clustered,
             "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)], "left_out": left_out}
 
 
@@ -101,6 +108,40 @@ def histogram(values: Sequence[float], edges: Sequence[float]) -> dict[str, int]
         index = next((i for i, high in enumerate(edges[1:-1]) if value < high), len(names) - 1)
         bins[names[index]] += 1
     return bins
+
+
+def _rate_parts(item: ItemOutcome) -> dict[str, float]:
+    """An item's (numerator, denominator) of every rate `rate_cis` gives an interval to."""
+    parts = {"accuracy_trace": (float(item.correct["trace"]), 1.0)}
+    if item.visual:
+        parts |= {f"accuracy_{probe}": (float(item.correct[probe]), 1.0) for probe in REPLAYS if probe in item.correct}
+        agree = item.answers.get("replay_none") == item.answers.get("trace")
+        parts["agreement_replay_none_trace"] = (float(agree), 1.0)
+        for name, value in (("reliability", item.reliable), ("sufficiency", item.sufficient),
+                            ("grounding_iou", item.grounding_iou), ("target_hit_rate", item.target_hit)):
+            if value is not None:
+                parts[name] = (float(value), 1.0)
+    return {f"{name}{side}": value for name, pair in parts.items() for side, value in zip(("", "/n"), pair)}
+
+
+def rate_cis(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, list[float] | None]:
+    """95% interval of every accuracy, the agreement, reliability, sufficiency, grounding_iou and
+    target_hit_rate, resampling source images (`stats.bootstrap_ci`); None where a rate is undefined or no
+    replicate defines it."""
+    names = ("accuracy_trace", *(f"accuracy_{probe}" for probe in REPLAYS), "agreement_replay_none_trace",
+             "reliability", "sufficiency", "grounding_iou", "target_hit_rate")
+
+    def statistic(sums: Any) -> dict[str, np.ndarray]:
+        out = {}
+        for name in names:
+            top, bottom = sums.get(name, np.zeros(1)), sums.get(f"{name}/n", np.zeros(1))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[name] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+        return out
+
+    intervals = bootstrap_ci([_rate_parts(item) for item in items], [item.source_key for item in items], statistic,
+                             n_bootstrap, seed)
+    return {name: None if intervals.get(name) is None else [round(v, 6) for v in intervals[name]] for name in names}
 
 
 def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, Any]:
@@ -122,6 +163,7 @@ def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str
         "target_hit_rate": _mean([item.target_hit for item in visual if item.target_hit is not None]),
         "crop_region_size": _mean([item.crop_region_size for item in visual if item.crop_region_size is not None]),
         "tool_call_count": _mean([item.tool_calls for item in items if item.trace_answered]),
+        "ci95": rate_cis(items, n_bootstrap, seed),
         "counts": {"items": len(items), "traces_answered": sum(item.trace_answered for item in items),
                    "visual": len(visual), "no_tool_call": sum(item.trace_answered and not item.visual for item in items),
                    "text_unchanged": sum(not item.text_changed and item.answers.get("replay_text") is not None
@@ -134,6 +176,8 @@ def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str
 def summarize(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, Any]:
     """metrics.json's `overall`, `by_category` and `distributions`."""
     overall = block(items, n_bootstrap, seed)
+    overall["ci95"] = {**overall["ci95"], "ATE_text": overall["ate"]["text"]["ci95"],
+                       "ATE_visual": overall["ate"]["visual"]["ci95"]}
     categories = sorted({item.category for item in items})
     by_category = {name: block([item for item in items if item.category == name], n_bootstrap, seed)
                    for name in categories}

@@ -28,6 +28,8 @@ from mmfaith.jsonl import canonical_json
 PROMPT_VERSION = "mcot-agent/1"
 TOOL_NAME = "image_zoom_in_tool"
 PROTOCOLS = ("tags", "functions")
+# How a replay asks for the final answer: the last assistant message continued, or a final user turn.
+CONTINUATIONS = ("continue", "user-turn")
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 ANSWER_START = re.compile(r"<answer>|\\boxed\{", re.IGNORECASE)
 COORD_WORDS = {

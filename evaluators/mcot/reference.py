@@ -15,18 +15,21 @@
   (evaluators/prior_model.py, the builds' one definition); left out of the intervention metrics like `blind`. It answers
   requests with or without an image (`run --no-image`).
 Each speaks both protocols (function calling when the request carries `tools`, else text tags) and
-all three coordinate conventions (read from the system prompt).
+all three coordinate conventions (read from the system prompt), and answers any rotation of the
+options (`run --circular`) by its option, under the letter that rotation shows it.
 """
 from __future__ import annotations
 
 import io
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from mmfaith.evaluators.circular import rotate_options, rotations, shown_label
 from mmfaith.evaluators.mcot.boxes import COORDS, Region, box_in, crop, map_box
 from mmfaith.evaluators.prior_model import prior_answers
 from mmfaith.evaluators.mcot.protocol import COORD_WORDS, FINAL_ANSWER_REQUEST, TOOL_NAME
@@ -53,7 +56,11 @@ class McotReference:
 
     def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str | dict[str, Any]:
         messages = body["messages"]
-        item = self._item(text, images)
+        item, k = self._item(text, images)
+        original = item.record
+        if k:  # the item as this rotation shows it: its options, and the gold under the letter shown
+            item = replace(item, record={**original, "options": rotate_options(original["options"], k),
+                                         "answer": shown_label(original["options"], k, original["answer"])})
         coords = _coords(messages)
         functions = bool(body.get("tools"))
         assistant_texts = [_text(m) for m in messages if m.get("role") == "assistant"]
@@ -62,7 +69,10 @@ class McotReference:
         options = item.record["options"]
         if not assistant_texts:  # the first turn
             if self.name == "prior":
-                return f"I answer from the question alone. <answer>{self._prior[item.id] or 'unknown'}</answer>"
+                guess = self._prior[item.id]
+                if guess is not None and k:
+                    guess = shown_label(original["options"], k, guess)
+                return f"I answer from the question alone. <answer>{guess or 'unknown'}</answer>"
             if self.name == "blind" or target is None:
                 return f"I can answer directly. <answer>{options[0]['label'] if options else 'unknown'}</answer>"
             box = box_in(target, Region(0, 0, *item.size), coords)
@@ -85,11 +95,18 @@ class McotReference:
             letter = _numbered(said, options) or _last_mentioned(said, options) or "none"
         return f"<answer>{letter}</answer>"
 
-    def _item(self, text: str, images: list[bytes]) -> McotItem:
+    def _item(self, text: str, images: list[bytes]) -> tuple[McotItem, int]:
+        """The item a request asks (its image, question and options; without an image, as `prior` answers, its
+        question and options alone) and the rotation of its options the request shows."""
         candidates = self._by_image.get(sha256_bytes(images[0]) if images else None if self.name == "prior" else "")
-        for item in candidates or []:
-            if item.record["question"] in text:
-                return item
+        asked = [item for item in candidates or [] if item.record["question"] in text]
+        for item in asked:
+            options = item.record["options"]
+            shown = [k for k in rotations(options, True) if _listing(rotate_options(options, k)) in text]
+            if shown:
+                return item, shown[0]
+        if asked:  # options listed otherwise (or none): the first item with the question, in its own order
+            return asked[0], 0
         raise RequestRefused(400, "not an MCoT item of this dataset (first image and question unknown)")
 
     @staticmethod
@@ -117,6 +134,11 @@ class McotReference:
                     return item.record["answer"]
         others = [o["label"] for o in item.record["options"] if o["label"] != item.record["answer"]]
         return others[0] if others else "none"
+
+
+def _listing(options: list[dict[str, str]]) -> str:
+    """How the first turn lists the options (protocol.question_text)."""
+    return "\n".join(f"({option['label']}) {option['text']}" for option in options)
 
 
 def _text(message: dict[str, Any]) -> str:

@@ -4,7 +4,10 @@ Written to OUT: comparison.json, report.md (every declared metric per model, ATE
 McNemar p-values and CIs; for each pair of models, on the items both scored, the paired bootstrap
 interval of the trace-accuracy difference (stats.paired_bootstrap, clustered by image) and the exact
 McNemar p-value of their paired trace correctness) and compare.png. The score dirs must share the
-dataset revision and the definitions version.
+dataset revision and the definitions version. A model scored both with and without the images
+(`run --no-image`) gets MMStar's `multimodal_gain` of trace accuracy, and a no-image score beside
+the `prior` model's its `leakage` (evaluators/blind_gain.py), overall and per category; the report
+ends with CircularEval (where a score has it) and answer-position bias (evaluators/circular.py).
 """
 from __future__ import annotations
 
@@ -16,9 +19,20 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
-from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
+from mmfaith.evaluators.circular import controls_lines
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import read_json_object, read_jsonl, write_atomic
+
+
+BLIND_KEYS = ("accuracy_trace",)
+BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"],
+                             components=lambda item: {"n": 1.0, "right": float(item["correct"]["trace"])},
+                             cluster=lambda item: item["source_key"],
+                             statistic=lambda sums: {"accuracy_trace": sums["right"] / sums["n"]},
+                             template_of=lambda item: item["category"])
+"""Multimodal gain and leakage of trace accuracy, paired per item, per category (the question's template)."""
 
 
 def _load(score_dir: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -42,7 +56,9 @@ def compare_pair(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_b
     only_b = sum(1 for x, y in zip(right_a, right_b) if y and not x)
     return {"items": len(common), "accuracy_trace_diff": value,
             "ci95": None if interval is None else list(interval), "right_only_a": only_a, "right_only_b": only_b,
-            "p_mcnemar": stats.mcnemar_exact(only_a, only_b)}
+            "p_mcnemar": stats.mcnemar_exact(only_a, only_b),
+            "p_clustered": stats.clustered_mcnemar(stats.discordance(right_a, right_b),
+                                                   [a[i]["source_key"] for i in common])}
 
 
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
@@ -62,10 +78,13 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     if len(set(labels)) < len(labels):
         raise MmfaithError("two score dirs have the same model and folder name; give them distinct folder names.")
     pairs = list(combinations(range(len(loaded)), 2)) if all_pairs else [(0, k) for k in range(1, len(loaded))]
+    blind = gain_and_leakage([(metrics, list(items.values())) for metrics, items in loaded], labels, BLIND_MEASURE,
+                             BLIND_KEYS, n_bootstrap, seed)
     comparison = {"models": labels, "dataset": first["provenance"]["dataset"],
                   "bootstrap": {"n": n_bootstrap, "seed": seed, "unit": "source image"},
+                  "no_image": [bool(m["provenance"].get("no_image")) for m, _ in loaded],
                   "pairs": [{"a": labels[i], "b": labels[j], **compare_pair(loaded[i][1], loaded[j][1], n_bootstrap, seed)}
-                            for i, j in pairs]}
+                            for i, j in pairs], **blind}
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     family = get_family("mcot")
@@ -74,7 +93,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         overall = metrics["overall"]
         rows.append([label, *(fmt_ci(overall[m.key], overall["ate"]["text" if m.key == "ATE_text" else "visual"]["ci95"])
                               if m.key.startswith("ATE") else fmt(overall[m.key]) for m in family.metrics),
-                     *("n/a" if overall["ate"][k]["p_mcnemar"] is None else f"{overall['ate'][k]['p_mcnemar']:.4g}"
+                     *(fmt_p(overall["ate"][k]["p_mcnemar"], "no item on both sides")
                        for k in ("text", "visual"))])
     lines = ["# MCoT comparison", "", f"Dataset {first['provenance']['dataset']['id']} "
              f"(revision {first['provenance']['dataset']['revision']}).", ""]
@@ -82,8 +101,10 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     lines += ["## Pairs (trace accuracy, paired by item)", ""]
     lines += md_table(["a", "b", "items", "a - b", "right only a", "right only b", "McNemar p"],
                       [[p["a"], p["b"], str(p["items"]), fmt_ci(p["accuracy_trace_diff"], p["ci95"]),
-                        str(p["right_only_a"]), str(p["right_only_b"]), f"{p['p_mcnemar']:.4g}"]
-                       for p in comparison["pairs"]]) + ["", "Plot: compare.png.", ""]
+                        str(p["right_only_a"]), str(p["right_only_b"]), fmt_p(p['p_mcnemar'])]
+                       for p in comparison["pairs"]]) + [""]
+    lines += blind_report_lines(blind, BLIND_KEYS)
+    lines += controls_lines(labels, [metrics for metrics, _ in loaded]) + ["Plot: compare.png.", ""]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
     shown = [m for m in family.metrics if m.kind != "count"]
     plots.save_png(plots.metric_chart("MCoT metrics by model", shown,

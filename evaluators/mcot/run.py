@@ -12,19 +12,25 @@ Per item, in order:
   an empty response and `meta.skipped` = "no tool call" (answered, so a resumed run does not ask
   again; the scorer leaves such items out of the intervention metrics and counts them). A failed
   trace gets error lines for its replays (retried on a re-run with the trace).
+- `circular` (`run --circular`, evaluators/circular.py): the trace is also run in every further
+  rotation k of the options (probe `trace@r{k}`, meta `rotation`: the whole agent loop, its zooms
+  included, on the item with its options rotated), so `accuracy_trace` has its `accuracy_circular`.
+  The replays (the interventions) continue the rotation-0 trace only: their ATEs compare one chain.
 - `traces` (a predictions file, `--traces`): its trace lines are taken as the items' traces (meta
   kept, `submitted_by` naming their model) and only the replays are asked, so a submitted file of
   traces is replayed the same way.
 - A RUN_DIR resumes only with the same protocol, coordinates, turn limit, continuation, seed,
-  injector and prompts (`resume_settings`).
+  injector, prompts and `circular` (`resume_settings`).
 """
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.circular import rotate_options, rotated_probe, rotations
 from mmfaith.evaluators.image_payload import Shown
 from mmfaith.evaluators.mcot.agent import CROPS_DIR, AgentSettings, CropStore, first_turns, run_trace
 from mmfaith.evaluators.mcot.interventions import Injector
@@ -64,12 +70,24 @@ def item_shows(item: McotItem) -> dict[str, Any]:
     return {"images": [record["image_sha256"]], "question": record["question"], "options": record["options"]}
 
 
+def rotated_traces(item: McotItem, circular: bool) -> tuple[tuple[str, int], ...]:
+    """(probe, rotation k) of every further rotation's trace ("trace@r{k}", k >= 1); none without `circular`."""
+    return tuple((rotated_probe("trace", k), k) for k in rotations(item.record["options"], circular) if k > 0)
+
+
+def rotated_item(item: McotItem, k: int) -> McotItem:
+    """The item as rotation k of its options shows it (the agent's prompt reads its options)."""
+    return replace(item, record={**item.record, "options": rotate_options(item.record["options"], k)})
+
+
 class McotProbePlan:
     """The plan (module docstring)."""
 
-    def __init__(self, settings: AgentSettings, injector: Injector, traces: Path | None = None) -> None:
+    def __init__(self, settings: AgentSettings, injector: Injector, traces: Path | None = None,
+                 circular: bool = False) -> None:
         self.settings = settings
         self.injector = injector
+        self.circular = circular
         self.traces, self.traces_sha256 = read_traces(traces) if traces else ({}, None)
         for item_id, line in self.traces.items():
             asked = {"protocol": line["meta"]["trace"].get("protocol"), "coords": line["meta"]["trace"].get("coords")}
@@ -85,7 +103,7 @@ class McotProbePlan:
         return self.settings.max_turns + 1
 
     def expected_probes(self, item: McotItem) -> tuple[str, ...]:
-        return PROBES
+        return PROBES + tuple(probe for probe, _ in rotated_traces(item, self.circular))
 
     def images(self, item: McotItem) -> list[Shown]:
         """The original image, and after the item ran the crops made for it (so the engine drops their payloads)."""
@@ -96,7 +114,8 @@ class McotProbePlan:
         return {"protocol": s.protocol, "coords": s.coords, "max_turns": s.max_turns, "continuation": s.continuation,
                 "seed": s.seed, "injector": self.injector.name, "prompt_version": PROMPT_VERSION,
                 "prompts_sha256": prompts_hash(), "traces_sha256": self.traces_sha256,
-                "system_prompt_sha256": None if s.system_prompt is None else sha256_bytes(s.system_prompt.encode())}
+                "system_prompt_sha256": None if s.system_prompt is None else sha256_bytes(s.system_prompt.encode()),
+                "circular": self.circular}
 
     def provenance(self) -> dict[str, Any]:
         return {"trace_version": "mcot-trace/1"}
@@ -106,8 +125,14 @@ class McotProbePlan:
 
     async def run_item(self, item: McotItem, asker: ItemAsker) -> None:
         crops = CropStore(item, None if asker.dry_run else asker.run_dir / CROPS_DIR)
+        rotated = [self._rotated_trace(item, asker, crops, probe, k)
+                   for probe, k in rotated_traces(item, self.circular) if asker.pending(probe)]
         try:
-            await self._run_item(item, asker, crops)
+            if asker.dry_run:  # printed in order
+                for step in (self._run_item(item, asker, crops), *rotated):
+                    await step
+            else:
+                await asyncio.gather(self._run_item(item, asker, crops), *rotated)
         finally:
             self._crop_images[item.id] = list(crops.made())
 
@@ -135,6 +160,10 @@ class McotProbePlan:
                                    "meta": {"skipped": SKIPPED, "error": None}})
             return
         await asyncio.gather(*(self._replay(item, asker, trace, probe, crops) for probe in pending))
+
+    async def _rotated_trace(self, item: McotItem, asker: ItemAsker, crops: CropStore, probe: str, k: int) -> None:
+        line = await run_trace(rotated_item(item, k), asker, self.settings, crops, probe)
+        await asker.write({**line, "meta": {**line["meta"], "rotation": k}})
 
     async def _replay(self, item: McotItem, asker: ItemAsker, trace: dict[str, Any], probe: str,
                       crops: CropStore) -> None:

@@ -17,58 +17,53 @@ from typing import Any
 from mmfaith import __version__, families
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.circular import controls_lines, position_bias
+from mmfaith.evaluators.circular import circular_correct, controls_lines, original_label, position_bias, rotate_options
 from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
                                            grounding)
 from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, summarize
 from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_tag
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
-from mmfaith.evaluators.mcot.run import item_shows
+from mmfaith.evaluators.mcot.run import item_shows, rotated_traces
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings, shared_score_settings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.jsonl import write_atomic
 from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_dataset
 from mmfaith.outdir import prepare_out_dir
 
 
-@dataclass(frozen=True)
-class McotScoreRequest:
+SCORED_FIELDS = ("id", "category", "question", "options", "answer", "image_sha256", "width", "height", "targets")
+"""What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class McotScoreRequest(ScoreSettings):
     dataset: Path
-    predictions: Path
-    out: Path
     judge: str = "geometric"
     judge_base_url: str | None = None
     judge_api_key_env: str | None = None
     judge_agreement: str | None = None
     judge_workers: int = 4
     coverage: float = COVERAGE
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
     max_crop_share: float = MAX_CROP_SHARE
-    coverage_threshold: float = COVERAGE_THRESHOLD
     extract: str = "default"
     reader: ModelEndpoint | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> McotScoreRequest:
-        from mmfaith.evaluators.score_cli import reader_endpoint
+        from mmfaith.cli_options import reader_endpoint
 
         if not args.dataset:
             raise MmfaithError("score mcot needs --dataset (the build dir, release folder or Hub id that was run).")
-        return cls(dataset=Path(args.dataset), predictions=args.predictions, out=args.out, judge=args.judge,
+        return cls(**shared_score_settings(args), dataset=Path(args.dataset), judge=args.judge,
                    judge_base_url=args.judge_base_url, judge_api_key_env=args.judge_api_key_env,
-                   judge_agreement=args.judge_agreement, judge_workers=args.judge_workers, coverage=COVERAGE if args.coverage is None else args.coverage,
-                   from_run=args.from_run, n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite,
-                   drop_stale=args.drop_stale, max_crop_share=args.max_crop_share,
-                   coverage_threshold=args.coverage_threshold, extract=args.extract,
-                   reader=reader_endpoint(args, "mcot"))
+                   judge_agreement=args.judge_agreement, judge_workers=args.judge_workers,
+                   coverage=COVERAGE if args.coverage is None else args.coverage, max_crop_share=args.max_crop_share,
+                   extract=args.extract, reader=reader_endpoint(args))
 
     def make_judge(self, name: str) -> GeometricJudge | LlmJudge:
         if name == "geometric":
@@ -81,6 +76,19 @@ class McotScoreRequest:
 def trace_answer(reply: str | None, options: list[dict[str, str]], reader: ChoiceReader) -> str | None:
     """A trace's option label (a free-form item: its answer tag's text)."""
     return reader.choice(reply, options) if options else answer_letter(reply, options)
+
+
+def scored_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A prediction line's meta as scoring reads it (evaluators/predictions.py): a trace keeps its answer, its
+    crops' boxes and its turns' texts; each tool call is kept as an empty object (only their number is read).
+    A trace is most of a line's memory (its tool calls' arguments, boxes and raw text)."""
+    trace = meta.get("trace")
+    if not isinstance(trace, dict):
+        return meta
+    kept = {"answer": trace.get("answer"), "crops": [{"box": crop["box"]} for crop in trace.get("crops") or []],
+            "turns": [{"text": turn.get("text"), "tool_calls": [{} for _ in turn.get("tool_calls") or []]}
+                      for turn in trace.get("turns") or []]}
+    return {**meta, "trace": kept}
 
 
 def trace_reply(trace_line: dict[str, Any]) -> str | None:
@@ -127,14 +135,17 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_mcot_dataset(request.dataset)
+    dataset = open_mcot_dataset(request.dataset, fields=SCORED_FIELDS)
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
     judge = request.make_judge(request.judge)
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
-    read = read_predictions(request.predictions, {item.id: PROBES for item in dataset.items}, request.from_run,
+    # Every probe a run may have asked (a circular run's rotated traces too); the scores use those it did ask.
+    expected = {item.id: PROBES + tuple(probe for probe, _ in rotated_traces(item, True)) for item in dataset.items}
+    read = read_predictions(request.predictions, expected, request.from_run,
                             {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items})
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat,
+                            scored_meta)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
@@ -158,10 +169,10 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
                        "predictions_sha256": read.sha256, "no_image": read.no_image,
-                       "predictions_mode": "run" if request.from_run else "submission",
-                       "judge": judge.name, "max_crop_share": request.max_crop_share, "bootstrap": {"n": request.n_bootstrap, "seed": request.seed,
-                                                          "unit": "source image", "method": "percentile",
-                                                          "confidence": 0.95}},
+                       "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
+                       "judge": judge.name, "max_crop_share": request.max_crop_share,
+                       "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
+                                     "method": "percentile", "confidence": 0.95}},
         **summarize(items, request.n_bootstrap, request.seed),
     }
     metrics["counts"] = {**metrics["overall"]["counts"], "n_errors": read.n_errors, "n_stale": read.n_stale}
@@ -170,10 +181,11 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     if reader.endpoint is not None:
         metrics["reader"] = reader.agreement()
     metrics["position_bias"] = answer_position_bias(dataset, lines_of)
+    metrics["circular"] = circular_block(dataset, read, reader, {outcome.id: outcome for outcome in items})
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
                                       **agreement([a for a, _ in seconds], [b for _, b in seconds])}
-    publish_scores(out, [{**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)], metrics,
+    publish_scores(out, ({**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)), metrics,
                    write_report)
     return metrics
 
@@ -198,6 +210,31 @@ def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float,
             tally.add(status_of(line, (item.id, probe) in read.failed,
                                 None if line is None else line["meta"].get("answer")))  # replies continue a trace
     return tally
+
+
+def circular_block(dataset: McotDataset, read: PredictionSet, reader: ChoiceReader,
+                   outcomes: dict[str, ItemOutcome]) -> dict[str, Any] | None:
+    """metrics.json's `circular`: over the multiple-choice items whose trace was also run in every further
+    rotation of the options (`run --circular`), `accuracy_trace` (first order) beside `accuracy_circular` (right in
+    every rotation, evaluators/circular.py); None for a run without rotations."""
+    first, every = [], []
+    for item in dataset.items:
+        record = item.record
+        rotated = rotated_traces(item, True)
+        lines = [read.answered.get((item.id, probe)) for probe, _ in rotated]
+        if not rotated or all(line is None for line in lines):
+            continue
+        rights = [outcomes[item.id].correct["trace"] == 1]
+        for (_, k), line in zip(rotated, lines):
+            shown = None if line is None else trace_answer(trace_reply(line), rotate_options(record["options"], k),
+                                                           reader)
+            rights.append(original_label(record["options"], k, shown) == record["answer"])
+        first.append(rights[0])
+        every.append(circular_correct(rights))
+    if not first:
+        return None
+    return {"trace": {"n_items": len(first), "accuracy": round(sum(first) / len(first), 6),
+                      "accuracy_circular": round(sum(every) / len(every), 6)}}
 
 
 def answer_position_bias(dataset: McotDataset, lines_of: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -229,7 +266,7 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
     """report.md (headline table, ATEs with McNemar, per category, counts) and the plots."""
     from mmfaith.evaluators.plots import ValueAxis, bar_chart, metric_chart, save_png
     from mmfaith.evaluators import coverage
-    from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table
+    from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
 
     family = families.get("mcot")
     overall, model = metrics["overall"], metrics["provenance"]["model"]
@@ -238,14 +275,17 @@ def write_report(metrics: dict[str, Any], out: Path) -> None:
     rows = []
     for metric in family.metrics:
         detail = overall["ate"]["text" if metric.key == "ATE_text" else "visual"] if metric.key.startswith("ATE") else None
-        value = fmt_ci(overall[metric.key], detail["ci95"]) if detail else fmt(overall[metric.key])
+        interval = detail["ci95"] if detail else overall["ci95"].get(metric.key)
+        value = fmt_ci(overall[metric.key], interval, metric.undefined_when)
         rows.append([metric.name, value, metric.meaning])
     lines += md_table(["metric", "value", "meaning"], rows) + [""]
     ate_rows = [[name, str(d["n"]), str(d["b"]), str(d["c"]), fmt(d["value"]),
-                 "n/a" if d["p_mcnemar"] is None else f"{d['p_mcnemar']:.4g}"]
+                 fmt_p(d["p_mcnemar"], "no item on both sides"),
+                 fmt_p(d["p_clustered"], "no item on both sides")]
                 for name, d in (("ATE_text", overall["ate"]["text"]), ("ATE_visual", overall["ate"]["visual"]))]
     lines += ["## Interventions (section 4.1)", "", "b: right before, wrong after the intervention; c: the reverse.", ""]
-    lines += md_table(["effect", "items", "b", "c", "ATE", "McNemar p (exact)"], ate_rows) + [""]
+    lines += md_table(["effect", "items", "b", "c", "ATE", "McNemar p (exact)", "clustered p (Durkalski)"],
+                      ate_rows) + [""]
     lines += ["## By category", ""]
     lines += md_table(["category", "items", "accuracy (trace)", "ATE_text", "ATE_visual", "reliability", "sufficiency"],
                       [[name, str(b["counts"]["items"]), fmt(b["accuracy_trace"]), fmt(b["ATE_text"]),

@@ -15,7 +15,7 @@ the project, issue 3; SPD-Faith appendix B.2.2 scores types and the 80 COCO cate
   turned -> color; removed, missing, gone, added, appeared, disappeared -> remove; moved, shifted,
   position, location, relocated -> position); anything else is `other`, which never matches.
 - color: the color after the change (in the second picture), in the builder's vocabulary
-  (builders.colors.normalize_color, so crimson -> red); compared with the gold color_after
+  (mmfaith.vocabulary.normalize_color, so crimson -> red); compared with the gold color_after
   (color_before when the pair was shown edited-first, gold_claims). The last color named after a
   change word (to, into, now, turned, became) wins; without one, the last color not named after
   "from", "was", "originally" or "of".
@@ -47,8 +47,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from mmfaith.builders.colors import COLOR_SYNONYMS, COLOR_NAMES, normalize_color
+from mmfaith.vocabulary import COLOR_NAMES, COLOR_SYNONYMS, normalize_color
 from mmfaith.evaluators.spd_faith.parse import parse_claims
+from mmfaith.loaders.spd_faith.difference_types import TYPE_SYNONYMS
 from mmfaith.nouns import noun_forms
 
 RULES_VERSION = "spd-faith-rule-judge/1"
@@ -97,18 +98,6 @@ CATEGORY_SYNONYMS: dict[str, str] = {
     "smartphone": "cell phone", "microwave oven": "microwave", "stove": "oven", "fridge": "refrigerator",
     "teddy": "teddy bear", "stuffed animal": "teddy bear", "stuffed toy": "teddy bear",
     "hair dryer": "hair drier", "hairdryer": "hair drier", "blow dryer": "hair drier",
-}
-TYPE_SYNONYMS: dict[str, str] = {
-    **{w: "color" for w in ("color", "colour", "colors", "colours", "recolor", "recolour", "recolored",
-                            "recoloured", "changed color", "changed colour", "color change", "colour change",
-                            "color changed", "colour changed", "changes color", "change color", "hue", "tint",
-                            "painted", "turned", "turns")},
-    **{w: "remove" for w in ("remove", "removed", "removal", "missing", "gone", "disappeared", "disappears",
-                             "disappear", "vanished", "absent", "deleted", "delete", "erased", "added", "add",
-                             "addition", "appeared", "appears", "appear", "no longer")},
-    **{w: "position" for w in ("position", "positions", "moved", "move", "moves", "movement", "shifted", "shift",
-                               "shifts", "relocated", "relocation", "repositioned", "displaced", "location",
-                               "placement")},
 }
 _TO_MARKERS = {"to", "into", "now", "turned", "turns", "became", "becomes"}
 _FROM_MARKERS = {"from", "was", "originally", "previously", "of"}
@@ -180,11 +169,18 @@ def _tokens(text: str) -> list[str]:
     return re.sub(r"[^a-z0-9]+", " ", text.lower().replace("'s ", " ")).split()
 
 
-def _lexicon(entries: Iterable[tuple[str, str]], plurals: bool) -> dict[tuple[str, ...], str]:
-    lexicon: dict[tuple[str, ...], str] = {}
+class _Lexicon(dict[tuple[str, ...], str]):
+    """Phrase (its tokens) -> canonical name; `longest`: the most tokens of a phrase (the scan's window)."""
+
+    longest: int = 0
+
+
+def _lexicon(entries: Iterable[tuple[str, str]], plurals: bool) -> _Lexicon:
+    lexicon = _Lexicon()
     for phrase, canonical in entries:
         for form in (noun_forms(phrase) if plurals else {phrase}):
             lexicon.setdefault(tuple(form.split()), canonical)
+    lexicon.longest = max((len(phrase) for phrase in lexicon), default=0)
     return lexicon
 
 
@@ -194,7 +190,7 @@ _COLOR_WORDS = set(COLOR_NAMES) | set(COLOR_SYNONYMS)
 
 
 @lru_cache(maxsize=64)
-def _category_lexicon(extra: tuple[str, ...]) -> dict[tuple[str, ...], str]:
+def _category_lexicon(extra: tuple[str, ...]) -> _Lexicon:
     """The category lexicon with a dataset's own category names (`extra`) first (module docstring)."""
     if not extra:
         return _CATEGORY_LEXICON
@@ -202,12 +198,11 @@ def _category_lexicon(extra: tuple[str, ...]) -> dict[tuple[str, ...], str]:
                      *CATEGORY_SYNONYMS.items()], plurals=True)
 
 
-def _mentions(tokens: list[str], lexicon: dict[tuple[str, ...], str]) -> list[tuple[int, int, str]]:
+def _mentions(tokens: list[str], lexicon: _Lexicon) -> list[tuple[int, int, str]]:
     """(start, end, canonical) of each lexicon phrase in the tokens, longest phrase first, left to right."""
     found, i = [], 0
-    longest = max(len(phrase) for phrase in lexicon)
     while i < len(tokens):
-        for size in range(longest, 0, -1):
+        for size in range(lexicon.longest, 0, -1):
             canonical = lexicon.get(tuple(tokens[i:i + size]))
             if canonical is not None and i + size <= len(tokens):
                 found.append((i, i + size, canonical))

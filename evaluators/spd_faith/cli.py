@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmfaith.cli_options import add_judge_options, judge_endpoint
 from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, ORDER_CHOICES
 
 if TYPE_CHECKING:  # the stage modules load when a hook runs
@@ -79,46 +80,21 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
                         help="predictions.jsonl / a submission, or an official SPD-Faith-Bench response file "
                              "(JSON with a responses list; auto detects it by shape; --dataset is then the build "
                              "imported with `mmfaith build spd-faith --from-official`)")
-    judge = parser.add_argument_group("judge")
-    judge.add_argument("--judge", default="rule", metavar="rule|MODEL",
-                       help="rule (deterministic, offline) or the model name of an LLM judge")
-    judge.add_argument("--judge-base-url", metavar="URL",
-                       help="OpenAI-compatible base URL of the judge (e.g. http://HOST:PORT/v1)")
-    judge.add_argument("--judge-provider", choices=("openai", "gemini"), default="openai",
-                       help="protocol of the judge's server: OpenAI-compatible (e.g. vLLM) or Gemini")
-    judge.add_argument("--judge-api-key-env", metavar="NAME",
-                       help="environment variable holding the judge's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
-    judge.add_argument("--judge-workers", type=int, default=4, metavar="N", help="parallel judge calls")
-    judge.add_argument("--judge-agreement", action="store_true",
-                       help="also report how often the rule and LLM judges extract the same claims")
+    add_judge_options(parser, "judge", "the claims", "how often the rule and LLM judges extract the same claims")
 
 
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score spd-faith`: the parsed options into a ScoreRequest; prints the headline line."""
-    from mmfaith.clients import ModelEndpoint
-    from mmfaith.evaluators import coverage
-    from mmfaith.evaluators.score_cli import reader_endpoint
+    from mmfaith.evaluators.score_cli import print_score_line
+    from mmfaith.evaluators.score_settings import shared_score_settings
     from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
+    from mmfaith.nouns import counted
 
-    reader_endpoint(args, "spd-faith")
-    judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
-                                                            args.judge_api_key_env)
+    judge = judge_endpoint(args)
     metrics = score_spd_faith(ScoreRequest(
-        dataset=Path(args.dataset) if args.dataset else None, predictions=args.predictions, out=args.out, judge=judge,
-        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
-        format=args.format, coverage_threshold=args.coverage_threshold))
-    overall, counts = metrics["overall"], metrics["counts"]
+        **shared_score_settings(args), dataset=Path(args.dataset) if args.dataset else None, judge=judge,
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, format=args.format))
+    counts = metrics["counts"]
     stale = f"; {counts['n_stale']} stale lines dropped" if counts.get("n_stale") else ""
-    print(f"scored {counts['n_items']} pairs of {metrics['provenance']['model']}: "
-          + ", ".join(f"{k} {overall[k]:.3f}" for k in ("DS", "DQR", "TF1", "CF1", "DRF") if overall[k] is not None)
-          + f"; {coverage.console(metrics['answers'])}{stale}; see {args.out / 'report.md'}")
-    coverage.print_warnings(metrics["answers"])
+    print_score_line("spd-faith", counted(counts["n_items"], "pair"), metrics, args.out, stale)
     return 0
-
-
-def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
-    """`mmfaith report` over SPD-Faith score dirs."""
-    from mmfaith.evaluators.spd_faith.report import compare_scores
-
-    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)

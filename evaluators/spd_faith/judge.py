@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from mmfaith.builders.colors import COLOR_NAMES
+from mmfaith.vocabulary import COLOR_NAMES
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.spd_faith.claims import (CLAIM_PROBES, COCO_CATEGORIES, UNRELATED, Claim, Judgement, JudgeCase,
                                            RuleJudge)

@@ -55,7 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError, first_few
-from mmfaith.evaluators.spd_faith.claims import CLAIM_TYPES, TYPE_SYNONYMS
+from mmfaith.evaluators.spd_faith.claims import CLAIM_TYPES
+from mmfaith.loaders.spd_faith.difference_types import TYPE_SYNONYMS
 from mmfaith.evaluators.spd_faith.metrics import Answer
 from mmfaith.images import sha256_bytes
 

@@ -40,10 +40,10 @@ import cv2
 import numpy as np
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import decode_png, png_size, split_side_by_side
+from mmfaith.evaluators.image_payload import decode_png, split_side_by_side
 from mmfaith.evaluators.reference_server import RequestRefused
 from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt
-from mmfaith.images import place_name, sha256_bytes
+from mmfaith.images import place_name, png_size, sha256_bytes
 from mmfaith.prior import leave_one_out_prior
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair
 

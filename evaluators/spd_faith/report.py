@@ -34,7 +34,7 @@ from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components)
 from mmfaith.evaluators import coverage
-from mmfaith.evaluators.report_tables import (fmt, fmt_ci, md_table, metric_block, metric_value, metrics_key,
+from mmfaith.evaluators.report_tables import (fmt, fmt_ci, fmt_p, md_table, metric_block, metric_value, metrics_key,
                                               why_undefined)
 from mmfaith.families import MetricInfo
 from mmfaith.families import get as get_family
@@ -50,13 +50,7 @@ TREND_METRICS = ("yes_ratio_same", "contradiction_rate")
 BINARY_METRICS = {"DQR": "DQR", "existence_rate": "existence"}
 SHOWN = (*CI_METRICS, "control.false_alarm_rate")
 """Every metric report.md shows, in the order of its "Metrics shown" table."""
-WHY_LEFT_OUT = {
-    "contradiction_rate": "no item with both same? and different? parsed",
-    "consistency_ratio": "neither same? nor different? names a difference",
-    "DRF": "no described differences",
-    "yes_ratio_same": "no parsed same? answers",
-    "control.false_alarm_rate": "no parsed answers",
-}
+WHY_LEFT_OUT = {metric.key: metric.undefined_when for metric in FAMILY.metrics if metric.undefined_when}
 """Why an item is left out of a metric that is undefined for some items (metrics.LEFT_OUT)."""
 DRF_AXIS = plots.ValueAxis("describe claims", 0.0, None, integer=True, decimals=0)
 
@@ -180,7 +174,11 @@ def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping
     for metric, key in BINARY_METRICS.items():
         b = sum(a["scores"][key] == 1 and o["scores"][key] == 0 for a, o in shared)
         c = sum(a["scores"][key] == 0 and o["scores"][key] == 1 for a, o in shared)
-        mcnemar[metric] = {"a_only": b, "b_only": c, "p_value": round(stats.mcnemar_exact(b, c), 6)}
+        clustered = stats.clustered_mcnemar([int(a["scores"][key] == 1 and o["scores"][key] == 0)
+                                             - int(a["scores"][key] == 0 and o["scores"][key] == 1) for a, o in shared],
+                                            [a["cluster"] for a, _ in shared])
+        mcnemar[metric] = {"a_only": b, "b_only": c, "p_value": round(stats.mcnemar_exact(b, c), 6),
+                           "p_clustered": round(clustered, 6)}
     return {"n_shared": len(shared),
             "difference": {m: {"value": None if d is None else round(d, 6),
                                "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)]}
@@ -278,7 +276,7 @@ def _write_comparison_md(out: Path, labels: Sequence[str], metrics: Sequence[Map
         lines += ["", f"## {pair['a']} minus {pair['b']} ({pair['n_shared']} shared items, paired bootstrap)", "",
                   *md_table(["metric", "difference [95% CI]", "McNemar p (a only / b only)"],
                           [[k, fmt_ci(d["value"], d["ci95"], "undefined for a model"),
-                            (f"{pair['mcnemar'][k]['p_value']:.4f} ({pair['mcnemar'][k]['a_only']} / "
+                            (f"{fmt_p(pair['mcnemar'][k]['p_value'])} ({pair['mcnemar'][k]['a_only']} / "
                              f"{pair['mcnemar'][k]['b_only']})") if k in pair["mcnemar"] else ""]
                            for k, d in pair["difference"].items()])]
     lines += ["", *blind_report_lines(comparison, BLIND_KEYS)]

@@ -24,18 +24,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mmfaith.builders.masks import BlockPerturbation
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, ImageRef, Shown, decode_png, side_by_side
+from mmfaith.evaluators.image_payload import GAP_PX, DerivedImage, Shown, decode_png, side_by_side
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.evaluators.answers import read_count
 from mmfaith.evaluators.spd_faith.prompts import (LAYOUTS, ORDER_CHOICES, ORDERS, PROBES, TEMPLATE_VERSION,
                                                   TEMPLATES_SHA256, prompt_text)
-from mmfaith.images import png_bytes
+from mmfaith.images import ImageRef, png_bytes
 from mmfaith.loaders.spd_faith import SpdPair, open_spd_dataset
+
+if TYPE_CHECKING:  # the perturbation's OpenCV code loads only for a run that perturbs
+    from mmfaith.builders.masks import BlockPerturbation
 
 PRIORITY = {"describe": 0, "count": 1, "same": 2, "different": 2}
 """Waiting calls go lowest first: describe closes its pair and frees its images; count unblocks describe."""
@@ -83,7 +85,11 @@ class SpdProbePlan:
         self.layout = layout
         self.order = order
         self.seed = seed
-        self.perturbation = BlockPerturbation(perturb, seed) if perturb is not None else None
+        self.perturbation: BlockPerturbation | None = None
+        if perturb is not None:
+            from mmfaith.builders.masks import BlockPerturbation
+
+            self.perturbation = BlockPerturbation(perturb, seed)
 
     def expected_probes(self, pair: SpdPair) -> tuple[str, ...]:
         return PROBES

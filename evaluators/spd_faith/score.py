@@ -44,8 +44,9 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.answers import last_boxed
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
@@ -57,24 +58,21 @@ from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_data
 from mmfaith.outdir import prepare_out_dir
 
 
-@dataclass(frozen=True)
-class ScoreRequest:
+SCORED_FIELDS = ("id", "subset", "difficulty", "num_differences", "differences", "image_a_sha256", "image_b_sha256",
+                 "source.dataset", "source.file_name", "source.official")
+"""What scoring reads of a pair record (the loader keeps only these: mmfaith/records.py)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreRequest(ScoreSettings):
     """What to score and how; `judge` None is the rule judge."""
 
     dataset: Path | None
     """None: only for an official response file, whose own ground truth is then the gold."""
-    predictions: Path
-    out: Path
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
     format: str = "auto"
-    coverage_threshold: float = COVERAGE_THRESHOLD
     """auto (an official response file is detected by its shape), predictions, or official."""
 
 
@@ -93,12 +91,13 @@ class Predictions:
     no_image: bool = False
 
 
-def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False) -> Predictions:
+def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False,
+                     repeat: int = 0) -> Predictions:
     """Read and validate predictions against the dataset (evaluators/predictions.py); each answer as the metrics read it."""
     read = read_predictions(path, {pair.id: PROBES for pair in dataset.pairs}, from_run,
                             {pair.id: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}
                              for pair in dataset.pairs}, drop_stale,
-                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs})
+                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs}, repeat)
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
     perturbs = {canonical_json((line.get("meta") or {}).get("perturb")) for line in read.answered.values()}
@@ -144,7 +143,7 @@ def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predict
         "model": predictions.model,
         "predictions_sha256": predictions.sha256,
         "no_image": predictions.no_image,
-        "predictions_mode": "run" if request.from_run else "submission",
+        "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
         "prompt_templates_sha256": TEMPLATES_SHA256,
         "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
                   "prompt_sha256": judge.prompt_sha256, "rules_version": RULES_VERSION, "fallbacks": judge.fallbacks},
@@ -159,7 +158,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     if request.dataset is None and request.format == "predictions":
         raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
-    dataset = open_spd_dataset(request.dataset) if request.dataset is not None else None
+    dataset = open_spd_dataset(request.dataset, fields=SCORED_FIELDS) if request.dataset is not None else None
     official_block: dict[str, Any] | None = None
     if request.format not in official_responses.FORMATS:
         raise MmfaithError(f"--format {request.format!r}: use one of {', '.join(official_responses.FORMATS)}.")
@@ -168,7 +167,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     elif dataset is None:
         raise MmfaithError(f"{request.predictions}: not an official response file, so it needs --dataset.")
     else:
-        predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale)
+        predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale,
+                                       request.repeat)
     if not predictions.answers:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "
@@ -183,10 +183,15 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     judgements = judge.judge_all(cases)
     items = [score_item(pair.record, pair.source_key, by_probe, judgement)
              for pair, by_probe, judgement in zip(dataset.pairs, answers, judgements)]
+    agreement = None
+    if request.judge_agreement:
+        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
+        agreement = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
+    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
+    del answers, cases, judgements  # what the items hold is all the rest needs: memory is the items' (docs/scale.md)
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
                                "provenance": _provenance(request, dataset, predictions, judge),
                                **summarize(items, request.n_bootstrap, request.seed)}
-    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
     metrics["answers"] = answer_tally(items, predictions, request.coverage_threshold).to_json()
@@ -195,9 +200,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     if official_block is not None:
         metrics["official"] = official_block
         official_responses.apply_not_computable(metrics)
-    if request.judge_agreement:
-        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
-        metrics["judge_agreement"] = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
+    if agreement is not None:
+        metrics["judge_agreement"] = agreement
 
     def write_report(scores: dict[str, Any], folder: Path) -> None:
         write_score_report(scores, folder)

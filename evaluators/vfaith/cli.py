@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mmfaith.cli_options import add_judge_options, add_reader_options, judge_endpoint, reader_endpoint
+
 if TYPE_CHECKING:
     from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
 
@@ -47,44 +49,27 @@ def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
 def add_score_options(parser: argparse.ArgumentParser) -> None:
     """The judge of free-form answers: rule (normalised text) or an LLM."""
     parser.description = SCORE_DESCRIPTION
-    judge = parser.add_argument_group("judge of free-form answers")
-    judge.add_argument("--judge", default="rule", metavar="rule|MODEL",
-                       help="rule (normalised text, offline) or the model that decides equivalence where it fails")
-    judge.add_argument("--judge-base-url", metavar="URL", help="OpenAI-compatible base URL of the judge")
-    judge.add_argument("--judge-provider", choices=("openai", "gemini"), default="openai", help="protocol of the judge")
-    judge.add_argument("--judge-api-key-env", metavar="NAME",
-                       help="environment variable holding the judge's key (default OPENAI_API_KEY / GEMINI_API_KEY)")
+    add_reader_options(parser)
+    add_judge_options(parser, "judge of free-form answers", "the free-form answers the normalised-text rule cannot "
+                      "match", agreement=None)
 
 
 def score(args: argparse.Namespace) -> int:
     """`mmfaith score vfaith`: the parsed options into a ScoreRequest; prints the headline line."""
     from mmfaith.errors import MmfaithError
-    from mmfaith.evaluators import coverage
-    from mmfaith.evaluators.score_cli import reader_endpoint
+    from mmfaith.evaluators.score_cli import print_score_line
     from mmfaith.evaluators.vfaith.score import ScoreRequest, score_vfaith
 
     if not args.dataset:
         raise MmfaithError("mmfaith score vfaith needs --dataset BUILD_DIR|RELEASE|ORG/NAME.")
-    from mmfaith.clients import ModelEndpoint
+    from mmfaith.evaluators.score_settings import shared_score_settings
+    from mmfaith.nouns import counted
 
-    judge = None if args.judge == "rule" else ModelEndpoint(args.judge_provider, args.judge, args.judge_base_url,
-                                                            args.judge_api_key_env)
+    judge = judge_endpoint(args)
     metrics = score_vfaith(ScoreRequest(
-        dataset=Path(args.dataset), predictions=args.predictions, out=args.out, from_run=args.from_run,
-        n_bootstrap=args.bootstrap, seed=args.seed, overwrite=args.overwrite, drop_stale=args.drop_stale,
-        judge=judge, extract=args.extract, coverage_threshold=args.coverage_threshold,
-        reader=reader_endpoint(args, "vfaith")))
-    overall, counts = metrics["overall"], metrics["counts"]
-    shown = ", ".join(f"{k} {'n/a' if overall[k] is None else f'{overall[k]:.3f}'}" for k in overall)
-    print(f"scored {counts['n_pairs']} pairs and {counts['n_perception']} perception items of "
-          f"{metrics['provenance']['model']}: {shown}; {coverage.console(metrics['answers'])}; "
-          f"see {args.out / 'report.md'}")
-    coverage.print_warnings(metrics["answers"])
+        **shared_score_settings(args), dataset=Path(args.dataset), judge=judge, extract=args.extract,
+        reader=reader_endpoint(args)))
+    counts = metrics["counts"]
+    print_score_line("vfaith", f"{counted(counts['n_pairs'], 'pair')} and "
+                               f"{counted(counts['n_perception'], 'perception item')}", metrics, args.out)
     return 0
-
-
-def compare(score_dirs: list[Path], out: Path, n_bootstrap: int, seed: int, all_pairs: bool) -> dict[str, Any]:
-    """`mmfaith report` over VFaith score dirs."""
-    from mmfaith.evaluators.vfaith.report import compare_scores
-
-    return compare_scores(score_dirs, out, n_bootstrap, seed, all_pairs)

@@ -166,6 +166,9 @@ def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -
         "ci95": {key: ci(key) for key in HEADLINE},
         "circular": circular_block(pairs),
         "mcnemar_raw_vs_edit": {"p_value": stats.mcnemar_exact(b, c), "b_raw_right_edit_wrong": b,
+                                "p_clustered": stats.clustered_mcnemar(
+                                    [int(parts.get("b", 0.0) - parts.get("c", 0.0)) for parts in components],
+                                    [item["cluster"] for item in items]),
                                 "c_raw_wrong_edit_right": c, "n_pairs": len(pairs),
                                 "n_left_out": sum(item["a_original"] is None or item["a_edited"] is None for item in pairs),
                                 "method": "exact binomial, two-sided"},

@@ -8,13 +8,13 @@ docs/answers.md: `read_choice`, `read_choice_set`); with `--extract paper` only 
 answer. The scorer compares it with the gold's normalised text and asks the judge where they differ.
 Normalisation: lower case, surrounding punctuation and a leading article dropped, inner whitespace
 collapsed, number words zero to twenty as digits, colour synonyms as the basic colour term
-(builders/colors.normalize_color: "grey" -> "gray").
+(mmfaith/vocabulary.normalize_color: "grey" -> "gray").
 """
 from __future__ import annotations
 
 import re
 
-from mmfaith.builders.colors import normalize_color
+from mmfaith.vocabulary import normalize_color
 from mmfaith.evaluators.answers import NUMBER_WORDS, last_boxed, last_tag, plain
 
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+")

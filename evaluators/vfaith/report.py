@@ -25,7 +25,7 @@ from mmfaith.evaluators import coverage, stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.coverage import STATUSES
-from mmfaith.evaluators.report_tables import fmt, fmt_ci, md_table, metrics_key
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table, metrics_key
 from mmfaith.evaluators.score_dir import score_labels
 from mmfaith.evaluators.vfaith.metrics import CATEGORIES, HEADLINE, headline_from_sums, item_components
 from mmfaith.families import get as get_family
@@ -70,7 +70,8 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
              *md_table(["model", *TABLE2_HEADER], [[provenance["model"], *_table2_row(metrics)]]), "",
              "## Raw vs edited (exact McNemar)", "",
              f"right on the original only: {test['b_raw_right_edit_wrong']}; on the edited only: "
-             f"{test['c_raw_wrong_edit_right']}; p = {test['p_value']:.4g} ({test['n_pairs']} pairs).", "",
+             f"{test['c_raw_wrong_edit_right']}; p = {fmt_p(test['p_value'])} ({test['n_pairs']} pairs); clustered by "
+             f"source image (Durkalski): p = {fmt_p(test['p_clustered'])}.", "",
              *coverage.markdown(metrics["answers"]),
              *md_table(["probe", *STATUSES], [[probe, *(str(c[s]) for s in STATUSES)]
                                               for probe, c in counts["answers"].items()]), "",

@@ -22,7 +22,8 @@ import asyncio
 from typing import Any
 
 from mmfaith.evaluators.circular import rotate_options, rotated_probe, rotations
-from mmfaith.evaluators.image_payload import ImageRef, Shown
+from mmfaith.evaluators.image_payload import Shown
+from mmfaith.images import ImageRef
 from mmfaith.evaluators.run_engine import ItemAsker, RunSummary, Turn, run_benchmark
 from mmfaith.evaluators.run_settings import RunSettings
 from mmfaith.evaluators.vfaith.prompts import (PAIR_PROBES, PERCEPTION_PROBES, TEMPLATE_VERSION, TEMPLATES_SHA256,

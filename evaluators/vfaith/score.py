@@ -27,8 +27,9 @@ from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_boxed, read_choice_set
 from mmfaith.evaluators.circular import (SEPARATOR, circular_correct, original_label, position_bias,
                                          rotate_options, rotated_probe)
-from mmfaith.evaluators.coverage import COVERAGE_THRESHOLD, Tally, status_of
+from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
@@ -42,25 +43,23 @@ from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfait
 from mmfaith.outdir import prepare_out_dir
 
 
-@dataclass(frozen=True)
-class ScoreRequest:
+SCORED_FIELDS = ("id", "pair_id", "category", "question", "question_type", "options", "answers", "answer_original",
+                 "answer_edited", "image_sha256", "image_original_sha256", "image_edited_sha256", "source.dataset",
+                 "source.file_name", "source.image_id")
+"""What scoring reads of a pair or perception record (the loader keeps only these: mmfaith/records.py)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreRequest(ScoreSettings):
     """What to score and how (the flags of `mmfaith score vfaith`, one field each)."""
 
     dataset: Path
-    predictions: Path
-    out: Path
-    from_run: bool = False
-    n_bootstrap: int = 1000
-    seed: int = 0
-    overwrite: bool = False
-    drop_stale: bool = False
     judge: ModelEndpoint | None = None
     """None: the rule judge (normalised text only) for free-form answers; else an LLM (judge.py)."""
     reader: ModelEndpoint | None = None
     """An LLM that reads the multiple-choice replies the rules leave (evaluators/answer_llm.py)."""
     extract: str = "default"
     """The answer reader's rule (evaluators/answers.py): default, or paper (the last \\boxed{} only)."""
-    coverage_threshold: float = COVERAGE_THRESHOLD
 
 
 def _answer(pair: VfaithPair, response: str | None, reader: ChoiceReader, rotation: int = 0) -> str | None:
@@ -134,12 +133,12 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_vfaith_dataset(request.dataset)
+    dataset = open_vfaith_dataset(request.dataset, fields=SCORED_FIELDS)
     plan = VfaithProbePlan(circular=True)  # accepts the rotations of a circular run; a plain run has none
     predictions = read_predictions(
         request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,
         {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale,
-        {item.id: shown_digest(item_shows(item)) for item in dataset.items})
+        {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
     if not predictions.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run, then score again.")
@@ -158,7 +157,7 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
             "family": "vfaith", "mmfaith_version": __version__,
             "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
             "model": predictions.model, "predictions_sha256": predictions.sha256, "no_image": predictions.no_image,
-            "predictions_mode": "run" if request.from_run else "submission",
+            "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
             "prompt_templates_sha256": TEMPLATES_SHA256, "extract": request.extract,
             "judge": {"name": judge.name, "provider": request.judge.provider if request.judge else None,
                       "prompt_sha256": PROMPT_SHA256 if request.judge else None},

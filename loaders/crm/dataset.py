@@ -1,8 +1,9 @@
 """Access to a CRM dataset for the evaluator: its items, their gold and their image files.
 
-`open_crm_dataset(path)` reads a build dir (records.jsonl + originals/ + variants/) or a release
+`open_crm_dataset(path)` reads a build dir (records.jsonl + originals/ + variants/), a release
 folder written by `mmfaith release` (manifest.json + parquet shards, one config per mask mode and
-style; the images are written once to the content-addressed cache so every item still has files).
+style; the images are written once to the content-addressed cache so every item still has files),
+or a Hub repo id `ORG/NAME[@REVISION]` of such a release (loaders/source.py resolves all three).
 Every record is schema-checked and every image exists and hashes to its record's sha256 (release).
 """
 from __future__ import annotations
@@ -12,9 +13,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
+from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.schema import check_loaded_record
 
 
@@ -63,17 +65,19 @@ def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
     check_loaded_record("crm_item", record, where, seen, "a CRM record")
 
 
-def open_crm_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True) -> CrmDataset:
-    """Open a CRM build dir or release folder (module docstring)."""
-    if (path / "manifest.json").is_file():
+def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
+                     fields: Fields | None = None) -> CrmDataset:
+    """Open a CRM build dir, release folder or Hub repo id `ORG/NAME[@REVISION]` (module docstring)."""
+    from mmfaith.loaders.source import resolve
+
+    found = resolve(path, "crm", verify=verify)
+    if found.kind == "release":
         from mmfaith.loaders.crm.rows import open_crm_release
 
-        return open_crm_release(path, cache_dir, verify)
+        return open_crm_release(found.path, found.manifest, cache_dir, fields)
+    path = found.path
     records_path = path / "records.jsonl"
-    if not records_path.is_file():
-        raise MmfaithError(f"{path}: not a CRM build dir (no records.jsonl) or release folder (no manifest.json); "
-                           "pass one of those to --dataset.")
-    items, seen = [], set()
+    items, seen, shared = [], set(), Shared()
     for number, record in read_jsonl(records_path):
         where = f"{records_path}:{number}"
         check_crm_record(record, where, seen)
@@ -82,5 +86,5 @@ def open_crm_dataset(path: Path, cache_dir: Path | None = None, verify: bool = T
         for ref in refs.values():
             if not ref.path.is_file():
                 raise MmfaithError(f"{where}: image {ref.path} is missing.")
-        items.append(CrmItem(record, refs.pop("original"), refs))
+        items.append(CrmItem(keep_fields(record, fields, shared), refs.pop("original"), refs))
     return CrmDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])

@@ -16,10 +16,7 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes
 from mmfaith.jsonl import canonical_json, write_atomic
-from mmfaith.release.manifest import VerifyReport, open_release, row_digest, verify_release
-from mmfaith.schema import schema_errors
-
-RELEASE_FORMAT = "mmfaith-crm-release/1"
+from mmfaith.records import Fields, Shared, keep_fields
 
 
 def features() -> Any:
@@ -51,28 +48,6 @@ def record_to_row(record: dict[str, Any], variant: dict[str, Any], masked: bytes
     }
 
 
-def check_release_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:
-    """Problems of one CRM release row (for `mmfaith verify`): its record readable and valid, its variant
-    the shard's config, both images hashing to the record's sha256s, its digest the manifest's."""
-    try:
-        record = json.loads(row["record"])
-        variant = next(v for v in record["variants"] if f"{v['mode']}-{v['style']}" == f"{row['mode']}-{row['style']}")
-    except (KeyError, TypeError, ValueError, StopIteration) as exc:
-        return [f"{where}: cannot be read as a CRM record and variant ({exc!r})."]
-    problems = []
-    errors = schema_errors("crm_item", record)
-    if errors:
-        problems.append(f"{where}: not a valid CRM record: {'; '.join(errors[:3])}")
-    if f"{row['mode']}-{row['style']}" != entry["config"]:
-        problems.append(f"{where}: variant {row['mode']}-{row['style']} in config {entry['config']!r}.")
-    for column, digest in (("image", variant["sha256"]), ("image_original", record["image_original_sha256"])):
-        if sha256_bytes((row[column] or {}).get("bytes") or b"") != digest:
-            problems.append(f"{where}: {column} bytes do not hash to the record's sha256.")
-    if digests.get(record["id"]) != row_digest(record):
-        problems.append(f"{where}: record digest differs from the manifest's rows entry.")
-    return problems
-
-
 def rows_to_records(rows: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, bytes]]]:
     """(record, {path in the record: image bytes}) per id, in first-seen order; checks every image's hash."""
     found: dict[str, tuple[dict[str, Any], dict[str, bytes]]] = {}
@@ -90,24 +65,22 @@ def rows_to_records(rows: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any]
     return list(found.values())
 
 
-def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool = True) -> Any:
+def open_crm_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None = None,
+                     fields: Fields | None = None) -> Any:
     """A CRM release folder as a CrmDataset: images written once to the cache (by sha256), items whose
-    every variant was released."""
+    every variant was released; with `fields`, each record keeps only those (mmfaith/records.py)."""
     import pyarrow.parquet as pq
 
     from mmfaith.cache import cache_dir as default_cache_dir
-    from mmfaith.evaluators.image_payload import ImageRef
+    from mmfaith.images import ImageRef
     from mmfaith.images import sha256_file
     from mmfaith.loaders.crm.dataset import CrmDataset, CrmItem, check_crm_record, variant_name
 
-    manifest = open_release(folder, RELEASE_FORMAT, verify)
-    if manifest["format"] != RELEASE_FORMAT:
-        raise MmfaithError(f"{folder / 'manifest.json'}: format {manifest['format']!r} is not {RELEASE_FORMAT!r}.")
     rows = (row for name in sorted(n for n, e in manifest["files"].items() if "config" in e)
             for row in pq.read_table(folder / name).to_pylist())
     images_dir = (cache_dir or default_cache_dir()) / "images"
     images_dir.mkdir(parents=True, exist_ok=True)
-    items, seen = [], set()
+    items, seen, shared = [], set(), Shared()
     for record, images in rows_to_records(rows):
         check_crm_record(record, f"{folder} item {record['id']}", seen)
         paths = {}
@@ -118,13 +91,7 @@ def open_crm_release(folder: Path, cache_dir: Path | None = None, verify: bool =
             paths[path] = cached
         refs = {variant_name(v): ImageRef(v["sha256"], paths[v["image"]]) for v in record["variants"]
                 if v["image"] in paths}
-        items.append(CrmItem(record, ImageRef(record["image_original_sha256"], paths[record["image_original"]]),
-                             refs))
+        original = ImageRef(record["image_original_sha256"], paths[record["image_original"]])
+        items.append(CrmItem(keep_fields(record, fields, shared), original, refs))
     return CrmDataset(items, f"release:{manifest['name']}",
                       f"{manifest['tag']}+{sha256_file(folder / 'manifest.json')[:16]}")
-
-
-def verify_crm_release(folder: Path) -> VerifyReport:
-    """`mmfaith verify` of a CRM release: every hash of the manifest (release.manifest.verify_release) and every
-    row of every variant config checked by `check_release_row`."""
-    return verify_release(folder, RELEASE_FORMAT, check_release_row)

@@ -13,10 +13,12 @@ from typing import Any, ClassVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.image_payload import ImageRef
+from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.records import Fields, Shared, keep_fields
+from mmfaith.loaders.release_files import cached_image
+from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
 
 
@@ -57,25 +59,22 @@ class McotDataset:
         return {item.id: item for item in self.items}
 
 
-def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> McotDataset:
+def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
+                      fields: Fields | None = None) -> McotDataset:
     """A build dir, a release folder or a Hub id (module docstring)."""
-    path = Path(path)
-    if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
-    if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
+    found = resolve(path, "mcot", verify=verify)
+    if found.kind == "release":
+        return _open_release(found.path, found.manifest, cache_dir, fields)
+    path = found.path
     records_path = path / "records.jsonl"
-    if not records_path.is_file():
-        raise MmfaithError(f"{path}: not an MCoT build dir (no records.jsonl), release folder (no manifest.json) or "
-                           "Hub repo id ORG/NAME[@REVISION]; build one with `mmfaith build mcot --out DIR`.")
-    items, seen = [], set()
+    items, seen, shared = [], set(), Shared()
     for number, record in read_jsonl(records_path):
         where = f"{records_path}:{number}"
         check_item(record, where, seen)
         image = path / record["image"]
         if not image.is_file():
             raise MmfaithError(f"{where}: image {image} is missing.")
-        items.append(McotItem(record, image))
+        items.append(McotItem(keep_fields(record, fields, shared), image))
     return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
 
 
@@ -84,25 +83,24 @@ def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
     check_loaded_record("mcot_item", record, where, seen, "an MCoT record")
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> McotDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None, fields: Fields | None) -> McotDataset:
     """The items of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
     from mmfaith.loaders.mcot.rows import row_to_record
-    from mmfaith.release.manifest import open_release
-    from mmfaith.release.mcot import FORMAT
 
-    manifest = open_release(folder, FORMAT, verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     items: list[McotItem] = []
     seen: set[str] = set()
+    shared = Shared()
     for name in sorted(name for name, entry in manifest["files"].items() if "config" in entry):
         batches = pq.ParquetFile(folder / name).iter_batches(batch_size=16)
         for number, row in enumerate(row for batch in batches for row in batch.to_pylist()):
             where = f"{folder / name} row {number}"
             record = row_to_record(row)
             check_item(record, where, seen)
-            items.append(McotItem(record, cached_image(images, row["image"]["bytes"], record["image_sha256"], where)))
+            image = cached_image(images, row["image"]["bytes"], record["image_sha256"], where)
+            items.append(McotItem(keep_fields(record, fields, shared), image))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return McotDataset(items, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")

@@ -16,7 +16,9 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.records import Fields, Shared, keep_fields
+from mmfaith.loaders.release_files import cached_image
+from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
 
 
@@ -58,30 +60,29 @@ class SpdDataset:
 
 
 
-def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True) -> SpdDataset:
-    """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists.
+def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True,
+                     fields: Fields | None = None) -> SpdDataset:
+    """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists;
+    with `fields`, each record keeps only those once checked (mmfaith/records.py).
 
     `cache_dir` is where a release's images are written (default: `mmfaith.cache.cache_dir()`), as
     images/<sha256>.png; an image is written only when absent, and its bytes
     are checked against the record's hash first.
     """
-    if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
-    if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
-    return _open_build_dir(path)
+    found = resolve(path, "spd-faith", verify=verify)
+    if found.kind == "release":
+        return _open_release(found.path, found.manifest, cache_dir, fields)
+    return _open_build_dir(found.path, fields)
 
 
-def _open_build_dir(path: Path) -> SpdDataset:
+def _open_build_dir(path: Path, fields: Fields | None) -> SpdDataset:
     records_path = path / "records.jsonl"
-    if not records_path.is_file():
-        raise MmfaithError(f"{path}: not an SPD-Faith build dir (no records.jsonl), release folder (no manifest.json) "
-                           "or Hub repo id ORG/NAME[@REVISION]; pass one of those to --dataset.")
     pairs = []
     seen: set[str] = set()
+    shared = Shared()
     for number, record in read_jsonl(records_path):
         _check_record(record, f"{records_path}:{number}", seen)
-        pair = SpdPair(record, path / record["image_a"], path / record["image_b"])
+        pair = SpdPair(keep_fields(record, fields, shared), path / record["image_a"], path / record["image_b"])
         for image in (pair.image_a_path, pair.image_b_path):
             if not image.is_file():
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
@@ -94,18 +95,17 @@ def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: st
     check_loaded_record("spd_faith_pair", record, where, seen, "an SPD-Faith record", advice)
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> SpdDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None, fields: Fields | None) -> SpdDataset:
     """The pairs of every config of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
-    from mmfaith.release.manifest import open_release
     from mmfaith.loaders.spd_faith.rows import row_to_record
 
-    manifest = open_release(folder, verify=verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
     pairs = []
     seen: set[str] = set()
+    shared = Shared()
     for name, entry in sorted(manifest["files"].items()):
         if "config" not in entry:
             continue
@@ -116,6 +116,6 @@ def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> SpdData
             _check_record(record, where, seen, f"; run `mmfaith verify {folder}`")
             paths = [cached_image(images, row[side]["bytes"], record[f"{side}_sha256"], f"{where} {side}")
                      for side in ("image_a", "image_b")]
-            pairs.append(SpdPair(record, paths[0], paths[1]))
+            pairs.append(SpdPair(keep_fields(record, fields, shared), paths[0], paths[1]))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return SpdDataset(pairs, dataset_id=f"release:{manifest['name']}", revision=f"{manifest['tag']}+{manifest_hash}")

@@ -12,18 +12,17 @@ CC-BY-NC-2.0), `license_url` and `attribution`.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.jsonl import canonical_json
+from mmfaith.licenses import license_id
 
 SOURCE_KEYS = ("dataset", "split", "image_id", "file_name", "license", "flickr_url", "coco_url", "attribution",
                "official")
 """`official` (records imported from the official SPD-Faith-Bench) is stored as canonical JSON, null otherwise."""
 DIFFERENCE_KEYS = ("type", "category", "category_id", "source_ann_id", "color_before", "color_after",
                    "bbox_before", "bbox_after", "area_ratio", "description")
-CC_URL = re.compile(r"creativecommons\.org/licenses/([a-z-]+)/(\d+\.\d+)")
 
 
 def features() -> Any:
@@ -43,14 +42,6 @@ def features() -> Any:
         "image_a_sha256": string, "image_b_sha256": string, "license": string, "license_url": string,
         "attribution": string, "source": source, "verification": string, "build": string,
     })
-
-
-def license_id(license_: dict[str, Any]) -> str:
-    """A short license id: `CC-BY-NC-SA-2.0` for a Creative Commons URL, else the license's name."""
-    match = CC_URL.search(license_.get("url") or "")
-    if match:
-        return f"CC-{match.group(1).upper()}-{match.group(2)}"
-    return license_["name"]
 
 
 def record_to_row(record: dict[str, Any], image_a: bytes, image_b: bytes) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from PIL import Image
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.spd_faith.claims import TYPE_SYNONYMS
+from mmfaith.loaders.spd_faith.difference_types import TYPE_SYNONYMS
 
 OFFICIAL_COLUMNS = {"qid", "image", "modifications"}
 

@@ -19,7 +19,9 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.release_files import HUB_REPO, cached_image, download_release
+from mmfaith.records import Fields, Shared, keep_fields
+from mmfaith.loaders.release_files import cached_image
+from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
 
 
@@ -74,14 +76,13 @@ class VfaithDataset:
         return [*self.pairs, *self.perception]
 
 
-def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True) -> VfaithDataset:
+def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
+                        fields: Fields | None = None) -> VfaithDataset:
     """Open a build dir, a release folder or a Hub repo id (module docstring)."""
-    path = Path(path)
-    if (path / "manifest.json").is_file():
-        return _open_release(path, cache_dir, verify)
-    if not path.exists() and HUB_REPO.match(str(path)):
-        return _open_release(download_release(str(path)), cache_dir, verify)
-    return _open_build_dir(path)
+    found = resolve(path, "vfaith", verify=verify)
+    if found.kind == "release":
+        return _open_release(found.path, found.manifest, cache_dir, fields)
+    return _open_build_dir(found.path, fields)
 
 
 def check(kind: str, record: Any, where: str, seen: set[str], advice: str = "") -> None:
@@ -89,16 +90,15 @@ def check(kind: str, record: Any, where: str, seen: set[str], advice: str = "") 
     check_loaded_record(kind, record, where, seen, f"a VFaith {kind.split('_')[1]} record", advice)
 
 
-def _open_build_dir(path: Path) -> VfaithDataset:
+def _open_build_dir(path: Path, fields: Fields | None) -> VfaithDataset:
     records_path = path / "records.jsonl"
-    if not records_path.is_file():
-        raise MmfaithError(f"{path}: not a VFaith build dir (no records.jsonl), release folder (no manifest.json) or "
-                           "Hub repo id ORG/NAME[@REVISION]; pass one of those to --dataset.")
+    shared = Shared()
     seen: set[str] = set()
     pairs = []
     for number, record in read_jsonl(records_path):
         check("vfaith_pair", record, f"{records_path}:{number}", seen)
-        pair = VfaithPair(record, path / record["image_original"], path / record["image_edited"])
+        pair = VfaithPair(keep_fields(record, fields, shared), path / record["image_original"],
+                          path / record["image_edited"])
         for image in (pair.original_path, pair.edited_path):
             if not image.is_file():
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
@@ -110,23 +110,21 @@ def _open_build_dir(path: Path) -> VfaithDataset:
         for number, record in read_jsonl(perception_path):
             check("vfaith_perception", record, f"{perception_path}:{number}", seen)
             if record["pair_id"] in pair_ids:
-                perception.append(VfaithPerception(record, path / record["image"]))
+                perception.append(VfaithPerception(keep_fields(record, fields, shared), path / record["image"]))
     revision = sha256_bytes(b"".join(sha256_file(p).encode() for p in (records_path, perception_path)
                                      if p.is_file()))[:16]
     return VfaithDataset(pairs, perception, dataset_id=f"build:{path.resolve().name}", revision=revision)
 
 
-def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> VfaithDataset:
+def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None, fields: Fields | None) -> VfaithDataset:
     """The pairs and perception items of a release folder, images materialised in the cache."""
     import pyarrow.parquet as pq
 
     from mmfaith.loaders.vfaith.rows import row_to_pair, row_to_perception
-    from mmfaith.release.manifest import open_release
-    from mmfaith.release.vfaith import FORMAT
 
-    manifest = open_release(folder, FORMAT, verify)
     images = (cache_dir or default_cache_dir()) / "images"
     images.mkdir(parents=True, exist_ok=True)
+    shared = Shared()
     pairs, perception = [], []
     seen: set[str] = set()
     for name, entry in sorted(manifest["files"].items()):
@@ -139,15 +137,14 @@ def _open_release(folder: Path, cache_dir: Path | None, verify: bool) -> VfaithD
             if config == "pairs":
                 record = row_to_pair(row)
                 check("vfaith_pair", record, where, seen, f"; run `mmfaith verify {folder}`")
-                pairs.append(VfaithPair(record, cached_image(images, row["image_original"]["bytes"],
-                                                        record["image_original_sha256"], where),
-                                        cached_image(images, row["image_edited"]["bytes"], record["image_edited_sha256"],
-                                                where)))
+                original = cached_image(images, row["image_original"]["bytes"], record["image_original_sha256"], where)
+                edited = cached_image(images, row["image_edited"]["bytes"], record["image_edited_sha256"], where)
+                pairs.append(VfaithPair(keep_fields(record, fields, shared), original, edited))
             else:
                 record = row_to_perception(row)
                 check("vfaith_perception", record, where, seen, f"; run `mmfaith verify {folder}`")
-                perception.append(VfaithPerception(record, cached_image(images, row["image"]["bytes"],
-                                                                   record["image_sha256"], where)))
+                image = cached_image(images, row["image"]["bytes"], record["image_sha256"], where)
+                perception.append(VfaithPerception(keep_fields(record, fields, shared), image))
     manifest_hash = sha256_file(folder / "manifest.json")[:16]
     return VfaithDataset(pairs, perception, dataset_id=f"release:{manifest['name']}",
                          revision=f"{manifest['tag']}+{manifest_hash}")

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from mmfaith.jsonl import canonical_json
-from mmfaith.loaders.spd_faith.rows import license_id
+from mmfaith.licenses import license_id
 
 JSON_COLUMNS = ("edit", "source", "verification", "build")
 

@@ -9,30 +9,32 @@ from mmfaith.cli_help import HelpFormatter
 from mmfaith.errors import MmfaithError
 
 RELEASE_EXAMPLE = """examples:
-  mmfaith release out/spd --out out/release --name ORG/spd-faith --version 1.0.0 --include all
+  mmfaith release out/build --out out/release --name ORG/my-benchmark --version 1.0.0 --include all
   mmfaith verify out/release
-  HF_TOKEN=... mmfaith release out/spd --out out/release-1.1.0 --name ORG/spd-faith --version 1.1.0 \\
-      --previous ORG/spd-faith@v1.0.0 --push --repo ORG/spd-faith"""
+  HF_TOKEN=... mmfaith release out/build --out out/release-1.1.0 --name ORG/my-benchmark --version 1.1.0 \\
+      --previous ORG/my-benchmark@v1.0.0 --push --repo ORG/my-benchmark"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `release` and `verify` to the `mmfaith` parser."""
     release = subparsers.add_parser(
         "release", help="turn a build dir into a Hugging Face dataset repo (parquet, card, manifest); optionally push it",
-        description="Write the Hub layout of an SPD-Faith release (README.md card, data/<config>/*.parquet with "
-                    "the images inside, manifest.json with every hash) to a new folder, and with --push upload "
-                    "it in one commit tagged vX.Y.Z.",
+        description="Write the Hub layout of a build's release (README.md card, data/<config>/*.parquet with "
+                    "the images inside, manifest.json naming the family, with every hash) to a new folder, and "
+                    "with --push upload it in one commit tagged vX.Y.Z. The family is the one the build names.",
         epilog=RELEASE_EXAMPLE, formatter_class=HelpFormatter)
-    release.add_argument("build", type=Path, metavar="BUILD_DIR", help="output of `mmfaith build spd-faith`")
+    release.add_argument("build", type=Path, metavar="BUILD_DIR", help="output of `mmfaith build FAMILY`")
     release.add_argument("--out", type=Path, required=True, metavar="RELEASE_DIR", help="new (or empty) folder")
     release.add_argument("--name", required=True, metavar="[ORG/]NAME", help="dataset name the card's examples load")
     release.add_argument("--version", required=True, metavar="X.Y.Z", help="release version; the tag is vX.Y.Z")
     release.add_argument("--include", choices=("accepted", "all"), default="accepted",
-                         help="accepted: verified pairs only (default); all: verified and pending (the card says so)")
+                         help="accepted: verified records only (default); all: verified and pending (the card says so)")
     release.add_argument("--allow-noderivs", action="store_true",
                          help="also release edited NoDerivs images (the card says so); you must have the right to")
     release.add_argument("--previous", metavar="RELEASE_DIR|ORG/NAME[@REV]",
-                         help="the previous release, for the card's changelog (pairs added, removed, changed)")
+                         help="the previous release, for the card's changelog (records added, removed, changed)")
+    release.add_argument("--shard-rows", type=int, default=None, metavar="N",
+                         help="rows per parquet shard (default 500); memory does not grow with it")
     release.add_argument("--family", metavar="NAME",
                          help="the build's family (default: the one its build.json names; see `mmfaith families`)")
     release.add_argument("--push", action="store_true", help="upload to the Hub (token from HF_TOKEN) and tag vX.Y.Z")
@@ -48,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_release(args: argparse.Namespace) -> int:
     from mmfaith import families
-    from mmfaith.release.writer import ReleaseRequest
+    from mmfaith.release.declaration import declaration_of
+    from mmfaith.release.writer import SHARD_ROWS, ReleaseRequest, write_release
 
     if args.push and not args.repo:
         raise MmfaithError("--push needs --repo ORG/NAME (the Hub dataset repo to upload to).")
@@ -57,13 +60,14 @@ def _run_release(args: argparse.Namespace) -> int:
     token = os.environ.get("HF_TOKEN") if args.push else None
     if args.push and not token:
         raise MmfaithError("--push needs a Hub token in the HF_TOKEN environment variable (write access to --repo).")
-    release = families.get(args.family or families.family_of_dataset(args.build)).part("release", "release layout")
-    summary = release(ReleaseRequest(build=args.build, out=args.out, name=args.name, version=args.version,
-                                               include=args.include, allow_noderivs=args.allow_noderivs,
-                                               previous=args.previous))
+    declaration = declaration_of(args.family or families.family_of_dataset(args.build))
+    summary = write_release(declaration, ReleaseRequest(
+        build=args.build, out=args.out, name=args.name, version=args.version, include=args.include,
+        allow_noderivs=args.allow_noderivs, previous=args.previous, shard_rows=args.shard_rows or SHARD_ROWS))
     rows = ", ".join(f"{config} {n}" for config, n in summary.rows.items())
     left_out = ", ".join(f"{reason} {n}" for reason, n in summary.excluded.items()) or "none"
-    print(f"released {rows} pairs to {summary.out} (left out: {left_out}); check it with: mmfaith verify {summary.out}")
+    print(f"released {summary.records} {summary.noun} to {summary.out} (rows per config: {rows}; left out: "
+          f"{left_out}); check it with: mmfaith verify {summary.out}")
     if args.push:
         from mmfaith.release.push import push_release
 
@@ -73,14 +77,9 @@ def _run_release(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from mmfaith import families
-    from mmfaith.release.manifest import MANIFEST
+    from mmfaith.release.manifest import verify_release
 
-    if not (args.release / MANIFEST).is_file():
-        raise MmfaithError(f"{args.release}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` "
-                           "wrote.")
-    verify = families.get(families.family_of_dataset(args.release)).part("verify", "release check")
-    report = verify(args.release)
+    report = verify_release(args.release)
     if report.problems:
         shown = "\n  ".join(report.problems[:20])
         more = f"\n  ... and {len(report.problems) - 20} more" if len(report.problems) > 20 else ""

@@ -1,15 +1,15 @@
-"""manifest.json of an SPD-Faith release, and `verify_release`, which re-checks a release against it.
+"""manifest.json of a release of any family, and `verify_release`, which re-checks a release against it.
 
-The manifest names exactly what a release is: its name and version, the mmfaith version that
-wrote it, the build it came from (content hashes and recipe, no local paths, no times), what was
-kept and left out, the verification summary, every file's sha256 and size, every shard's rows, and
-one digest per pair (the sha256 of its canonical record) so the next release can say which pairs
-were added, removed or changed.
+The manifest names exactly what a release is: its family (and format `mmfaith-<family>-release/1`),
+name and version, the mmfaith version that wrote it, the build it came from (content hashes and
+recipe, no local paths, no times), what was kept and left out, the verification summary, every
+file's sha256 and size, every shard's rows, and one digest per record (the sha256 of its canonical
+record) so the next release can say which records were added, removed or changed. What a row holds
+is the family's: its `ReleaseDeclaration` (release/declaration.py) checks each row read back.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,15 +17,13 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes, sha256_file
 from mmfaith.jsonl import canonical_json, read_json_object
-from mmfaith.loaders.spd_faith.rows import row_to_record
-from mmfaith.schema import schema_errors
+from mmfaith.release.declaration import declaration_of, release_format
 
 MANIFEST = "manifest.json"
-FORMAT = "mmfaith-spd-faith-release/1"
 
 
 def row_digest(record: dict[str, Any]) -> str:
-    """The digest of one pair as released: sha256 of its canonical record (image hashes included)."""
+    """The digest of one record as released: sha256 of its canonical record (image hashes included)."""
     return sha256_bytes(canonical_json(record).encode("utf-8"))
 
 
@@ -38,24 +36,30 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return (json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def read_manifest(folder: Path, format: str = FORMAT) -> dict[str, Any]:
-    """The manifest of a release folder; MmfaithError when it is missing or not of `format` (a family's)."""
+def read_manifest(folder: Path, family: str | None = None) -> dict[str, Any]:
+    """The manifest of a release folder of `family` (None: of the family it names); MmfaithError when it is
+    missing, names another family, or is not of that family's format."""
     path = folder / MANIFEST
     if not path.is_file():
         raise MmfaithError(f"{folder}: not an mmfaith release (no {MANIFEST}); pass the folder `mmfaith release` wrote.")
     manifest = read_json_object(path, "pass the folder `mmfaith release` wrote.")
-    if manifest.get("format") != format:
-        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {format!r}; "
+    named = manifest.get("family")
+    if family is not None and named != family:
+        raise MmfaithError(f"{path}: a release of family {named!r}, not {family!r}; pass a {family} release "
+                           f"(or use the verbs of family {named!r}).")
+    expected = release_format(family or str(named))
+    if manifest.get("format") != expected:
+        raise MmfaithError(f"{path}: format {manifest.get('format')!r} is not {expected!r}; "
                            "this mmfaith cannot read that release.")
     return manifest
 
 
-def open_release(folder: Path, format: str = FORMAT, verify: bool = True) -> dict[str, Any]:
+def open_release(folder: Path, family: str, verify: bool = True) -> dict[str, Any]:
     """The manifest of a release about to be used (score, run, serve-reference, the loaders). With `verify`
     (the default, as `datasets` verifies its downloads) every shard is first checked against it: each listed
     shard inside the folder with its sha256 and size, no unlisted shard; MmfaithError listing what differs.
     `verify=False` skips the check (`mmfaith verify` checks everything, rows included)."""
-    manifest = read_manifest(folder, format)
+    manifest = read_manifest(folder, family)
     if not verify:
         return manifest
     listed = _listed_files(folder / MANIFEST, manifest)
@@ -85,26 +89,23 @@ class VerifyReport:
     problems: list[str]
 
 
-def verify_release(folder: Path, format: str = FORMAT,
-                   check_row: Callable[[str, dict[str, Any], dict[str, Any], dict[str, str]], list[str]] | None = None
-                   ) -> VerifyReport:
-    """Re-hash every file the manifest lists and schema-check every row of every shard.
+def verify_release(folder: Path) -> VerifyReport:
+    """Re-hash every file the manifest lists and check every row of every shard (`mmfaith verify`).
 
     Checks: every name the manifest lists is a relative path inside the release (no absolute path, no
     `..`, no symlink leading out): one that is not is a problem and is never opened or hashed; the
     manifest has its `files` and `rows` maps and every file entry its sha256 and size
     (MmfaithError, one line, when not: nothing can be checked against it); each listed file exists
     with its sha256 and size; no file under the folder is unlisted (manifest.json itself and
-    top-level hidden entries such as .git or .cache aside); each shard's row count, config and split match the manifest; every row read back is
-    a valid SPD-Faith record of its config, its two images hash to the record's image_*_sha256,
-    and its digest equals the manifest's. Returns every problem found (file, row and field named).
-    Another family's release passes its manifest `format` and its `check_row(where, entry, row, digests)`
-    (the problems of one row; SPD-Faith's `_check_row` by default).
+    top-level hidden entries such as .git or .cache aside); each shard's row count matches the
+    manifest; every row read back passes its family's `check_row` (a valid record of its config, its
+    images hashing to the record's sha256s) and its record's digest equals the manifest's. Returns every
+    problem found (file, row and field named).
     """
     import pyarrow.parquet as pq
 
-    manifest = read_manifest(folder, format)
-    check = check_row or _check_row
+    manifest = read_manifest(folder)
+    declaration = declaration_of(manifest["family"])
     problems: list[str] = []
     rows = 0
     listed = _listed_files(folder / MANIFEST, manifest)
@@ -131,7 +132,11 @@ def verify_release(folder: Path, format: str = FORMAT,
             count = 0
             for number, row in enumerate(found):
                 count += 1
-                problems.extend(check(f"{name} row {number} (id {row.get('id')})", entry, row, manifest["rows"]))
+                where = f"{name} row {number} (id {row.get('id')})"
+                record, row_problems = declaration.check_row(where, entry["config"], row)
+                problems.extend(row_problems)
+                if record is not None and manifest["rows"].get(record["id"]) != row_digest(record):
+                    problems.append(f"{where}: record digest differs from the manifest's rows entry.")
             if count != entry["rows"]:
                 problems.append(f"{name}: {count} rows, the manifest says {entry['rows']}.")
             rows += count
@@ -172,30 +177,11 @@ def _files_under(folder: Path) -> list[str]:
                   and not (name := path.relative_to(folder).as_posix()).startswith(".") and name != MANIFEST)
 
 
-def _check_row(where: str, entry: dict[str, Any], row: dict[str, Any], digests: dict[str, str]) -> list[str]:
-    """Problems of one shard row: readable as a record, valid, in its config, images and digest as listed."""
-    try:
-        record = row_to_record(row)
-    except (KeyError, TypeError, ValueError) as exc:
-        return [f"{where}: cannot be read as a record ({exc!r})."]
-    problems = []
-    errors = schema_errors("spd_faith_pair", record)
-    if errors:
-        problems.append(f"{where}: not a valid SPD-Faith record: {'; '.join(errors[:3])}")
-    if record["subset"] != entry["config"]:
-        problems.append(f"{where}: subset {record['subset']!r} in config {entry['config']!r}.")
-    for side in ("image_a", "image_b"):
-        if sha256_bytes(row[side]["bytes"] or b"") != record[f"{side}_sha256"]:
-            problems.append(f"{where}: {side} bytes do not hash to {side}_sha256.")
-    if digests.get(record["id"]) != row_digest(record):
-        problems.append(f"{where}: record digest differs from the manifest's rows entry.")
-    return problems
-
-
-def previous_manifest(source: str) -> dict[str, Any]:
-    """The manifest of the previous release: a local release folder, or `ORG/NAME[@REVISION]` on the Hub."""
+def previous_manifest(source: str, family: str) -> dict[str, Any]:
+    """The manifest of the previous release of `family`: a local release folder, or `ORG/NAME[@REVISION]` on
+    the Hub."""
     if Path(source).is_dir():
-        return read_manifest(Path(source))
+        return read_manifest(Path(source), family)
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
@@ -205,11 +191,11 @@ def previous_manifest(source: str) -> dict[str, Any]:
     except (HfHubHTTPError, LocalEntryNotFoundError, ValueError) as exc:
         raise MmfaithError(f"--previous {source}: no local release folder of that name, and its {MANIFEST} "
                            f"cannot be fetched from the Hub ({exc.__class__.__name__}).") from exc
-    return read_manifest(Path(path).parent)
+    return read_manifest(Path(path).parent, family)
 
 
 def changelog(previous: dict[str, Any] | None, digests: dict[str, str]) -> dict[str, Any] | None:
-    """Pairs added, removed and changed (same id, other digest) since `previous`; None without one."""
+    """Ids added, removed and changed (same id, other digest) since `previous`; None without one."""
     if previous is None:
         return None
     before = previous["rows"]

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmfaith import families
 from mmfaith.jsonl import read_json_object
-from mmfaith.release.manifest import MANIFEST
+from mmfaith.release.manifest import MANIFEST, verify_release
 from mmfaith.errors import MmfaithError
 
 UPLOADED = ["README.md", "manifest.json", "data/**/*.parquet"]
@@ -36,7 +35,7 @@ def push_release(folder: Path, repo_id: str, token: str, endpoint: str | None = 
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
-    report = families.get(families.family_of_dataset(str(folder))).part("verify", "release check")(folder)
+    report = verify_release(folder)
     if report.problems:
         raise MmfaithError(f"{folder}: not pushed, `mmfaith verify` finds {len(report.problems)} problem(s), "
                            f"first: {report.problems[0]}")

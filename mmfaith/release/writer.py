@@ -1,16 +1,22 @@
-"""`mmfaith release`: an SPD-Faith build dir in, a Hugging Face dataset repository layout out.
+"""`mmfaith release`: a build dir in, a Hugging Face dataset repository layout out, for any family.
 
-Output (RELEASE_DIR): `README.md` (the dataset card, cards/spd_faith.md filled in, with the Hub
-YAML front matter that declares the configs), `data/<config>/test-NNNNN-of-NNNNN.parquet` (one
-split, `test`; configs `single`, `multi`, `control` when they have rows; images as `datasets`
-Image features with the PNG bytes inside the parquet) and `manifest.json` (mmfaith/release/manifest.py).
+The writer knows no family: what is read, what ships, the rows, their features, the card and the row
+check come from the family's `ReleaseDeclaration` (release/declaration.py).
 
-Which pairs ship: `include="accepted"` only verified pairs, `include="all"` verified and pending
-ones; rejected pairs never; edited pairs of NoDerivs images only with `allow_noderivs`.
+Output (RELEASE_DIR): `README.md` (the family's card, with the Hub YAML front matter that declares
+the configs), `data/<config>/test-NNNNN-of-NNNNN.parquet` (one split, `test`; images as `datasets`
+Image features with the PNG bytes inside the parquet) and `manifest.json` (release/manifest.py: the
+family, build provenance, verification summary, changelog against `--previous`, every file's sha256,
+one digest per record).
 
-Byte-reproducible: rows sorted by id within a config, fixed shard size, fixed parquet writer
-settings, no time anywhere, no local path anywhere: the same build and arguments give identical
-files (with the same pyarrow version, which the parquet footer names).
+Which records ship: `include="accepted"` only verified ones, `include="all"` verified and pending ones;
+rejected never; derivatives (edited or masked copies) of NoDerivs images only with `allow_noderivs`.
+
+Bounded memory: each shard is written row group by row group (`ROW_GROUP_ROWS` rows), each row's images
+read from the build as its group is written, so peak memory does not grow with the shard size.
+Byte-reproducible: rows sorted by id within a config, fixed shard size, fixed parquet writer settings,
+no time anywhere, no local path anywhere: the same build and arguments give identical files (with the
+same pyarrow version, which the parquet footer names).
 """
 from __future__ import annotations
 
@@ -24,22 +30,21 @@ from typing import Any
 
 from mmfaith import __version__
 from mmfaith.builders.coco_source import NO_DERIVS_MARK
-from mmfaith.release.card import CardFacts, render_card
-from mmfaith.release.manifest import (FORMAT, MANIFEST, changelog, file_entry, manifest_bytes,
-                                               previous_manifest, row_digest)
 from mmfaith.errors import MmfaithError
-from mmfaith.outdir import staged_folder
 from mmfaith.images import sha256_file
-from mmfaith.jsonl import read_jsonl
-from mmfaith.loaders.spd_faith.rows import features, record_to_row
-from mmfaith.schema import schema_errors
+from mmfaith.outdir import staged_folder
+from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit
+from mmfaith.release.manifest import MANIFEST, changelog, file_entry, manifest_bytes, previous_manifest, row_digest
 
-CONFIGS = ("single", "multi", "control")
 SPLIT = "test"
 SHARD_ROWS = 500
 """Rows per parquet shard (about 0.5-1 MB per row at COCO sizes, so shards stay under ~500 MB)."""
 ROW_GROUP_ROWS = 100
-"""Rows per parquet row group: what `datasets` uses for image data, so the viewer can page it."""
+"""Rows per parquet row group: what `datasets` uses for image data, so the viewer can page it; also the
+most rows the writer holds at once."""
+PARQUET_SETTINGS = {"compression": "zstd", "compression_level": 3, "use_dictionary": False,
+                    "write_statistics": False, "version": "2.6", "data_page_version": "1.0", "store_schema": True}
+"""The fixed parquet writer settings of every shard (part of byte-reproducibility)."""
 VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 """NAME or ORG/NAME: the Hub repo the card's loading examples name."""
@@ -61,62 +66,124 @@ class ReleaseRequest:
 
 @dataclass(frozen=True)
 class ReleaseSummary:
+    """What a release wrote: rows per config, count left out per reason, and how many of the family's
+    records (`noun`, plural: "pairs", "questions") it holds."""
+
     out: Path
     rows: dict[str, int]
     excluded: dict[str, int]
+    records: int
+    noun: str
 
 
-def release_spd_faith(request: ReleaseRequest) -> ReleaseSummary:
+def write_release(declaration: ReleaseDeclaration, request: ReleaseRequest) -> ReleaseSummary:
     """Write the release of `request.build` into `request.out` (which must be empty or absent).
 
-    The files are written to a hidden sibling folder first and moved into place at the end, so a
-    failed release leaves no half-written RELEASE_DIR behind.
+    The inputs are all checked first (request, build.json, every record and image, `--previous`); the
+    files are then written to a hidden sibling folder and moved into place at the end, so a failed
+    release leaves no half-written RELEASE_DIR behind.
     """
     check_request(request)
-    build_info = read_build_json(request.build)
-    records = _read_records(request.build)
-    kept, excluded = select_records(records, request.include, request.allow_noderivs, request.build,
-                                    derivative=lambda record: record["subset"] != "control")
-    previous = previous_manifest(request.previous) if request.previous else None
-    with staged_folder(request.out, "release") as staging:  # after the inputs are checked
-        rows = _write_release(request, staging, build_info, records, kept, excluded, previous)
-    return ReleaseSummary(out=request.out, rows=rows, excluded=excluded)
+    build_info = read_build_json(request.build, declaration.family)
+    records = declaration.read_build(request.build)
+    kept, excluded = declaration.select(records, request.include, request.allow_noderivs, request.build)
+    previous = previous_manifest(request.previous, declaration.family) if request.previous else None
+    with staged_folder(request.out, "release") as staging:
+        shards = write_shards(staging, declaration, request.build, declaration.units(kept), request.shard_rows)
+        rows: dict[str, int] = {}
+        for entry in shards.values():
+            rows[entry["config"]] = rows.get(entry["config"], 0) + entry["rows"]
+        digests = {record["id"]: row_digest(record) for record in kept}
+        counted = [r for r in kept if declaration.counted(r)]
+        verification = verification_summary([r for r in records if declaration.counted(r)], counted)
+        facts = CardFacts(name=request.name, version=request.version, include=request.include,
+                          allow_noderivs=request.allow_noderivs, rows=rows, excluded=excluded, records=kept,
+                          build=build_provenance(request.build, build_info), verification=verification,
+                          changelog=changelog(previous, digests),
+                          data_files={config: f"data/{config}/{SPLIT}-*.parquet" for config in rows})
+        (staging / "README.md").write_bytes(declaration.card(facts).encode("utf-8"))
+        manifest = {
+            "format": declaration.format, "family": declaration.family, "name": request.name,
+            "version": request.version, "tag": f"v{request.version}", "mmfaith_version": __version__,
+            "include": request.include, "allow_noderivs": request.allow_noderivs, "split": SPLIT,
+            "configs": rows, "excluded": excluded, "build": facts.build, "verification": verification,
+            "changelog": facts.changelog, "files": {**shards, "README.md": file_entry(staging / "README.md")},
+            "rows": digests,
+        }
+        (staging / MANIFEST).write_bytes(manifest_bytes(manifest))
+    return ReleaseSummary(out=request.out, rows=rows, excluded=excluded, records=len(counted), noun=declaration.noun)
 
 
-def _write_release(request: ReleaseRequest, out: Path, build_info: dict[str, Any], records: list[dict[str, Any]],
-                   kept: list[dict[str, Any]], excluded: dict[str, int],
-                   previous: dict[str, Any] | None) -> dict[str, int]:
-    """Shards, card and manifest into `out`; returns the rows per config."""
-    shards = _write_shards(request, out, kept)
-    digests = {record["id"]: row_digest(record) for record in kept}
-    changes = changelog(previous, digests)
-    rows = {config: sum(s["rows"] for s in shards.values() if s["config"] == config) for config in CONFIGS}
-    rows = {config: count for config, count in rows.items() if count}
-    verification = verification_summary(records, kept)
-    provenance = build_provenance(request.build, build_info)
-    facts = CardFacts(name=request.name, version=request.version, include=request.include,
-                      allow_noderivs=request.allow_noderivs, rows=rows, excluded=excluded, records=kept,
-                      build=provenance, verification=verification, changelog=changes,
-                      data_files={config: f"data/{config}/{SPLIT}-*.parquet" for config in rows})
-    (out / "README.md").write_bytes(render_card(facts).encode("utf-8"))
-    files = dict(shards)
-    files["README.md"] = file_entry(out / "README.md")
-    manifest = {
-        "format": FORMAT, "family": "spd-faith", "name": request.name, "version": request.version, "tag": f"v{request.version}",
-        "mmfaith_version": __version__, "include": request.include, "allow_noderivs": request.allow_noderivs,
-        "split": SPLIT, "configs": rows, "excluded": excluded, "build": provenance,
-        "verification": verification, "changelog": changes, "files": files, "rows": digests,
-    }
-    (out / MANIFEST).write_bytes(manifest_bytes(manifest))
-    return rows
+def write_shards(out: Path, declaration: ReleaseDeclaration, build: Path, units: dict[str, list[Unit]],
+                 shard_rows: int) -> dict[str, dict[str, Any]]:
+    """Each config's units sorted by record id, in parquet shards of `shard_rows` rows (at least one shard per
+    config), written row group by row group; returns the shards' manifest entries."""
+    import pyarrow as pa
+
+    previous_pool = pa.default_memory_pool()
+    pa.set_memory_pool(_returning_pool())
+    try:
+        return _write_configs(out, declaration, build, units, shard_rows)
+    finally:
+        pa.set_memory_pool(previous_pool)
 
 
-def select_records(records: list[dict[str, Any]], include: str, allow_noderivs: bool, build: Path, *,
-                   noun: str = "pair", derivative: Callable[[dict[str, Any]], bool] = lambda record: True
-                   ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def _returning_pool() -> Any:
+    """An arrow memory pool that hands freed row groups back to the system at once (jemalloc with no decay
+    where pyarrow has it, else the system allocator), so peak memory is about one row group's."""
+    import pyarrow as pa
+
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(0)
+        return pool
+    except NotImplementedError:
+        return pa.system_memory_pool()
+
+
+def _write_configs(out: Path, declaration: ReleaseDeclaration, build: Path, units: dict[str, list[Unit]],
+                   shard_rows: int) -> dict[str, dict[str, Any]]:
+    """write_shards' loop: each config's shards into `out`; their manifest entries."""
+    import pyarrow.parquet as pq
+
+    entries: dict[str, dict[str, Any]] = {}
+    for config, config_units in units.items():
+        features = declaration.features(config)
+        chosen = sorted(config_units, key=lambda unit: unit[0]["id"])
+        count = max(1, -(-len(chosen) // shard_rows))
+        (out / "data" / config).mkdir(parents=True, exist_ok=True)
+        for index in range(count):
+            part = chosen[index * shard_rows:(index + 1) * shard_rows]
+            name = f"data/{config}/{SPLIT}-{index:05d}-of-{count:05d}.parquet"
+            with pq.ParquetWriter(out / name, features.arrow_schema, **PARQUET_SETTINGS) as writer:
+                for start in range(0, max(len(part), 1), ROW_GROUP_ROWS):
+                    writer.write_table(_row_group(declaration, features, build, config,
+                                                  part[start:start + ROW_GROUP_ROWS]),
+                                       row_group_size=ROW_GROUP_ROWS)
+            entries[name] = {**file_entry(out / name), "rows": len(part), "config": config, "split": SPLIT}
+    return entries
+
+
+def _row_group(declaration: ReleaseDeclaration, features: Any, build: Path, config: str, units: list[Unit]) -> Any:
+    """One row group as a single-chunk arrow table (the bytes one `from_pylist` of its rows gives): each row is
+    made and converted alone, so at most one row's images are held as Python objects at a time, and the columns
+    are combined one by one, so at most one column is held twice."""
+    import pyarrow as pa
+
+    schema = features.arrow_schema
+    table = pa.Table.from_batches([pa.RecordBatch.from_pylist(
+        [features.encode_example(declaration.to_row(build, config, unit))], schema=schema) for unit in units],
+        schema=schema)
+    for index in range(table.num_columns):  # one column at a time: its chunks are freed as it is combined
+        table = table.set_column(index, schema.field(index), table.column(index).combine_chunks())
+    return table
+
+
+def select_records(records: list[Record], include: str, allow_noderivs: bool, build: Path, *,
+                   noun: str, derivative: Callable[[Record], bool]) -> tuple[list[Record], dict[str, int]]:
     """(records that ship, count left out per reason), for every family's release. Rejected never ship;
-    pending only with include="all"; a record whose image is a `derivative` (an edited or masked copy;
-    SPD-Faith's control pairs and MCoT's items are not) of a NoDerivs image only with allow_noderivs.
+    pending only with include="all"; a record whose image is a `derivative` (an edited or masked copy) of a
+    NoDerivs image only with allow_noderivs.
 
     Raises MmfaithError when nothing would ship, naming why (an unverified build needs `--include all`).
     """
@@ -141,6 +208,7 @@ def select_records(records: list[dict[str, Any]], include: str, allow_noderivs: 
 
 
 def check_request(request: ReleaseRequest) -> None:
+    """A one-line MmfaithError naming the flag when the request cannot be released."""
     if not VERSION.match(request.version):
         raise MmfaithError(f"--version {request.version!r}: use X.Y.Z (semantic version, e.g. 1.0.0); it becomes tag vX.Y.Z.")
     if not NAME.match(request.name):
@@ -149,79 +217,26 @@ def check_request(request: ReleaseRequest) -> None:
     if request.include not in ("accepted", "all"):
         raise MmfaithError(f"--include {request.include!r}: use accepted or all.")
     if request.shard_rows < 1:
-        raise MmfaithError(f"shard_rows must be 1 or more, not {request.shard_rows}.")
+        raise MmfaithError(f"--shard-rows must be 1 or more, not {request.shard_rows}.")
     if request.out.exists() and (not request.out.is_dir() or any(request.out.iterdir())):
         raise MmfaithError(f"--out {request.out}: exists and is not an empty folder; a release is written to a new folder.")
 
 
-def read_build_json(build: Path) -> dict[str, Any]:
+def read_build_json(build: Path, family: str) -> dict[str, Any]:
+    """build.json of a complete build dir of `family`; a one-line MmfaithError naming the fix otherwise."""
     path = build / "build.json"
     if not path.is_file():
-        raise MmfaithError(f"{build}: not an SPD-Faith build dir (no build.json); pass the --out of `mmfaith build spd-faith`.")
+        raise MmfaithError(f"{build}: not a {family} build dir (no build.json); pass the --out of "
+                           f"`mmfaith build {family}`.")
     info = json.loads(path.read_text(encoding="utf-8"))
     if info.get("status") != "complete":
         raise MmfaithError(f"{path}: status {info.get('status')!r}; finish the build (re-run its command) before releasing.")
     return info
 
 
-def _read_records(build: Path) -> list[dict[str, Any]]:
-    """Every record of the build, schema-checked, with both image files present and matching their hashes."""
-    path = build / "records.jsonl"
-    if not path.is_file():
-        raise MmfaithError(f"{build}: no records.jsonl; pass the --out of `mmfaith build spd-faith`.")
-    records = []
-    for number, record in read_jsonl(path):
-        errors = schema_errors("spd_faith_pair", record)
-        if errors:
-            raise MmfaithError(f"{path}:{number}: not an SPD-Faith record: {'; '.join(errors[:3])}")
-        for side in ("image_a", "image_b"):
-            image = build / record[side]
-            if not image.is_file():
-                raise MmfaithError(f"{path}:{number}: {side} {image} is missing; restore the build's images.")
-            if sha256_file(image) != record[f"{side}_sha256"]:
-                raise MmfaithError(f"{path}:{number}: {side} {image} does not match {side}_sha256; the image was changed.")
-        records.append(record)
-    return records
-
-
-def _write_shards(request: ReleaseRequest, out: Path, records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Write each config's rows (sorted by id) in shards of `shard_rows`; return their manifest entries."""
-    by_config = {config: [r for r in records if r["subset"] == config] for config in CONFIGS}
-    return write_shards(out, by_config, features(), request.shard_rows,
-                        lambda record: record_to_row(record, (request.build / record["image_a"]).read_bytes(),
-                                                     (request.build / record["image_b"]).read_bytes()))
-
-
-def write_shards(out: Path, by_config: dict[str, list[dict[str, Any]]], row_features: Any, shard_rows: int,
-                 to_row: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Every family's shards: each config's records sorted by id, `to_row` each, in parquet shards of
-    `shard_rows` rows with fixed writer settings (byte-reproducible); returns their manifest entries."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = row_features.arrow_schema
-    entries: dict[str, dict[str, Any]] = {}
-    for config, records in by_config.items():
-        chosen = sorted(records, key=lambda r: r["id"])
-        if not chosen:
-            continue
-        count = -(-len(chosen) // shard_rows)
-        (out / "data" / config).mkdir(parents=True, exist_ok=True)
-        for index in range(count):
-            part = chosen[index * shard_rows:(index + 1) * shard_rows]
-            rows = [row_features.encode_example(to_row(record)) for record in part]
-            table = pa.Table.from_pylist(rows, schema=schema)
-            name = f"data/{config}/{SPLIT}-{index:05d}-of-{count:05d}.parquet"
-            pq.write_table(table, out / name, row_group_size=ROW_GROUP_ROWS, compression="zstd",
-                           compression_level=3, use_dictionary=False, write_statistics=False,
-                           version="2.6", data_page_version="1.0", store_schema=True)
-            entries[name] = {**file_entry(out / name), "rows": len(part), "config": config, "split": SPLIT}
-    return entries
-
-
-def verification_summary(all_records: list[dict[str, Any]], kept: list[dict[str, Any]]) -> dict[str, Any]:
+def verification_summary(all_records: list[Record], kept: list[Record]) -> dict[str, Any]:
     """Status counts in the build and in the release, annotators, and agreement where recorded
-    (Fleiss' kappa of the verdicts over the build's pairs with two or more votes, as `annotate status`)."""
+    (Fleiss' kappa of the verdicts over the build's records with two or more votes, as `annotate status`)."""
     from mmfaith.annotation.status import verdict_agreement
 
     annotators = sorted({a for r in kept for a in r["verification"].get("annotators", [])})
@@ -231,7 +246,7 @@ def verification_summary(all_records: list[dict[str, Any]], kept: list[dict[str,
         "build_statuses": dict(sorted(Counter(r["verification"]["status"] for r in all_records).items())),
         "released_statuses": dict(sorted(Counter(r["verification"]["status"] for r in kept).items())),
         "annotators": len(annotators),
-        "pairs_with_two_or_more_annotators": len(multiple),
+        "records_with_two_or_more_annotators": len(multiple),
         "agreement": None if fleiss is None else round(fleiss, 6),
     }
 
