@@ -51,7 +51,8 @@ def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Ite
         questions = scene_questions(scene, read_rgb(scene.path, request.max_pixels), seed=request.seed,
                                     templates=TEMPLATES, rules=rules, balance=balance)
         for question in questions:
-            gold = GoldItem(question.template, tuple((o.label, o.text) for o in question.options), question.answer)
+            gold = cap.lettered(GoldItem(question.template, tuple((o.label, o.text) for o in question.options),
+                                         question.answer))
             reason = cap.refusal(gold)
             if reason is not None:
                 rejected.append({"key": question.key, "stage": "gold_balance", "reason": reason,
@@ -61,7 +62,7 @@ def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Ite
             balance.record(question)
             yield SourceItem(
                 item_id=question.key, question=question.question,
-                options=tuple((option.label, option.text) for option in question.options), answer=question.answer,
+                options=gold.options, answer=gold.answer,
                 category=question.template, image_bytes=scene.path.read_bytes(), file_name=scene.file_name,
                 targets=tuple({"bbox": [float(v) for v in region["bbox"]], "label": region["label"],
                                "id": region["id"]} for region in question.regions()),
