@@ -9,7 +9,8 @@ the reference object too); `category` is the template ("color" stands for V*'s d
 "relation" for its relative position). Images are read in the annotations' order.
 
 Balance (docs/questions.md): one `QuestionBalance` steers the generator's free choices over the
-whole build (which object of a relation is the subject, which letter the gold takes), and a
+whole build (which object of a relation is the subject), the gold takes the letter least used
+among the kept questions of its template (`GoldCap.lettered`), and a
 `GoldCap` (mmfaith/gold_balance.py, margin `gold_margin`) refuses a question whose gold would
 push its template's majority share past chance + margin by more than one item; refused questions
 go to `rejected` with the reason (the build writes them to rejected.jsonl).
