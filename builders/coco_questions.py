@@ -44,7 +44,8 @@ colour's object, the relation's subject, every counted instance) must be smaller
 
 Balance (docs/questions.md): a build passes one `QuestionBalance` to every scene and records in it
 the questions it keeps; the generator's free choices (count window, relation subject, the gold's
-letter) then go to whatever is least used so far within the template, so a blind guess (always A,
+letter) then go to whatever is least used so far within the template (a build whose later stages
+reject made items settles the letter again over what it keeps: `GoldCap.lettered`), so a blind guess (always A,
 always "right", "the second smallest number") earns chance and not more. Without one, each choice
 is a seeded draw. What the source decides (which colour an object has, how many there are) is
 balanced by the build's cap (mmfaith/gold_balance.py).

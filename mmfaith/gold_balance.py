@@ -20,6 +20,14 @@ the `prior` reference model, so "what a guess scores" means the same thing every
   (leave one out, as above, so the final build obeys it): a skewed source (counts, where "1" is
   the most frequent gold and sits among the options of most count questions) cannot hand the
   prior more than the cap either.
+- letters (`GoldCap.lettered`): the gold letter is settled when the build keeps an item, not when
+  the generator proposes it. A build rejects candidates after they are made (placement, leaks,
+  the cap), so letters balanced over the candidates are not balanced over the kept items (CRM's
+  coco128 existence: A 27, B 13). `lettered` moves the gold to the letter least used as gold among
+  the template's kept items with as many options (its own letter when that is among the least
+  used, else the earliest), swapping it with the distractor there; each letter then holds its
+  share of the kept golds within one item. It depends only on the kept items, in build order, so
+  the same build (or its resume) letters the same way.
 """
 from __future__ import annotations
 
@@ -124,6 +132,18 @@ class GoldCap:
     def add(self, item: GoldItem) -> None:
         """Count an accepted item."""
         self.accepted.setdefault(item.template, []).append(item)
+
+    def lettered(self, item: GoldItem) -> GoldItem:
+        """`item` with its gold at the letter least used among the kept items of its template and option
+        count (module docstring: its own letter on a tie that includes it, else the earliest), the
+        distractor that held that letter moved to the gold's old one."""
+        letters = [label for label, _ in item.options]
+        used = Counter(i.answer for i in self.accepted.get(item.template, []) if len(i.options) == len(letters))
+        low = min(used[letter] for letter in letters)
+        target = item.answer if used[item.answer] == low else next(l for l in letters if used[l] == low)
+        swap = {item.answer: target, target: item.answer}
+        texts = dict(item.options)
+        return GoldItem(item.template, tuple((label, texts[swap.get(label, label)]) for label in letters), target)
 
     def refusal(self, item: GoldItem) -> str | None:
         """Why accepting `item` would break the cap, or None when it may be accepted."""

@@ -66,6 +66,29 @@ def test_cap_allows_one_item_above_chance_plus_margin() -> None:
         GoldCap(1.5)
 
 
+def test_lettered_moves_the_gold_to_the_least_used_kept_letter() -> None:
+    # By hand: kept existence golds at A, A, B (letters A 2, B 1). A candidate with its gold at A goes
+    # to B, swapping with the distractor there; one already at B stays. Then A 2, B 2: a tie that
+    # includes the candidate's own letter keeps it (A stays A); four-option items are tallied apart
+    # (none kept: every letter ties, C stays C).
+    cap = GoldCap(1.0, [_yn("yes"), _yn("no", "no"), _yn("no")])
+    assert cap.lettered(_yn("yes")) == GoldItem("existence", (("A", "no"), ("B", "yes")), "B")
+    assert cap.lettered(_yn("yes", "no")) == _yn("yes", "no")
+    cap.add(_yn("yes", "no"))
+    assert cap.lettered(_yn("yes")) == _yn("yes")
+    four = GoldItem("existence", (("A", "x"), ("B", "y"), ("C", "z"), ("D", "w")), "C")
+    assert cap.lettered(four) == four
+
+
+def _assert_letters_stratified(gold: dict) -> None:
+    """Each letter of a template is the gold of its share of the kept items within one (stratified)."""
+    for template, summary in gold.items():
+        letters = summary["gold_letters"]
+        n_options = round(1 / summary["chance"])
+        counts = [letters.get(letter, 0) for letter in "ABCDEFGHIJ"[:n_options]]
+        assert max(counts) - min(counts) <= 1, (template, letters)
+
+
 def test_cap_bounds_the_prior_even_when_no_gold_is_too_frequent() -> None:
     # Golds 1 x4, 5 x3, 9 x3, each window [g .. g+3] with the gold at A: "1" holds 4 of 10 (within
     # 0.35 * 10 + 1 = 4.5), but leaving any item out its own gold is still the most frequent text
@@ -144,8 +167,7 @@ def test_mcot_build_caps_every_template_and_reports_its_gold(mcot_build: Path, c
     items = [GoldItem.of_record(r["category"], r["options"], r["answer"]) for r in records]
     assert gold == gold_summary(items)
     _assert_capped(gold)
-    for template, summary in gold.items():  # stratified letters: A is the gold about 1 in n_options
-        assert summary["always_a"] * summary["items"] <= summary["chance"] * summary["items"] + 1, template
+    _assert_letters_stratified(gold)
     rejected = read_records(mcot_build, "rejected.jsonl")
     assert rejected and {r["stage"] for r in rejected} == {"gold_balance"}
     assert all(r["reason"].startswith("gold balance: ") for r in rejected)
@@ -218,3 +240,22 @@ def test_crm_build_asks_absent_objects_and_caps_every_template(tmp_path: Path, c
         if record["question_type"] == "existence" and record["facts"]["count"] == 0:
             assert record["answer"] == next(o["label"] for o in record["options"] if o["text"] == "no")
             assert record["regions"][0]["label"] == record["facts"]["anchor"]
+
+
+def test_crm_build_letters_are_stratified_over_the_kept_items(tmp_path: Path) -> None:
+    # The embedded sample's default CRM build rejects candidates after they are made (placement, the
+    # cap); letters balanced over the candidates left count at A 3, B 3, C 1, D 4 of the kept 11.
+    out = tmp_path / "crm"
+    assert main(["build", "crm", "--out", str(out), "--no-progress"]) == 0
+    records = read_records(out)
+    from mmfaith.builders.crm.build import gold_items
+
+    gold = json.loads((out / "build.json").read_text())["gold"]
+    assert gold == gold_summary(gold_items(records)) and set(gold) == {"color", "count", "existence"}
+    _assert_letters_stratified(gold)
+    for record in records:  # the gold text is still the fact the question asks about
+        text = next(o["text"] for o in record["options"] if o["label"] == record["answer"])
+        facts = record["facts"]
+        expected = {"color": facts.get("color"), "count": str(facts.get("count")),
+                    "existence": "yes" if facts.get("count") else "no"}[record["question_type"]]
+        assert text == expected, record["id"]

@@ -318,8 +318,14 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
 
 
 def _apply_cap(cap: GoldCap, outcome: ItemOutcome) -> None:
-    """Turn a made item whose gold breaks the cap into a rejection (stage `gold_balance`) with the reason."""
+    """Settle a made item's letters over the kept items (`GoldCap.lettered`), then turn it into a rejection
+    (stage `gold_balance`) with the reason when its gold breaks the cap."""
     items = gold_items([outcome.record]) if outcome.record is not None else []
+    if items:
+        item = cap.lettered(items[0])
+        outcome.record["options"] = [{"label": label, "text": text} for label, text in item.options]
+        outcome.record["answer"] = item.answer
+        items = [item]
     reason = cap.refusal(items[0]) if items else None
     if reason is not None:
         record = outcome.record

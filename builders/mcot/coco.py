@@ -9,7 +9,8 @@ the reference object too); `category` is the template ("color" stands for V*'s d
 "relation" for its relative position). Images are read in the annotations' order.
 
 Balance (docs/questions.md): one `QuestionBalance` steers the generator's free choices over the
-whole build (which object of a relation is the subject, which letter the gold takes), and a
+whole build (which object of a relation is the subject), the gold takes the letter least used
+among the kept questions of its template (`GoldCap.lettered`), and a
 `GoldCap` (mmfaith/gold_balance.py, margin `gold_margin`) refuses a question whose gold would
 push its template's majority share past chance + margin by more than one item; refused questions
 go to `rejected` with the reason (the build writes them to rejected.jsonl).
@@ -51,7 +52,8 @@ def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Ite
         questions = scene_questions(scene, read_rgb(scene.path, request.max_pixels), seed=request.seed,
                                     templates=TEMPLATES, rules=rules, balance=balance)
         for question in questions:
-            gold = GoldItem(question.template, tuple((o.label, o.text) for o in question.options), question.answer)
+            gold = cap.lettered(GoldItem(question.template, tuple((o.label, o.text) for o in question.options),
+                                         question.answer))
             reason = cap.refusal(gold)
             if reason is not None:
                 rejected.append({"key": question.key, "stage": "gold_balance", "reason": reason,
@@ -61,7 +63,7 @@ def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Ite
             balance.record(question)
             yield SourceItem(
                 item_id=question.key, question=question.question,
-                options=tuple((option.label, option.text) for option in question.options), answer=question.answer,
+                options=gold.options, answer=gold.answer,
                 category=question.template, image_bytes=scene.path.read_bytes(), file_name=scene.file_name,
                 targets=tuple({"bbox": [float(v) for v in region["bbox"]], "label": region["label"],
                                "id": region["id"]} for region in question.regions()),
