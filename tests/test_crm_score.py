@@ -270,7 +270,8 @@ def test_report_compares_two_models_paired_per_unit(crm_small: Path, tmp_path: P
     shown = capsys.readouterr().out.splitlines()  # where it wrote, then one line per model
     assert shown[0].startswith("compared 2 models (CRM); wrote ") and "report.md" in shown[0]
     assert shown[1].startswith("  grounded: random: SDR 0.000") and "specific: SDR 1.000" in shown[1]
-    assert shown[2].startswith("  hallucinator: random: ") and len(shown) == 3
+    assert shown[2].startswith("  hallucinator: random: ")
+    assert shown[3] == f"explorer: {tmp_path / 'report' / 'index.html'}" and len(shown) == 4
     comparison = json.loads((tmp_path / "report" / "comparison.json").read_text())
     specific = comparison["pairs"][0]["by_mode"]["specific"]
     assert specific["n_units"] == 10

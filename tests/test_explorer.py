@@ -37,7 +37,7 @@ playwright = pytest.importorskip("playwright.sync_api")
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("quickstart")
-    assert main(["quickstart", "--out", str(out), "--per-tier", str(PER_TIER), "--multi", str(MULTI),
+    assert main(["quickstart", "--family", "spd-faith", "--out", str(out), "--per-tier", str(PER_TIER), "--multi", str(MULTI),
                  "--controls", str(CONTROLS), "--no-progress"]) == 0
     return out
 

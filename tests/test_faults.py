@@ -211,7 +211,8 @@ def test_a_resume_with_other_generation_settings_is_refused(builds: dict[str, Pa
             again = mmfaith(*run_args("spd-faith", builds["spd-faith"], server.base_url, out, flag, value))
             assert again.returncode == 2 and "field 'generation'" in again.stderr, again.stderr
     assert tree_digest(out) == before
-    assert json.loads((out / "run.json").read_text())["generation"] == {"max_tokens": 1024, "temperature": 0.0}
+    assert json.loads((out / "run.json").read_text())["generation"] == {"max_tokens": 1024, "temperature": 0.0,
+                                                                          "sampling_seed": 0}
 
 
 def test_a_second_run_into_a_run_dir_is_refused_naming_the_pid(builds: dict[str, Path], tmp_path: Path) -> None:
@@ -476,7 +477,11 @@ def test_an_mcot_build_killed_with_sigkill_rebuilds_to_the_same_bytes(builds: di
     process.wait()
     done = mmfaith("build", "mcot", "--out", str(out), "--no-progress")
     assert done.returncode == 0, done.stderr
-    assert tree_digest(out) == tree_digest(builds["mcot"]) and not (out / ".mmfaith.lock").exists()
+    rebuilt, whole = tree_digest(out), tree_digest(builds["mcot"])
+    # build.json is the one file that holds wall-clock times (builders/build_dir.py): its recipe must agree
+    assert rebuilt.pop("build.json") and whole.pop("build.json") and rebuilt == whole
+    recipes = [json.loads((folder / "build.json").read_text())["recipe"] for folder in (out, builds["mcot"])]
+    assert recipes[0] == recipes[1] and not (out / ".mmfaith.lock").exists()
 
 
 def test_a_torn_last_lmms_eval_line_is_named(builds: dict[str, Path], tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def _pair(pair: Any, item: dict[str, Any], lines: dict) -> dict[str, Any]:
             "images": [image("original", record["image_original_sha256"], pair.original_path, None, cues),
                        image("edited", record["image_edited_sha256"], pair.edited_path, None, cues)],
             "facets": {"kind": "pair", "category": item["category"], "template": record["build"].get("template", "-"),
-                       "edit type": record["edit"]["operation"]},
+                       "edit type": record["edit"].get("operation", "-")},
             "model": model_view(probes, parts, flags)}
 
 
