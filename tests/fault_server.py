@@ -1,4 +1,4 @@
-"""A faulty OpenAI-protocol chat server on 127.0.0.1, for the fault-injection tests (tests/test_faults.py).
+"""A faulty OpenAI-protocol chat server on 127.0.0.1, for the fault-injection tests (tests/shared/test_faults.py).
 
 Contract
 --------

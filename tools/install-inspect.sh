@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the inspect_ai harness (PyPI `inspect-ai`) into its own virtual environment, with this
 # checkout of mmfaith beside it (the task file `mmfaith export inspect` writes imports mmfaith),
-# for trying the round trip here and for tests/test_harness_inspect.py. `openai` is what inspect's
+# for trying the round trip here and for tests/spd_faith/test_harness_inspect.py. `openai` is what inspect's
 # openai-api provider needs, `datasets` what its hf_dataset reads the rows with. Reading .eval
 # logs alone needs less: pip install 'mmfaith[inspect]'.
 #

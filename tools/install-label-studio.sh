@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install a real Label Studio server (PyPI `label-studio`) into its own virtual environment,
-# for `mmfaith annotate serve` and for tests/test_annotate.py. Kept apart from the project's
+# for `mmfaith annotate serve` and for tests/shared/test_annotate.py. Kept apart from the project's
 # venv: label-studio pins Django, openai<2 and about 80 other packages. The project itself only
 # needs `label-studio-sdk` (the client).
 #

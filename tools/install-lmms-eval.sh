@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the lmms-eval harness (PyPI `lmms-eval`) into its own virtual environment, with this
 # checkout of mmfaith beside it (the tasks `mmfaith export lmms-eval` writes import mmfaith), for
-# trying the round trip here and for tests/test_harness_lmms_eval.py. Kept apart from the
+# trying the round trip here and for tests/spd_faith/test_harness_lmms_eval.py. Kept apart from the
 # project's venv: lmms-eval brings accelerate, transformers, wandb and about 150 other packages.
 #
 # usage: tools/install-lmms-eval.sh [VENV_DIR]

@@ -1,0 +1,48 @@
+"""A regular (non-editable) install works: the wheel carries every subpackage, schema and sample image.
+
+The suite itself runs against the editable install (.ci/run); this test builds the wheel, installs
+it into a separate folder and runs a small build from it, away from the source tree.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_wheel_installs_and_builds_away_from_the_source_tree(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(wheels), str(REPO)], check=True, cwd=tmp_path)
+    wheel = next(wheels.glob("mmfaith-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for subpackage in ("builders", "schemas", "annotation", "loaders", "evaluators", "cards", "tests"):
+        assert f"mmfaith/{subpackage}/__init__.py" in names
+    assert "mmfaith/schemas/spd_faith_pair.schema.json" in names
+    assert "mmfaith/evaluators/harness/lmms_eval_utils.py" in names  # copied into every lmms-eval export
+    assert "mmfaith/data/coco_sample/annotations/instances_train2017.json" in names
+    assert "mmfaith/data/coco_sample/LICENSES.md" in names
+    assert sum(n.startswith("mmfaith/data/coco_sample/train2017/") for n in names) == 32
+    assert not any(n.startswith(("builders/", "schemas/")) for n in names), "no generic top-level packages"
+
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                   check=True, cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    where = subprocess.run([sys.executable, "-c", "import mmfaith.builders.spd_faith.build as m; print(m.__file__)"],
+                           check=True, capture_output=True, text=True, cwd=tmp_path, env=env).stdout
+    assert where.startswith(str(target))
+    out = tmp_path / "build"
+    subprocess.run([sys.executable, "-m", "mmfaith", "build", "spd-faith", "--out", str(out), "--per-tier", "1",
+                    "--no-progress"], check=True, cwd=tmp_path, env=env, capture_output=True)
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 3
