@@ -66,9 +66,9 @@ def start_server(spec: ServerSpec, log: Path) -> subprocess.Popen:
            "LABEL_STUDIO_PASSWORD": spec.password,
            "LABEL_STUDIO_USER_TOKEN": spec.token,
            "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
-           # no look-up of the newest release on pypi.org at start (label_studio/core/settings/base.py):
-           # mmfaith talks only to servers the user names
-           "LATEST_VERSION_CHECK": "false",
+           # no look-up of the newest release on pypi.org, no error reports to Sentry, no analytics
+           # (label_studio/core/settings/base.py, label_studio.py): mmfaith talks only to servers the user names
+           "LATEST_VERSION_CHECK": "false", "SENTRY_DSN": "", "FRONTEND_SENTRY_DSN": "", "COLLECT_ANALYTICS": "false",
            "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": os.environ.get("LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK", "false")}
     command = [str(spec.executable), "start", "--no-browser", "--data-dir", str(spec.data_dir),
                "--internal-host", spec.host, "--host", spec.url, "--port", str(spec.port)]
