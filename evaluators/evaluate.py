@@ -138,14 +138,16 @@ def run_one(family: str, dataset: str, run_args: tuple[str, ...], shared: argpar
                       serve)
 
 
-def score_one(family: str, dataset: str, run_dir: Path, score_dir: Path, seed: int) -> None:
-    """`mmfaith score FAMILY --dataset D --predictions RUN_DIR/predictions.jsonl --from-run --out SCORE_DIR`."""
+def score_one(family: str, dataset: str, run_dir: Path, score_dir: Path, seed: int, explorer: bool = True) -> None:
+    """`mmfaith score FAMILY --dataset D --predictions RUN_DIR/predictions.jsonl --from-run --out SCORE_DIR`; without
+    `explorer`, the score alone (no index.html: a scratch score nobody opens)."""
     from mmfaith.cli import parser
 
     predictions = run_dir / "predictions.jsonl"
     args = parser().parse_args(["score", family, "--dataset", dataset, "--predictions", str(predictions),
                                 "--from-run", "--out", str(score_dir), "--overwrite", "--seed", str(seed)])
-    if args.handler(args) != 0:
+    score = args.handler if explorer else families.get(family).parts().score
+    if score(args) != 0:
         raise MmfaithError(f"scoring {predictions} failed; run `mmfaith score {family}` on it to see why.")
 
 
@@ -174,7 +176,7 @@ def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: a
             run_dir, score_dir = Path(scratch) / "runs" / role, Path(scratch) / "scores" / role
             with ReferenceServer(opened, model, family=family) as server:
                 run_one(family, dataset, run_args, shared, model, (server.base_url,), run_dir)
-            score_one(family, dataset, run_dir, score_dir, getattr(args, "seed", 0))
+            score_one(family, dataset, run_dir, score_dir, getattr(args, "seed", 0), explorer=False)
             ends[role] = values(headline(fam, json.loads((score_dir / "metrics.json").read_text(encoding="utf-8"))))
     cache.put(key, ends, family=family, dataset=dataset)
     return ends

@@ -67,7 +67,8 @@ def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
 
 def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
                      fields: Fields | None = None) -> CrmDataset:
-    """Open a CRM build dir, release folder or Hub repo id `ORG/NAME[@REVISION]` (module docstring)."""
+    """Open a CRM build dir, release folder or Hub repo id `ORG/NAME[@REVISION]` (module docstring); with `fields`,
+    each record keeps only those once checked (mmfaith/records.py)."""
     from mmfaith.loaders.source import resolve
 
     found = resolve(path, "crm", verify=verify)

@@ -61,7 +61,8 @@ class McotDataset:
 
 def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
                       fields: Fields | None = None) -> McotDataset:
-    """A build dir, a release folder or a Hub id (module docstring)."""
+    """A build dir, a release folder or a Hub id (module docstring); with `fields`, each record keeps only those
+    once checked (mmfaith/records.py)."""
     found = resolve(path, "mcot", verify=verify)
     if found.kind == "release":
         return _open_release(found.path, found.manifest, cache_dir, fields)

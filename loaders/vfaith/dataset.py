@@ -78,7 +78,8 @@ class VfaithDataset:
 
 def open_vfaith_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
                         fields: Fields | None = None) -> VfaithDataset:
-    """Open a build dir, a release folder or a Hub repo id (module docstring)."""
+    """Open a build dir, a release folder or a Hub repo id (module docstring); with `fields`, each record keeps
+    only those once checked (mmfaith/records.py)."""
     found = resolve(path, "vfaith", verify=verify)
     if found.kind == "release":
         return _open_release(found.path, found.manifest, cache_dir, fields)
