@@ -79,6 +79,8 @@ class FamilyParts:
       or tool-loop request chains, for `mmfaith export lmms-eval|inspect` and `mmfaith import`.
     - `explore(dataset, items, predictions) -> [item view]`: the explorer's item views of a score dir
       (mmfaith/explorer/views.py), from the dataset, items.jsonl's lines and the predictions file (or None).
+    - `audit() -> builders.audit_set.AuditPart`: the family's recipes and accepted items for the naturalness
+      audit (`benchmarks/naturalness_audit.py`, docs/audit.md).
     - `scores_alone`: what `score` reads without --dataset (the `--dataset` help says so); None when
       --dataset is required.
     """
@@ -96,6 +98,7 @@ class FamilyParts:
     release: Callable[[], Any] | None = None
     harness: Callable[[], HarnessPart] | None = None
     explore: Callable[[Any, list[dict[str, Any]], Path | None], list[dict[str, Any]]] | None = None
+    audit: Callable[[], Any] | None = None
     scores_alone: str | None = None
 
 
@@ -123,7 +126,8 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
     `mmfaith.evaluators.PACKAGE.report:compare_scores`, the labeling in
     `mmfaith.annotation.PACKAGE.tasks:family`, the release declaration in
     `mmfaith.loaders.PACKAGE.release:declaration`, the harness part in `mmfaith.evaluators.PACKAGE.harness:harness`
-    and the explorer's item views in `mmfaith.evaluators.PACKAGE.explore:item_views`.
+    the explorer's item views in `mmfaith.evaluators.PACKAGE.explore:item_views` and the naturalness audit's part
+    in `mmfaith.builders.PACKAGE.audit:audit_part`.
 
     `elsewhere` overrides a part: a "module:function" string is made lazy, anything else (`scores_alone`'s text,
     None for a part the family lacks) is taken as it is.
@@ -136,7 +140,8 @@ def conventional_parts(package: str, **elsewhere: Any) -> FamilyParts:
              "labeling": f"mmfaith.annotation.{package}.tasks:family",
              "release": f"mmfaith.loaders.{package}.release:declaration",
              "harness": f"mmfaith.evaluators.{package}.harness:harness",
-             "explore": f"mmfaith.evaluators.{package}.explore:item_views"}
+             "explore": f"mmfaith.evaluators.{package}.explore:item_views",
+             "audit": f"mmfaith.builders.{package}.audit:audit_part"}
     chosen = {**usual, **elsewhere}
     return FamilyParts(**{name: lazy(value) if isinstance(value, str) and name != "scores_alone" else value
                           for name, value in chosen.items()})
