@@ -33,7 +33,12 @@ Templates (`Question.facts` in brackets):
   reference, relation], two categories with one instance each whose boxes are disjoint in x by at
   least min_relation_gap of the width; options left / right. Which of the two is the subject is
   drawn with the seed, or with a `QuestionBalance` the one whose answer (left or right) is the less
-  used so far.
+  used so far. `relation_reason` refuses a pair a person could not place side by side: a surface
+  that things stand or lie on (RELATION_SURFACES: a dining table, bed, couch or bench is annotated
+  only where it shows between the things on it and runs on behind and under them, so a fork on the
+  table of COCO 397 is neither left nor right of it), and a glimpse of a fitted appliance
+  (FITTED_APPLIANCES under MIN_FITTED_AREA of the image by its box: the "oven" of COCO 164 is a
+  corner of a stovetop between a jug and a paper-towel roll, which nobody could point at).
 
 COCO annotates instances incompletely, and a crowd region stands for an uncounted group: a
 category with any crowd annotation in the image gets no question at all, and every instance a
@@ -76,6 +81,9 @@ from mmfaith.vocabulary import COLOR_NAMES
 TEMPLATES: tuple[str, ...] = ("color", "count", "existence", "relation")
 LETTERS = "ABCDEFGHIJ"
 SECONDARY_SHARE = 0.15
+RELATION_SURFACES = frozenset({"dining table", "bed", "couch", "bench"})
+FITTED_APPLIANCES = frozenset({"oven", "refrigerator"})
+MIN_FITTED_AREA = 0.01
 
 
 @dataclass(frozen=True)
@@ -403,11 +411,24 @@ def _relation_of(subject: Instance, reference: Instance) -> str:
     return "left" if subject.bbox[0] < reference.bbox[0] else "right"
 
 
-def _relation_question(view: _SceneView, first: Instance, second: Instance, seed: int,
-                       balance: QuestionBalance | None) -> Question | None:
+def relation_reason(first: Instance, second: Instance, scene: Scene, rules: QuestionRules) -> str | None:
+    """Why the two objects make no left/right question (module docstring, relation), or None when they do."""
     (x1, _, w1, _), (x2, _, w2, _) = first.bbox, second.bbox
     gap = max(x2 - (x1 + w1), x1 - (x2 + w2))
-    if gap < view.rules.min_relation_gap * view.scene.width:
+    if gap < rules.min_relation_gap * scene.width:
+        return f"boxes {gap:.0f} pixels apart in x (< {rules.min_relation_gap:.0%} of the width)"
+    for inst in (first, second):
+        if inst.category in RELATION_SURFACES:
+            return f"the {inst.category} is a surface things stand on: left or right of it is ill-posed"
+        if inst.category in FITTED_APPLIANCES and _area(inst, scene) < MIN_FITTED_AREA:
+            return (f"the {inst.category} covers {_area(inst, scene):.2%} of the image (< {MIN_FITTED_AREA:.0%}): "
+                    "a glimpse of a fitted appliance")
+    return None
+
+
+def _relation_question(view: _SceneView, first: Instance, second: Instance, seed: int,
+                       balance: QuestionBalance | None) -> Question | None:
+    if relation_reason(first, second, view.scene, view.rules) is not None:
         return None
     key = f"relation:{view.scene.image_id}:{first.ann_id}+{second.ann_id}"
     rng = question_rng(seed, key)

@@ -20,8 +20,8 @@ apart (a colour question about a 20-pixel blur, a relation between objects that 
 - Views: the image with its targets outlined (the subject orange, the reference cyan) and each
   target zoomed (ZOOM_SIDE pixels, with context around it), written once per item under
   `BUILD_DIR/audit/` (deterministic PNGs).
-- Candidates: the questions the generator proposed, kept or refused by the gold cap
-  (records.jsonl plus rejected.jsonl).
+- Candidates: what the two templates could ask about in the source before any of the generator's
+  rules (`candidates`), so the yield falls when a rule refuses more.
 """
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ from mmfaith.builders.audit_set import AuditItem, AuditPart, AuditRecipe, GateRe
 from mmfaith.builders.coco_questions import QuestionRules
 from mmfaith.builders.coco_source import CocoSource, embedded_sample
 from mmfaith.builders.colors import MIN_DOMINANT_SHARE, name_labs, rgb_to_lab
+from mmfaith.builders.mcot.build import EMBEDDED_ORIGIN, IMAGES
 from mmfaith.builders.mcot.preview import TARGET_COLORS
+from mmfaith.builders.targets import PEOPLE
 from mmfaith.images import png_bytes
 from mmfaith.jsonl import read_json_object, read_jsonl, write_atomic
 from mmfaith.vocabulary import COLOR_NAMES
@@ -63,9 +65,34 @@ def audit_part() -> AuditPart:
 
 
 def candidates(build_dir: Path) -> int:
-    """The questions the generator proposed: kept (records.jsonl) plus refused (rejected.jsonl)."""
-    return sum(1 for _ in read_jsonl(build_dir / "records.jsonl")) + \
-        sum(1 for _ in read_jsonl(build_dir / "rejected.jsonl"))
+    """What the templates could ask about before any rule (size, gap, nameability, colour, cap): per image,
+    every object alone in its category (no crowd region of it) and under the recipe's `max_subject_area`,
+    not a person, for a colour question; every pair of objects alone in their categories, one of them
+    under `max_subject_area`, for a relation."""
+    recipe = read_json_object(build_dir / "build.json", "").get("recipe", {})
+    limit = recipe.get("rules", {}).get("max_subject_area") or 1.0
+    source = _source(str(_annotations(recipe.get("origin", ""))), str(build_dir / IMAGES))
+    total = 0
+    for image_id in source.image_ids():
+        scene = source.scene(image_id)
+        crowded = {inst.category for inst in scene.instances if inst.iscrowd}
+        by_category: dict[str, list[Any]] = {}
+        for inst in scene.instances:
+            by_category.setdefault(inst.category, []).append(inst)
+        singles = [insts[0] for category, insts in by_category.items() if len(insts) == 1 and category not in crowded]
+        small = [_box_share(inst.bbox, scene.width, scene.height) < limit for inst in singles]
+        total += sum(1 for inst, is_small in zip(singles, small) if is_small and inst.category not in PEOPLE)
+        total += sum(1 for i in range(len(singles)) for j in range(i + 1, len(singles)) if small[i] or small[j])
+    return total
+
+
+def _box_share(bbox: list[float] | tuple[float, ...], width: int, height: int) -> float:
+    return bbox[2] * bbox[3] / float(width * height)
+
+
+def _annotations(origin: str) -> Path:
+    """The COCO instances file a build's `origin` names (the embedded sample's by its name)."""
+    return embedded_sample()[0] if origin == EMBEDDED_ORIGIN else Path(origin)
 
 
 def item_key(record: dict[str, Any]) -> str:
@@ -86,8 +113,7 @@ def audit_items(build_dir: Path) -> Iterator[AuditItem]:
 
 
 def _area(record: dict[str, Any], target: dict[str, Any]) -> float:
-    _, _, w, h = target["bbox"]
-    return w * h / float(record["width"] * record["height"])
+    return _box_share(target["bbox"], record["width"], record["height"])
 
 
 def _gates(build_dir: Path, record: dict[str, Any], rules: QuestionRules, origin: str) -> tuple[GateReading, ...]:
@@ -115,10 +141,10 @@ def _source(annotations: str, images: str) -> CocoSource:
 def _color_share(build_dir: Path, record: dict[str, Any], origin: str) -> float | None:
     """The gold colour name's share of the object's mask pixels (the build's lossless copy of the image, the
     source's mask), or None when the source's annotations are not at hand."""
-    annotations = embedded_sample()[0] if origin == "embedded COCO sample" else Path(origin)
+    annotations = _annotations(origin)
     if not annotations.is_file():
         return None
-    scene = _source(str(annotations), str(build_dir / "images")).scene(record["source"]["image_id"])
+    scene = _source(str(annotations), str(build_dir / IMAGES)).scene(record["source"]["image_id"])
     ann_id = int(record["targets"][0]["id"].removeprefix("ann"))
     instance = next(inst for inst in scene.instances if inst.ann_id == ann_id)
     with Image.open(build_dir / record["image"]) as image:
