@@ -7,7 +7,8 @@ apart (a colour question about a 20-pixel blur, a relation between objects that 
 
 - Recipes: the embedded sample at the default small-target limit (1 % of the image) and at wider
   ones with other seeds (the sample has few small objects), and the 128-image sample at the
-  default and a wider limit.
+  default, wider limits and none (every object may be asked about), with a looser gold cap where
+  the limit is wide.
 - Key: `<template>:<image file>:<subject annotation>[><reference annotation>]=<gold text>`: the
   same object(s) asked with the same gold is the same item whatever its options' order; a changed
   gold is a new item to label.
@@ -52,6 +53,10 @@ RECIPES: tuple[AuditRecipe, ...] = (
                                                       "--gold-margin", "0.5")),
     AuditRecipe("coco128-default", "coco128", ("--seed", "0")),
     AuditRecipe("coco128-area03-seed1", "coco128", ("--seed", "1", "--max-subject-area", "0.03")),
+    AuditRecipe("coco128-area10-seed2", "coco128", ("--seed", "2", "--max-subject-area", "0.10",
+                                                    "--gold-margin", "0.5")),
+    AuditRecipe("coco128-all-seed3", "coco128", ("--seed", "3", "--max-subject-area", "1.0",
+                                                 "--gold-margin", "0.5")),
 )
 VIEWS = "audit"
 ZOOM_SIDE = 384
