@@ -18,7 +18,8 @@ every recolor) uses the object's own pixels only, and refuses rather than guesse
    for a hue (L* < SHADOW_MAX_L, 12), or pale (L* >= 75 and chroma < 20: cream, ivory, a white
    object under warm light) -- is achromatic and named by its lightness as a whole, median and upper
    quartile: black (median < 28, upper quartile < 38), white (median >= 68, upper quartile >= 75)
-   or gray (median 30 to 45, upper quartile < 45, a dark gray such as a silver car at night);
+   or gray (median 30 to 45, upper quartile < 45, and the whole body's 90th percentile < 55: a dark
+   gray such as a silver car at night, with no lit part near white);
    anything between is refused: a white microwave, toilet or truck in shade measures like a light
    gray object, and only the scene tells them apart;
 4. otherwise the chromatic pixels are named one by one; the top name is the object's and `share`
@@ -91,6 +92,7 @@ WHITE_BODY_MIN_L = 68.0
 WHITE_BODY_MIN_UPPER_L = 75.0
 GRAY_BODY_L = (30.0, 45.0)
 GRAY_BODY_MAX_UPPER_L = 45.0
+GRAY_BODY_MAX_TOP_L = 55.0
 SPLIT_RATIO = 0.6
 SURROUND_GAP = 3
 SURROUND_REACH = 8
@@ -211,14 +213,15 @@ def body_pixels(mask: np.ndarray) -> np.ndarray:
     return eroded if eroded.sum() >= MIN_BODY_SHARE * mask.sum() else mask
 
 
-def achromatic_name(lightness: np.ndarray) -> tuple[str, str | None]:
-    """The name of an achromatic body from its pixels' L* (module docstring): (name, refusal or None)."""
+def achromatic_name(lightness: np.ndarray, top: float) -> tuple[str, str | None]:
+    """The name of an achromatic body from its neutral pixels' L* and the 90th percentile L* of its whole
+    body (`top`: a white object in shade keeps a lit part) (module docstring): (name, refusal or None)."""
     median, upper = (float(v) for v in np.percentile(lightness, (50, 75)))
     if median < BLACK_BODY_MAX_L and upper < BLACK_BODY_MAX_UPPER_L:
         return "black", None
     if median >= WHITE_BODY_MIN_L and upper >= WHITE_BODY_MIN_UPPER_L:
         return "white", None
-    if GRAY_BODY_L[0] <= median <= GRAY_BODY_L[1] and upper < GRAY_BODY_MAX_UPPER_L:
+    if GRAY_BODY_L[0] <= median <= GRAY_BODY_L[1] and upper < GRAY_BODY_MAX_UPPER_L and top < GRAY_BODY_MAX_TOP_L:
         return "gray", None
     nearest = "black" if median < GRAY_BODY_L[0] else "gray" if median < WHITE_BODY_MIN_L else "white"
     return nearest, (f"achromatic body of median L* {median:.0f} (upper quartile {upper:.0f}) lies between "
@@ -234,7 +237,7 @@ def _name_body(labs: np.ndarray) -> ObjectColor:
     neutral = (chroma < ACHROMATIC_CHROMA) | (lightness < SHADOW_MAX_L) | (
         (lightness >= PALE_MIN_L) & (chroma < PALE_MAX_CHROMA))
     if neutral.mean() >= ACHROMATIC_BODY_SHARE:
-        name, refusal = achromatic_name(lightness[neutral])
+        name, refusal = achromatic_name(lightness[neutral], float(np.percentile(lightness, 90)))
         return ObjectColor(name, float(neutral.mean()), np.median(labs[neutral], axis=0), refusal)
     names = name_labs(labs[~neutral])
     counts = np.bincount(names, minlength=len(COLOR_NAMES))
