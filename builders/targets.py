@@ -25,7 +25,9 @@ moved or recolored): a careful annotator must be able to point at the object and
   MIN_NAMEABLE_SIDE (16) pixels across both ways (not a sliver: a 15-pixel strip of a table's edge);
 - border: an object whose mask runs along the image border for at least MAX_BORDER_CONTACT (20%)
   of its extent's perimeter is cut off there; it is refused when it is also narrow (extent under
-  BORDER_MIN_SIDE, 40 pixels: the 25-pixel sliver of a fork at the left edge, a mouse's corner);
+  BORDER_MIN_SIDE, 40 pixels: the 25-pixel sliver of a fork at the left edge), and at any size when
+  the border makes BORDER_CUT_CONTACT (a third) of that perimeter or more (the rim of a glass, a
+  quarter of a clock face in a corner, the end of a bench: more of it lies outside the image);
 - distinctness: a small object (under PLAIN_MAX_PIXELS, 3,500 pixels) whose body's median colour lies
   within PLAIN_MAX_DELTA_E (13, CIE76) of its surroundings' and whose inside is no sharper than the
   image (mean |Laplacian| under PLAIN_MAX_DETAIL times the image's) does not stand out: a blurred
@@ -61,6 +63,7 @@ MIN_NAMEABLE_PIXELS = 300
 MIN_NAMEABLE_SIDE = 16
 MAX_BORDER_CONTACT = 0.2
 BORDER_MIN_SIDE = 40
+BORDER_CUT_CONTACT = 1 / 3
 BORDER_MARGIN = 2
 PLAIN_MAX_PIXELS = 3500
 PLAIN_MAX_DELTA_E = 13.0
@@ -190,6 +193,8 @@ def nameable_reason(rgb: np.ndarray, mask: np.ndarray, detail: float | None = No
     contact = (int(mask[:m].any(axis=0).sum()) + int(mask[height - m:].any(axis=0).sum())
                + int(mask[:, :m].any(axis=1).sum()) + int(mask[:, width - m:].any(axis=1).sum()))
     perimeter = 2 * ((bottom - top + 1) + (right - left + 1))
+    if contact >= BORDER_CUT_CONTACT * perimeter:
+        return f"cut off by the image border ({contact / perimeter:.0%} of its outline, >= a third)"
     if contact >= MAX_BORDER_CONTACT * perimeter and side < BORDER_MIN_SIDE:
         return (f"cut off by the image border ({contact / perimeter:.0%} of its outline) and {side} pixels across "
                 f"(< {BORDER_MIN_SIDE})")
