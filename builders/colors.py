@@ -21,7 +21,9 @@ every recolor) uses the object's own pixels only, and refuses rather than guesse
    or gray (median 30 to 45, upper quartile < 45, and the whole body's 90th percentile < 55: a dark
    gray such as a silver car at night, with no lit part near white);
    anything between is refused: a white microwave, toilet or truck in shade measures like a light
-   gray object, and only the scene tells them apart;
+   gray object, and only the scene tells them apart; a black body is refused too when its lit
+   part (L* >= LIT_MIN_L, 15, at least MIN_LIT_SHARE, 10%, of it) is colored (median chroma >= 12:
+   dark wood in a dim room);
 4. otherwise the chromatic pixels are named one by one; the top name is the object's and `share`
    its fraction of the body; when the runner-up holds at least SPLIT_RATIO (0.6) of the top's
    pixels (a blue-rimmed yellow frisbee) the object is refused;
@@ -94,6 +96,8 @@ GRAY_BODY_L = (30.0, 45.0)
 GRAY_BODY_MAX_UPPER_L = 45.0
 GRAY_BODY_MAX_TOP_L = 55.0
 SPLIT_RATIO = 0.6
+LIT_MIN_L = 15.0
+MIN_LIT_SHARE = 0.1
 SURROUND_GAP = 3
 SURROUND_REACH = 8
 SURROUND_BIN = 6.0
@@ -238,6 +242,11 @@ def _name_body(labs: np.ndarray) -> ObjectColor:
         (lightness >= PALE_MIN_L) & (chroma < PALE_MAX_CHROMA))
     if neutral.mean() >= ACHROMATIC_BODY_SHARE:
         name, refusal = achromatic_name(lightness[neutral], float(np.percentile(lightness, 90)))
+        lit = lightness >= LIT_MIN_L
+        if name == "black" and refusal is None and lit.mean() >= MIN_LIT_SHARE and (
+                float(np.median(chroma[lit])) >= ACHROMATIC_CHROMA):
+            refusal = (f"a dark body whose lit part (L* >= {LIT_MIN_L:.0f}) has median chroma "
+                       f"{float(np.median(chroma[lit])):.0f}: black or a dark color")
         return ObjectColor(name, float(neutral.mean()), np.median(labs[neutral], axis=0), refusal)
     names = name_labs(labs[~neutral])
     counts = np.bincount(names, minlength=len(COLOR_NAMES))

@@ -39,8 +39,8 @@ people are not recolored unless asked (`recolor_people`); see-through
 shapes (bicycles, tennis rackets: the background shows between spokes and strings, and a recolor or a
 color name would be the background's) are never recolored nor asked about; every
 category has a palette of plausible colors (a car may become red, blue, white, black, gray or
-yellow; animals keep natural coat colors; cutlery stays metal-colored; plants, most food, bowls, wine glasses
-(their masks hold the food) and signs are never recolored);
+yellow; animals keep natural coat colors; plants, most food, bowls, wine glasses (their masks hold
+the food), polished cutlery (it mirrors its surroundings) and signs are never recolored nor asked about);
 categories not listed (manufactured things: cups, chairs, umbrellas...) may take any basic color.
 """
 from __future__ import annotations
@@ -89,9 +89,10 @@ COLOR_PALETTES: dict[str, tuple[str, ...]] = {
     "potted plant": (), "broccoli": (), "carrot": (), "hot dog": (), "pizza": (), "sandwich": (),
     "banana": ("yellow", "green", "brown"), "apple": ("red", "green", "yellow"), "orange": ("orange", "green"),
     "donut": ("brown", "pink", "white"), "cake": ("white", "brown", "pink", "yellow"),
-    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, and cutlery
-    "bowl": (), "wine glass": (), "knife": ("gray", "black", "white"), "fork": ("gray", "black", "white"),
-    "spoon": ("gray", "black", "white"), "tennis racket": (),
+    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, polished
+    # cutlery (it mirrors what is around it: a knife reads blue under the sky, a fork brown over a cake)
+    # and see-through shapes
+    "bowl": (), "wine glass": (), "knife": (), "fork": (), "spoon": (), "tennis racket": (),
     # signs and fixtures whose color carries meaning
     "stop sign": (), "traffic light": (), "clock": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
 }

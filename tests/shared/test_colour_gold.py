@@ -114,3 +114,14 @@ def test_a_see_through_shape_is_refused_where_the_background_decides() -> None:
     rgb[20:24, 20:60] = wood
     named = object_color(rgb, mask)
     assert not named.dominant and "surroundings" in (named.refusal or "")
+
+
+def test_polished_cutlery_gets_no_colour(source: CocoSource) -> None:
+    """Image 127's knife lies under the sky and reads blue by its pixels (a careful annotator calls it
+    silver): polished cutlery mirrors its surroundings, so it is neither recoloured nor asked about."""
+    scene = source.scene(127)
+    rgb = read_rgb(scene.path)
+    knife = next(inst for inst in scene.instances if inst.ann_id == 699378)
+    assert knife.category == "knife" and object_color(rgb, knife.mask(scene.height, scene.width)).name == "blue"
+    assert SceneView(scene, rgb, 5, 3).color_targets(knife.ann_id) == []
+    assert not [q for q in scene_questions(scene, rgb, 0, ("color",)) if q.facts["category"] == "knife"]
