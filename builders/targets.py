@@ -35,9 +35,7 @@ moved or recolored): a careful annotator must be able to point at the object and
   The surroundings are the pixels 3 to 8 pixels outside the mask (colors.surround_colored's ring).
 
 Recoloring (`color_palette`): nothing is recolored in a monochrome photo (colors.is_monochrome);
-people are not recolored unless asked (`recolor_people`); see-through
-shapes (bicycles, tennis rackets: the background shows between spokes and strings, and a recolor or a
-color name would be the background's) are never recolored nor asked about; every
+people are not recolored unless asked (`recolor_people`); every
 category has a palette of plausible colors (a car may become red, blue, white, black, gray or
 yellow; animals keep natural coat colors; plants, most food, bowls, wine glasses (their masks hold
 the food), polished cutlery (it mirrors its surroundings) and signs are never recolored nor asked about);
@@ -78,7 +76,7 @@ _ANY = COLOR_NAMES
 COLOR_PALETTES: dict[str, tuple[str, ...]] = {
     # vehicles: colors cars and their kin are actually sold in
     "car": _VEHICLE, "truck": _VEHICLE + ("green", "orange"), "bus": _VEHICLE + ("green", "orange"),
-    "motorcycle": _VEHICLE + ("orange", "green"), "bicycle": (), "airplane": ("white", "gray", "blue", "red"),
+    "motorcycle": _VEHICLE + ("orange", "green"), "bicycle": _ANY, "airplane": ("white", "gray", "blue", "red"),
     "train": _VEHICLE + ("green", "orange"), "boat": ("white", "blue", "red", "yellow", "black", "gray", "brown"),
     # animals: natural coat colors only
     "dog": ("black", "white", "brown", "gray"), "cat": ("black", "white", "gray", "brown", "orange"),
@@ -89,10 +87,9 @@ COLOR_PALETTES: dict[str, tuple[str, ...]] = {
     "potted plant": (), "broccoli": (), "carrot": (), "hot dog": (), "pizza": (), "sandwich": (),
     "banana": ("yellow", "green", "brown"), "apple": ("red", "green", "yellow"), "orange": ("orange", "green"),
     "donut": ("brown", "pink", "white"), "cake": ("white", "brown", "pink", "yellow"),
-    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, polished
+    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, and polished
     # cutlery (it mirrors what is around it: a knife reads blue under the sky, a fork brown over a cake)
-    # and see-through shapes
-    "bowl": (), "wine glass": (), "knife": (), "fork": (), "spoon": (), "tennis racket": (),
+    "bowl": (), "wine glass": (), "knife": (), "fork": (), "spoon": (),
     # signs and fixtures whose color carries meaning
     "stop sign": (), "traffic light": (), "clock": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
 }
