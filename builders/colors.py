@@ -169,6 +169,14 @@ class ObjectColor:
         return self.refusal is None and self.share >= MIN_DOMINANT_SHARE
 
 
+def surround_ring(inside: np.ndarray) -> np.ndarray:
+    """The pixels between SURROUND_GAP and SURROUND_REACH outside a bool mask (pass the mask's box grown
+    by SURROUND_REACH): the object's surroundings, past its own blurred edge."""
+    grown = inside.astype(np.uint8)
+    far = cv2.dilate(grown, np.ones((2 * SURROUND_REACH + 1,) * 2, np.uint8)).astype(bool)
+    return far & ~cv2.dilate(grown, np.ones((2 * SURROUND_GAP + 1,) * 2, np.uint8)).astype(bool)
+
+
 def surround_colored(rgb: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> np.ndarray:
     """Which of `pixels` (a bool mask inside `mask`) have one of the object's surroundings' colors.
 
@@ -181,10 +189,7 @@ def surround_colored(rgb: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> n
     result = np.zeros(int(pixels.sum()), dtype=bool)
     if box is None or not result.size:
         return result
-    inside = mask[box].astype(np.uint8)
-    far = cv2.dilate(inside, np.ones((2 * SURROUND_REACH + 1,) * 2, np.uint8)).astype(bool)
-    near = cv2.dilate(inside, np.ones((2 * SURROUND_GAP + 1,) * 2, np.uint8)).astype(bool)
-    ring = far & ~near
+    ring = surround_ring(mask[box])
     if not ring.any():
         return result
     crop = np.ascontiguousarray(rgb[box])
@@ -195,7 +200,7 @@ def surround_colored(rgb: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> n
     return common[tuple(_lab_bins(rgb_to_lab(crop[pixels[box]])).T)]
 
 
-_BIN_SHAPE = (int(100 // 6) + 2, 44, 44)
+_BIN_SHAPE = (100 // 6 + 2, 44, 44)
 
 
 def _lab_bins(labs: np.ndarray) -> np.ndarray:

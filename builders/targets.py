@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from mmfaith.builders.colors import SURROUND_GAP, SURROUND_REACH, body_pixels, rgb_to_lab
+from mmfaith.builders.colors import SURROUND_REACH, body_pixels, rgb_to_lab, surround_ring
 from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.vocabulary import COLOR_NAMES
 
@@ -199,9 +199,7 @@ def nameable_reason(rgb: np.ndarray, mask: np.ndarray, detail: float | None = No
     if pixels < PLAIN_MAX_PIXELS:
         box = grown_box(mask, SURROUND_REACH)
         assert box is not None
-        inside = mask[box].astype(np.uint8)
-        ring = (cv2.dilate(inside, np.ones((2 * SURROUND_REACH + 1,) * 2, np.uint8)).astype(bool)
-                & ~cv2.dilate(inside, np.ones((2 * SURROUND_GAP + 1,) * 2, np.uint8)).astype(bool))
+        ring = surround_ring(mask[box])
         crop = np.ascontiguousarray(rgb[box])
         body = body_pixels(mask)[box]
         if ring.any():
