@@ -200,7 +200,7 @@ def surround_colored(rgb: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> n
     return common[tuple(_lab_bins(rgb_to_lab(crop[pixels[box]])).T)]
 
 
-_BIN_SHAPE = (100 // 6 + 2, 44, 44)
+_BIN_SHAPE = (int(100 // SURROUND_BIN) + 2, int(256 // SURROUND_BIN) + 2, int(256 // SURROUND_BIN) + 2)
 
 
 def _lab_bins(labs: np.ndarray) -> np.ndarray:
