@@ -17,7 +17,7 @@ every recolor) uses the object's own pixels only, and refuses rather than guesse
 3. a body whose pixels are mostly (ACHROMATIC_BODY_SHARE, 60%) neutral -- chroma under 12, too dark
    for a hue (L* < SHADOW_MAX_L, 12), or pale (L* >= 75 and chroma < 20: cream, ivory, a white
    object under warm light) -- is achromatic and named by its lightness as a whole, median and upper
-   quartile: black (median < 28, upper quartile < 38), white (median >= 68, upper quartile >= 75)
+   quartile: black (median < 24, upper quartile < 34), white (median >= 68, upper quartile >= 75)
    or gray (median 30 to 45, upper quartile < 45, and the whole body's 90th percentile < 55: a dark
    gray such as a silver car at night, with no lit part near white);
    anything between is refused: a white microwave, toilet or truck in shade measures like a light
@@ -88,8 +88,8 @@ SHADOW_MAX_L = 12.0
 PALE_MIN_L = 75.0
 PALE_MAX_CHROMA = 20.0
 ACHROMATIC_BODY_SHARE = 0.6
-BLACK_BODY_MAX_L = 28.0
-BLACK_BODY_MAX_UPPER_L = 38.0
+BLACK_BODY_MAX_L = 24.0
+BLACK_BODY_MAX_UPPER_L = 34.0
 WHITE_BODY_MIN_L = 68.0
 WHITE_BODY_MIN_UPPER_L = 75.0
 GRAY_BODY_L = (30.0, 45.0)

@@ -31,7 +31,10 @@ moved or recolored): a careful annotator must be able to point at the object and
 - distinctness: a small object (under PLAIN_MAX_PIXELS, 3,500 pixels) whose body's median colour lies
   within PLAIN_MAX_DELTA_E (13, CIE76) of its surroundings' and whose inside is no sharper than the
   image (mean |Laplacian| under PLAIN_MAX_DETAIL times the image's) does not stand out: a blurred
-  gray "person" beside gray posts, a figure seen through a bus's windshield, a dark bag in a dark pile.
+  gray "person" beside gray posts, a figure seen through a bus's windshield, a dark bag in a dark pile;
+  up to BLUR_MAX_PIXELS (10,000) the same holds for an object within BLUR_MAX_DELTA_E (8) of its
+  surroundings and clearly blurrier than the image (under BLUR_MAX_DETAIL, 0.7, times its detail):
+  a washed-out patch of a car behind heads, a dark couch corner in a dark room.
   The surroundings are the pixels 3 to 8 pixels outside the mask (colors.surround_colored's ring).
 
 Recoloring (`color_palette`): nothing is recolored in a monochrome photo (colors.is_monochrome);
@@ -66,6 +69,9 @@ BORDER_MARGIN = 2
 PLAIN_MAX_PIXELS = 3500
 PLAIN_MAX_DELTA_E = 13.0
 PLAIN_MAX_DETAIL = 1.2
+BLUR_MAX_PIXELS = 10000
+BLUR_MAX_DELTA_E = 8.0
+BLUR_MAX_DETAIL = 0.7
 NOT_MOVED = frozenset({
     "dining table", "bed", "couch", "toilet", "sink", "refrigerator", "oven", "microwave", "toaster", "tv",
     "clock", "traffic light", "stop sign", "fire hydrant", "parking meter", "bench", "knife", "fork", "spoon",
@@ -196,7 +202,7 @@ def nameable_reason(rgb: np.ndarray, mask: np.ndarray, detail: float | None = No
     if contact >= MAX_BORDER_CONTACT * perimeter and side < BORDER_MIN_SIDE:
         return (f"cut off by the image border ({contact / perimeter:.0%} of its outline) and {side} pixels across "
                 f"(< {BORDER_MIN_SIDE})")
-    if pixels < PLAIN_MAX_PIXELS:
+    if pixels < BLUR_MAX_PIXELS:
         box = grown_box(mask, SURROUND_REACH)
         assert box is not None
         ring = surround_ring(mask[box])
@@ -208,7 +214,9 @@ def nameable_reason(rgb: np.ndarray, mask: np.ndarray, detail: float | None = No
             gray = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY)
             inner = float(np.abs(cv2.Laplacian(gray, cv2.CV_32F))[body].mean())
             whole = image_detail(rgb) if detail is None else detail
-            if delta_e < PLAIN_MAX_DELTA_E and inner < PLAIN_MAX_DETAIL * whole:
+            small = pixels < PLAIN_MAX_PIXELS
+            if (delta_e < PLAIN_MAX_DELTA_E and inner < PLAIN_MAX_DETAIL * whole) if small else (
+                    delta_e < BLUR_MAX_DELTA_E and inner < BLUR_MAX_DETAIL * whole):
                 return (f"does not stand out: {delta_e:.1f} delta E from its surroundings, inside detail {inner:.1f} "
                         f"against the image's {whole:.1f}")
     return None
