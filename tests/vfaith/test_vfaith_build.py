@@ -34,7 +34,9 @@ def _scene_of(record: dict) -> tuple:
 def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(vfaith_build: Path) -> None:
     records = read_records(vfaith_build)
     templates = {record["build"]["template"] for record in records}
-    assert templates == {"color", "count", "existence", "relation"}
+    # No relation pair: the embedded sample's one movable relation (image 127's potted plant, a blur among
+    # other potted plants) is refused since issue 29 (targets.nameable_reason); coco128 builds make them.
+    assert templates == {"color", "count", "existence"}
     for record in records:
         assert schema_errors("vfaith_pair", record) == []
         labels = {option["label"]: option["text"] for option in record["options"]}
