@@ -107,7 +107,7 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from mmfaith.evaluators.score_dir import load_score_dir
+    from mmfaith.evaluators.score_dir import load_metrics
 
     _check_report_out(args.out, args.score_dirs, args.overwrite)
     from mmfaith.evaluators.profile_report import compare_profiles, is_profile_dir
@@ -145,7 +145,7 @@ def _run_report(args: argparse.Namespace) -> int:
     written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
     print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
     for label, path in zip(comparison["models"], args.score_dirs):
-        print(f"  {label}: {headline(family, load_score_dir(path)[0])} ({path})")
+        print(f"  {label}: {headline(family, load_metrics(path))} ({path})")
     print(explorer_line)
     return 0
 

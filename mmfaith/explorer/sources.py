@@ -110,7 +110,7 @@ def write_score_explorer(score_dir: Path, dataset: Path | str | None, prediction
 def write_report_explorer(report_dir: Path, score_dirs: Sequence[Path], labels: Sequence[str], workers: int = 4,
                           progress: bool = True) -> Path:
     """The explorer of a comparison (module docstring): items in the first score's order, one column per model."""
-    from mmfaith.evaluators.score_dir import load_score_dir
+    from mmfaith.evaluators.score_dir import load_metrics
 
     pages, metrics_by_model = [], {}
     for score_dir, label in zip(score_dirs, labels):
@@ -119,7 +119,7 @@ def write_report_explorer(report_dir: Path, score_dirs: Sequence[Path], labels: 
             raise MmfaithError(f"{score_dir}: has no explorer to compare; write it with `mmfaith view {score_dir} "
                                "--dataset SOURCE`, then report again.")
         pages.append((score_dir, data))
-        metrics_by_model[label] = load_score_dir(score_dir)[0]
+        metrics_by_model[label] = load_metrics(score_dir)
     merged: dict[str, dict[str, Any]] = {}
     images: dict[str, Path] = {}
     for (score_dir, data), label in zip(pages, labels):
