@@ -74,7 +74,9 @@ def _source_images(items: Sequence[dict[str, Any]]) -> dict[str, Path]:
     found = {}
     for item in items:
         for shown in item["images"]:
-            found[shown["sha256"]] = Path(shown.pop("path"))
+            path = shown.pop("path")
+            if shown["sha256"] not in found:
+                found[shown["sha256"]] = Path(path)
     return found
 
 
@@ -127,7 +129,8 @@ def write_report_explorer(report_dir: Path, score_dirs: Sequence[Path], labels: 
             kept = merged.setdefault(item["id"], {**item, "models": {}})
             kept["models"][label] = next(iter(item["models"].values()))
             for shown in item["images"]:
-                images.setdefault(shown["sha256"], score_dir / "explorer" / "f" / f"{shown['sha256']}.jpg")
+                if shown["sha256"] not in images:  # a path made once per image, not once per item showing it
+                    images[shown["sha256"]] = score_dir / "explorer" / "f" / f"{shown['sha256']}.jpg"
     family = families.get(pages[0][1]["family"])
     data = {"kind": "report", "family": family.name, "family_title": family.title,
             "title": f"{family.title}: {' vs '.join(labels)}", "models": list(labels),
