@@ -77,19 +77,27 @@ def outside_changes(original: np.ndarray, edited: np.ndarray, allowed: np.ndarra
     return int(changed.sum()), largest
 
 
+def _judged_hole(hole: np.ndarray, reach: int) -> tuple[tuple[slice, slice], np.ndarray, np.ndarray] | None:
+    """(the hole's box grown by `reach`, the hole and its inside (eroded by FILL_INNER_MARGIN) in that box), or
+    None when the inside has fewer than FILL_MIN_PIXELS pixels: too small to judge."""
+    crop = grown_box(hole, reach)
+    if crop is None:
+        return None
+    hole = hole[crop]
+    inner = ~dilate(~hole, FILL_INNER_MARGIN)
+    return None if int(inner.sum()) < FILL_MIN_PIXELS else (crop, hole, inner)
+
+
 def fill_texture_ratio(edited: np.ndarray, hole: np.ndarray) -> float | None:
     """Texture inside a filled hole relative to its surround (module docstring); None: not judged.
 
     Measured on the hole's box grown by the ring and the Sobel kernel's reach (the same pixels and
     values as on the whole image, at the cost of the hole's size).
     """
-    crop = grown_box(hole, FILL_RING + 1)
-    if crop is None:
+    judged = _judged_hole(hole, FILL_RING + 1)
+    if judged is None:
         return None
-    hole = hole[crop]
-    inner = ~dilate(~hole, FILL_INNER_MARGIN)
-    if int(inner.sum()) < FILL_MIN_PIXELS:
-        return None
+    crop, hole, inner = judged
     ring = dilate(hole, FILL_RING) & ~hole
     luma = cv2.cvtColor(np.ascontiguousarray(edited[crop]), cv2.COLOR_RGB2GRAY).astype(np.float32)
     magnitude = np.hypot(cv2.Sobel(luma, cv2.CV_32F, 1, 0, ksize=3), cv2.Sobel(luma, cv2.CV_32F, 0, 1, ksize=3))
@@ -122,12 +130,10 @@ class FillReading:
 def fill_surround(edited: np.ndarray, hole: np.ndarray) -> float | None:
     """Share of the ring's pixels (FILL_RING px around the hole) within FILL_SURROUND_DELTA_E of their median
     CIELAB colour; None when the hole's inside is too small to judge or there is no ring."""
-    crop = grown_box(hole, FILL_RING + 1)
-    if crop is None:
+    judged = _judged_hole(hole, FILL_RING + 1)
+    if judged is None:
         return None
-    hole = hole[crop]
-    if int((~dilate(~hole, FILL_INNER_MARGIN)).sum()) < FILL_MIN_PIXELS:
-        return None
+    crop, hole, _ = judged
     ring = dilate(hole, FILL_RING) & ~hole
     if not ring.any():
         return None
@@ -142,13 +148,10 @@ def fill_blotch(edited: np.ndarray, hole: np.ndarray) -> float | None:
 
     Measured on the hole's box grown by the blur's and Telea's reach (the same values as on the whole image
     up to the blur's border handling, at the cost of the hole's size)."""
-    crop = grown_box(hole, FILL_REACH)
-    if crop is None:
+    judged = _judged_hole(hole, FILL_REACH)
+    if judged is None:
         return None
-    hole = hole[crop]
-    inner = ~dilate(~hole, FILL_INNER_MARGIN)
-    if int(inner.sum()) < FILL_MIN_PIXELS:
-        return None
+    crop, hole, inner = judged
     image = np.ascontiguousarray(edited[crop])
     diffused = ClassicalInpainter("telea").fill(image, hole)
     blurred = [np.clip(np.rint(cv2.GaussianBlur(picture.astype(np.float32), (0, 0), FILL_BLOTCH_SIGMA)), 0, 255)
