@@ -3,10 +3,10 @@
 For every family (`--families`, default all four) the family's `AuditPart` (`FamilyParts.audit`,
 builders/audit_set.py) names fixed recipes: `mmfaith build FAMILY` arguments with a seed, on the
 embedded sample or, when `--coco DIR` gives the 128-image sample, on it. Each recipe is built (in
-this process, into `--work DIR/FAMILY/RECIPE`; a build is reused while its recipe, the COCO folder
-and the builders' code are unchanged), its accepted items are matched by key to the person's
-verdicts in benchmarks/audit/FAMILY.jsonl, and it prints, per family and kind (edit type, template
-or mask style):
+this process, or `--jobs N` at once in child processes, into `--work DIR/FAMILY/RECIPE`; a build is
+reused while its recipe, the COCO folder and the builders' code are unchanged), its accepted items
+are matched by key to the person's verdicts in benchmarks/audit/FAMILY.jsonl, and it prints, per
+family and kind (edit type, template or mask style):
 
 - accepted (distinct items the builders accept now), labelled (those with a verdict), rejected
   (labelled "reject"), the reject share (rejected / labelled) and, per family, the yield (accepted
@@ -33,12 +33,14 @@ careful annotator"). How verdicts are given: docs/audit.md.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import datetime
 import hashlib
 import importlib.util
 import io
 import json
+import multiprocessing
 import re
 import shutil
 import statistics
@@ -341,16 +343,20 @@ def rates_path() -> Path:
     return Path(spec.origin).parent / "audit_rates.json" if spec and spec.origin else REPOSITORY / "mmfaith/data/audit_rates.json"
 
 
-def audit_family(family: str, coco: Path | None, work: Path, verdicts_dir: Path, fingerprint: str) -> FamilyAudit:
-    """Build the family's recipes (coco128 ones only with `coco`) and measure them against its verdicts."""
+def audit_family(family: str, coco: Path | None, work: Path, verdicts_dir: Path, fingerprint: str,
+                 jobs: int = 1) -> FamilyAudit:
+    """Build the family's recipes (coco128 ones only with `coco`; `jobs` of them at once, each in its own
+    process) and measure them against its verdicts."""
     part: AuditPart = get(family).part("audit", "naturalness audit part")()
-    builds, skipped = [], []
-    for recipe in part.recipes:
-        if recipe.source == "coco128" and coco is None:
-            skipped.append(recipe.name)
-            continue
-        builds.append((recipe, build(family, recipe, coco, work, fingerprint)))
-    return measure(family, part, builds, read_verdicts(verdicts_dir / f"{family}.jsonl"), skipped)
+    recipes = [recipe for recipe in part.recipes if recipe.source != "coco128" or coco is not None]
+    skipped = [recipe.name for recipe in part.recipes if recipe not in recipes]
+    arguments = [(family, recipe, coco, work, fingerprint) for recipe in recipes]
+    if jobs > 1:
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            folders = list(pool.map(build, *zip(*arguments)))
+    else:
+        folders = [build(*argument) for argument in arguments]
+    return measure(family, part, list(zip(recipes, folders)), read_verdicts(verdicts_dir / f"{family}.jsonl"), skipped)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coco", type=Path, metavar="DIR", help="the 128-image COCO sample: also build its recipes")
     parser.add_argument("--work", type=Path, metavar="DIR",
                         help="keep the builds here and reuse those of unchanged recipes (default: a temporary folder)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="build N recipes at once, each in its own process (default 1)")
     parser.add_argument("--cards", type=Path, metavar="DIR", help="write a review card per unlabelled item here")
     parser.add_argument("--verdicts", type=Path, default=VERDICTS, metavar="DIR", help="the verdict files FAMILY.jsonl")
     parser.add_argument("--write-rates", nargs="?", type=Path, const=rates_path(), metavar="FILE",
@@ -371,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
             work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="audit-")))
             audits = []
             for family in families:
-                audit = audit_family(family, args.coco, work, args.verdicts, fingerprint)
+                audit = audit_family(family, args.coco, work, args.verdicts, fingerprint, args.jobs)
                 cards = write_cards(audit, args.cards) if args.cards else None
                 print("\n".join(report_lines(audit, cards)), flush=True)
                 audits.append(audit)

@@ -1,4 +1,4 @@
-"""Issue 29: the fill-surround and fill-blotch gates (builders/gates.py) on removals a careful annotator judged.
+"""Issue 29: the fill-surround, fill-blotch and ground gates (builders/gates.py) on edits a careful annotator judged.
 
 Held-out cases from the embedded sample, each labelled by looking at it (benchmarks/audit/spd-faith.jsonl): the
 PatchMatch fill of the hole (mask grown by the default 7 px) is read by the three fill gates. The fills a person
@@ -13,17 +13,22 @@ import numpy as np
 import pytest
 
 from mmfaith.builders.coco_source import CocoSource
-from mmfaith.builders.edits import dilate
-from mmfaith.builders.gates import MAX_FILL_BLOTCH, MIN_FILL_SURROUND, MIN_FILL_TEXTURE, fill_reading
+from mmfaith.builders.edits import dilate, shift
+from mmfaith.builders.gates import (MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, MIN_FILL_TEXTURE, fill_reading,
+                                   ground_delta_e)
 from mmfaith.builders.inpainters import InpainterSpec
 from mmfaith.images import read_rgb
 
 
-def _patchmatch_reading(sample: tuple[Path, Path], image_id: int, ann_id: int):
+def _photo_and_mask(sample: tuple[Path, Path], image_id: int, ann_id: int) -> tuple[np.ndarray, np.ndarray]:
     scene = CocoSource(*sample).scene(image_id)
-    rgb = read_rgb(scene.path, 10**8)
     instance = next(i for i in scene.editable if i.ann_id == ann_id)
-    hole = dilate(instance.mask(scene.height, scene.width), 7)
+    return read_rgb(scene.path, 10**8), instance.mask(scene.height, scene.width)
+
+
+def _patchmatch_reading(sample: tuple[Path, Path], image_id: int, ann_id: int):
+    rgb, mask = _photo_and_mask(sample, image_id, ann_id)
+    hole = dilate(mask, 7)
     return fill_reading(InpainterSpec("patchmatch").build().fill(rgb, hole), hole)
 
 
@@ -57,6 +62,18 @@ def test_clean_fills_on_a_lawn_pass_every_fill_gate(sample, image_id: int, ann_i
     assert reading.surround >= MIN_FILL_SURROUND and reading.blotch <= MAX_FILL_BLOTCH
 
 
+@pytest.mark.parametrize("image_id, ann_id, offset, same_ground", [
+    (49, 1609247, (-186, -9), True),    # the planter moved along the lawn (accepted; measured 9.5)
+    (127, 24327, (285, -37), False),    # a potted plant from the pavement into the hedge (measured 34.0)
+    (74, 1733076, (51, -15), False),    # a seated man lifted into a doorway, sitting on nothing (measured 23.4)
+])
+def test_a_moved_object_stands_on_the_same_ground(sample, image_id: int, ann_id: int, offset: tuple[int, int],
+                                                  same_ground: bool) -> None:
+    rgb, mask = _photo_and_mask(sample, image_id, ann_id)
+    value = ground_delta_e(rgb, mask, shift(mask, *offset), dilate(mask, 7))
+    assert (value <= MAX_GROUND_DELTA_E) == same_ground
+
+
 def test_an_uninformative_hole_is_not_judged() -> None:
     # Fewer than FILL_MIN_PIXELS pixels inside the hole: no surround or blotch figure, nothing fails.
     image = np.full((40, 40, 3), 120, dtype=np.uint8)
@@ -75,5 +92,6 @@ def test_accepted_pairs_record_every_fill_gate_within_its_limit(builds_by_type: 
             assert all(value is None or value >= MIN_FILL_SURROUND for value in gates["fill_surround"])
             assert all(value is None or value <= MAX_FILL_BLOTCH for value in gates["fill_blotch"])
             assert (gates["min_fill_surround"], gates["max_fill_blotch"]) == (MIN_FILL_SURROUND, MAX_FILL_BLOTCH)
+            assert all(value is None or value <= MAX_GROUND_DELTA_E for value in gates["ground_delta_e"])
     rejected = [json.loads(line) for line in (builds_by_type["remove"] / "rejected.jsonl").read_text().splitlines()]
     assert any("several surfaces" in r.get("reason", "") or "blotch" in r.get("reason", "") for r in rejected)
