@@ -224,21 +224,25 @@ def coco_flags(coco: Path) -> list[str]:
 
 def build(family: str, recipe: AuditRecipe, coco: Path | None, work: Path, fingerprint: str) -> Path:
     """WORK/FAMILY/RECIPE built from `recipe` (reused when its stamp, RECIPE.stamp.json, says the same recipe,
-    COCO folder and builders made it); the build's own output goes to RECIPE.log."""
+    COCO folder and builders made it); the build's own output goes to RECIPE.log. A build stopped halfway
+    (RECIPE.pending.json, written before it starts, says the same) is resumed, as `mmfaith build` resumes;
+    any other folder there is made afresh."""
     out = work / family / recipe.name
     flags = coco_flags(coco) if recipe.source == "coco128" and coco is not None else []
-    stamp = {"family": family, "source": recipe.source, "args": list(recipe.args), "flags": flags,
-             "builders_sha256": fingerprint}
-    stamp_path = out.with_name(recipe.name + ".stamp.json")
-    if (out / "build.json").is_file() and stamp_path.is_file() and json.loads(stamp_path.read_text()) == stamp:
+    stamp = json.dumps({"family": family, "source": recipe.source, "args": list(recipe.args), "flags": flags,
+                        "builders_sha256": fingerprint}, indent=1) + "\n"
+    stamp_path, pending = out.with_name(recipe.name + ".stamp.json"), out.with_name(recipe.name + ".pending.json")
+    if (out / "build.json").is_file() and stamp_path.is_file() and stamp_path.read_text(encoding="utf-8") == stamp:
         return out
-    shutil.rmtree(out, ignore_errors=True)
+    if not (pending.is_file() and pending.read_text(encoding="utf-8") == stamp):
+        shutil.rmtree(out, ignore_errors=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pending.write_text(stamp, encoding="utf-8")
     stamp_path.unlink(missing_ok=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_name(recipe.name + ".log"), "w", encoding="utf-8") as log, \
+    with open(out.with_name(recipe.name + ".log"), "a", encoding="utf-8") as log, \
             contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         run_build(family, [*recipe.args, *flags], out, progress=False)
-    stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+    pending.replace(stamp_path)
     return out
 
 
