@@ -21,6 +21,15 @@ Contract (`make_item(candidate, settings) -> ItemOutcome`)
   the pixels under every specific variant's mask must not be named its gold colour by the rule the
   generator used (colors.object_color, dominant share): a black box over a black object shows its
   answer too, and such an item is rejected with the reason.
+- A segment mask keeps the object's outline, and an outline names what it outlines (two rearing
+  horses, a bottle, an airliner: issue 29's audit): `segment` is refused (stage `mask_shape`) for
+  count, relation and present-object existence questions, whose answer is which objects are there
+  and where; colour questions and absent-object existence (whose mask covers the anchor, not the
+  answer) keep it (`SHAPE_KEEPS_ANSWER`).
+- A reflection is evidence the mask leaves visible: with instance masks (COCO), an evidence object
+  whose mirror image lies right below it (`reflections.mirror_score` at least `MIRROR_LIMIT`: a
+  bottle on a glass table) rejects the item (stage `mask_leak`), except the anchor of an absent-object
+  question. The highest score is kept in `build.gates.mirror_score` (-1 without instance masks).
 - `build.regions_sha256` is the hash of the regions the variants were made from: a build that
   finds it differs from the record's `regions` (a corrected box) remakes that item's variants.
 """
@@ -31,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
 from mmfaith import __version__
@@ -38,6 +48,7 @@ from mmfaith.builders.colors import object_color
 from mmfaith.builders.crm.sources import Candidate
 from mmfaith.builders.masks import (MaskRegion, apply_mask, check_covers, check_outside_unchanged, mask_union,
                                     pixel_box, random_boxes, segment_region)
+from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
 from mmfaith.images import DEFAULT_MAX_PIXELS, UnreadableImage, png_bytes, rgb_from_bytes, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
@@ -45,6 +56,8 @@ MODES = ("specific", "random")
 KEEPS_ANSWER = {"color": {"blur": "blur keeps the region's average colour",
                           "mean": "mean fills the region with the image's average colour"}}
 """Mask styles that keep what a question type asks about: never paired with it (module docstring)."""
+SHAPE_KEEPS_ANSWER = {"segment": "a segment mask keeps the object's outline, which names it"}
+"""Mask shapes that keep the answer of count, relation and present-object existence questions (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,24 @@ def answer_leak(candidate: Candidate, masked: np.ndarray, mask: list[MaskRegion]
     return None
 
 
+def asks_what_is_there(candidate: Candidate) -> bool:
+    """Whether the answer is which objects are there and where: count, relation, present-object existence."""
+    kind = candidate.question_type
+    return kind in ("count", "relation") or (kind == "existence" and candidate.facts.get("count") != 0)
+
+
+def reflection(candidate: Candidate, rgb: np.ndarray) -> tuple[float, str | None]:
+    """The highest mirror score of the evidence objects' instance masks, and the region whose score reaches
+    MIRROR_LIMIT (None when none does, or the question is about an absent object; -1 without instance masks)."""
+    if candidate.segments is None or (candidate.question_type == "existence" and candidate.facts.get("count") == 0):
+        return -1.0, None
+    height, width = rgb.shape[:2]
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    scores = {f"ann{inst.ann_id}": mirror_score(gray, inst.mask(height, width)) for inst in candidate.segments}
+    region, best = max(scores.items(), key=lambda item: item[1])
+    return round(best, 4), (region if best >= MIRROR_LIMIT else None)
+
+
 def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[str, Any]] | None = None,
               original: bytes | None = None) -> ItemOutcome:
     """The record and files of one candidate (module docstring). `regions` replaces the candidate's
@@ -130,6 +161,9 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
     if kept and "specific" in settings.modes:
         return _reject(candidate, "mask_style", f"a {candidate.question_type} question is not masked in a style that "
                                                 f"keeps its answer ({'; '.join(kept)}); use black, gray or noise")
+    if settings.shape in SHAPE_KEEPS_ANSWER and asks_what_is_there(candidate):
+        return _reject(candidate, "mask_shape", f"a {candidate.question_type} question is not masked in shape "
+                                                f"{settings.shape} ({SHAPE_KEEPS_ANSWER[settings.shape]}); use box")
     try:
         data = original if original is not None else candidate.image_path.read_bytes()
     except OSError as exc:
@@ -139,6 +173,10 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
     except UnreadableImage as exc:
         return _reject(candidate, "source", str(exc))
     height, width = rgb.shape[:2]
+    mirror, mirrored = reflection(candidate, rgb)
+    if mirrored is not None:
+        return _reject(candidate, "mask_leak", f"{mirrored}: its mirror image stays visible below it (a reflection; "
+                                               f"mirror score {mirror:.2f} >= {MIRROR_LIMIT})")
     try:
         evidence = evidence_regions(candidate, regions, settings.shape, height, width)
     except ValueError as exc:
@@ -184,6 +222,7 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
         "source": {**candidate.source, "key": candidate.key}, "verification": {"status": "pending"},
         "build": {"mmfaith_version": __version__, "seed": settings.seed, "key": candidate.key,
                   "mask": settings.provenance(), "regions_sha256": regions_sha256(regions),
-                  "gates": {"outside_changed_pixels": 0, "uncovered_evidence_pixels": 0, "random_tries": tries}},
+                  "gates": {"outside_changed_pixels": 0, "uncovered_evidence_pixels": 0, "random_tries": tries,
+                            "mirror_score": mirror}},
     }
     return ItemOutcome(candidate.key, record=record, files=files)
