@@ -20,7 +20,13 @@ Contract (`make_item(candidate, settings) -> ItemOutcome`)
   name a colour question's answer. And a pixel test (stage `mask_leak`): for a colour question,
   the pixels under every specific variant's mask must not be named its gold colour by the rule the
   generator used (colors.object_color, dominant share): a black box over a black object shows its
-  answer too, and such an item is rejected with the reason.
+  answer too, and such an item is rejected with the reason. Blur keeps colour for every other question
+  too, and a colour can name an object (a green blob in a child's hand, a blue bar where the blue
+  chair stood: issue 29's audit): a blurred specific region whose mean colour lies at least
+  `BLUR_COLOR_LIMIT` (15, chroma distance in CIELAB a*b*) from the ring around it rejects the item
+  (stage `mask_leak`), absent-object existence excepted (its mask covers the anchor). On that audit the
+  three such leaks read 20.2 to 27.2 and no accepted blur item reached 20 (a planter on grass, 19.7,
+  is given up with the margin).
 - A segment mask keeps the object's outline, and an outline names what it outlines (two rearing
   horses, a bottle, an airliner: issue 29's audit): `segment` is refused (stage `mask_shape`) for
   count, relation and present-object existence questions, whose answer is which objects are there
@@ -44,7 +50,7 @@ import cv2
 import numpy as np
 
 from mmfaith import __version__
-from mmfaith.builders.colors import object_color
+from mmfaith.builders.colors import object_color, rgb_to_lab
 from mmfaith.builders.crm.sources import Candidate
 from mmfaith.builders.masks import (MaskRegion, apply_mask, check_covers, check_outside_unchanged, mask_union,
                                     pixel_box, random_boxes, segment_region)
@@ -56,6 +62,8 @@ MODES = ("specific", "random")
 KEEPS_ANSWER = {"color": {"blur": "blur keeps the region's average colour",
                           "mean": "mean fills the region with the image's average colour"}}
 """Mask styles that keep what a question type asks about: never paired with it (module docstring)."""
+BLUR_COLOR_LIMIT = 15.0
+"""Chroma distance (a*b*) from its surroundings at which a blurred region's colour shows what it hid (module docstring)."""
 SHAPE_KEEPS_ANSWER = {"segment": "a segment mask keeps the object's outline, which names it"}
 """Mask shapes that keep the answer of count, relation and present-object existence questions (module docstring)."""
 
@@ -120,11 +128,36 @@ def _reject(candidate: Candidate, stage: str, reason: str) -> ItemOutcome:
                                                  "reason": reason, "file_name": candidate.source["file_name"]})
 
 
-def answer_leak(candidate: Candidate, masked: np.ndarray, mask: list[MaskRegion], height: int,
-                width: int) -> str | None:
-    """Why the masked pixels still show a colour question's answer, or None (module docstring)."""
+def blur_color_contrast(masked: np.ndarray, mask: list[MaskRegion], height: int, width: int) -> float:
+    """The largest chroma distance (a*b*, CIELAB) between a blurred region's mean colour and the mean colour of the
+    ring around it (a quarter of its longer side wide, outside every masked region)."""
+    union = mask_union(mask, height, width)
+    largest = 0.0
+    for region in mask:
+        inside = mask_union([region], height, width)
+        side = max(3, int(0.25 * max(region.width, region.height))) | 1
+        ring = cv2.dilate(inside.astype(np.uint8), np.ones((side, side), np.uint8)).astype(bool) & ~union
+        if not ring.any():
+            continue
+        region_ab = rgb_to_lab(masked[inside])[:, 1:].mean(axis=0)
+        ring_ab = rgb_to_lab(masked[ring])[:, 1:].mean(axis=0)
+        largest = max(largest, float(np.hypot(*(region_ab - ring_ab))))
+    return largest
+
+
+def answer_leak(candidate: Candidate, masked: np.ndarray, mask: list[MaskRegion], height: int, width: int,
+                style: str) -> str | None:
+    """Why the masked pixels still show the answer, or None (module docstring): a colour question's gold colour
+    under any style; under blur, a colour standing out from its surroundings for any question but an absent
+    object's (a green blob in a child's hand is the broccoli)."""
     gold = candidate.facts.get("color") if candidate.question_type == "color" else None
     if gold is None:
+        if style != "blur" or (candidate.question_type == "existence" and candidate.facts.get("count") == 0):
+            return None
+        contrast = blur_color_contrast(masked, mask, height, width)
+        if contrast >= BLUR_COLOR_LIMIT:
+            return (f"blur keeps a colour standing out from its surroundings (chroma distance {contrast:.1f} >= "
+                    f"{BLUR_COLOR_LIMIT:g}), which shows what the region held")
         return None
     named = object_color(masked, mask_union(mask, height, width))
     if named.dominant and named.name == gold:
@@ -205,7 +238,7 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
                 check_covers(mask, evidence, height, width) if mode == "specific" else None)
             if problem:  # the masking operation guarantees both; a failure is a bug, not a bad item
                 raise AssertionError(f"{identifier} {mode}-{style}: {problem}")
-            leak = answer_leak(candidate, masked, mask, height, width) if mode == "specific" else None
+            leak = answer_leak(candidate, masked, mask, height, width, style) if mode == "specific" else None
             if leak:
                 return _reject(candidate, "mask_leak", f"{mode}-{style}: {leak}")
             png = png_bytes(masked)

@@ -45,3 +45,16 @@ def test_a_reflection_left_visible_rejects_the_item(candidates) -> None:
         assert "mirror image stays visible below it" in outcome.rejection["reason"]
     kept = make_item(candidates["coco:count:49:56407+58884"], MaskSettings(styles=("black",), modes=("specific",)))
     assert kept.record is not None and kept.record["build"]["gates"]["mirror_score"] < 0.5
+
+
+def test_blur_that_keeps_a_telling_colour_rejects_the_item(candidates) -> None:
+    # Issue 29's audit, looked at by eye: blurred, the broccoli of COCO 370 stays a green blob in the child's
+    # hand (chroma distance 27 from its surroundings); mean hides it. The white vase of COCO 30 blurs into a pale
+    # patch like the rail and garden around it (distance under 1).
+    broccoli = candidates["coco:count:370:1060727"]
+    blurred = make_item(broccoli, MaskSettings(styles=("blur",), modes=("specific",)))
+    assert blurred.record is None and blurred.rejection["stage"] == "mask_leak"
+    assert "blur keeps a colour standing out from its surroundings" in blurred.rejection["reason"]
+    assert make_item(broccoli, MaskSettings(styles=("mean",), modes=("specific",))).record is not None
+    vase = candidates["coco:count:30:1155486"]
+    assert make_item(vase, MaskSettings(styles=("blur",), modes=("specific",))).record is not None
