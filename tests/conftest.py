@@ -47,10 +47,8 @@ SERVER_FIXTURES = ("vllm_server", "label_studio")
 ENVIRONMENTS = {"vllm": ("vllm",), "label-studio": ("label-studio",), "test_child_process.py": ("label-studio",),
                 "test_harness_inspect.py": ("inspect",), "test_harness_crm.py": ("inspect",),
                 "test_harness_mcot.py": ("inspect",), "test_harness_lmms_eval.py": ("lmms-eval",),
-                "test_harness_vfaith.py": ("lmms-eval", "inspect"), "wheel": ("lmms-eval", "inspect")}
-"""The environments (tools/install-<name>.sh) a worker group needs, by group or test file name. The wheel group
-needs the harness environments installed because their installers `pip install -e` this checkout, which writes
-the same egg-info folder as the group's `pip wheel`."""
+                "test_harness_vfaith.py": ("lmms-eval", "inspect")}
+"""The environments (tools/install-<name>.sh) a worker group needs, by group or test file name."""
 PENDING = "MMFAITH_TEST_ENVIRONMENTS"
 """Set by tools/test-all.sh, which installs the environments while the tests run: a folder where each installer
 leaves `<name>.status` (its exit status) and `<name>.log`. Unset: the environments are taken as they are."""
@@ -220,11 +218,16 @@ def mixed_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def mmfaith_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """mmfaith's wheel built from this checkout (`pip wheel --no-deps --no-build-isolation`), once per run: the
-    wheel group's files (SERVER_GROUPS) install it."""
+    wheel group's files (SERVER_GROUPS) install it. The build writes the checkout's egg-info: it holds
+    $MMFAITH_EDITABLE_LOCK, as the installs tools/test-all.sh runs beside the tests do."""
     def build(out: Path) -> None:
         out.mkdir()
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
-                        str(REPO)], check=True, cwd=out)
+        lock = os.environ.get("MMFAITH_EDITABLE_LOCK")
+        with open(lock or os.devnull, "a") as held:
+            if lock:
+                fcntl.flock(held, fcntl.LOCK_EX)
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                            str(out), str(REPO)], check=True, cwd=out)
 
     return next(built_once(tmp_path_factory, "wheel", build).glob("mmfaith-*.whl"))
 
