@@ -53,6 +53,8 @@ PENDING = "MMFAITH_TEST_ENVIRONMENTS"
 """Set by tools/test-all.sh, which installs the environments while the tests run: a folder where each installer
 leaves `<name>.status` (its exit status) and `<name>.log`. Unset: the environments are taken as they are."""
 ENVIRONMENT_WAIT_S = 3600.0
+"""How long a worker waits for an installer, from the first test that waits for it (later ones share the deadline)."""
+_DEADLINES: dict[str, float] = {}
 
 
 def worker_group(nodeid: str) -> str:
@@ -81,7 +83,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     for name in environments_of(worker_group(item.nodeid)):
         status = Path(pending) / f"{name}.status"
-        deadline = time.monotonic() + ENVIRONMENT_WAIT_S
+        deadline = _DEADLINES.setdefault(name, time.monotonic() + ENVIRONMENT_WAIT_S)
         while not status.exists():
             if time.monotonic() > deadline:
                 pytest.fail(f"tools/install-{name}.sh did not finish in {ENVIRONMENT_WAIT_S:.0f} s: see {pending}/{name}.log")

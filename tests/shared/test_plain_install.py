@@ -42,8 +42,10 @@ def plain(mmfaith_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     root = tmp_path_factory.mktemp("plain")
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
     bin_dir = root / "venv" / "bin"
-    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(mmfaith_wheel)], check=True, cwd=root,
-                   capture_output=True)
+    # --no-compile: the modules the test imports are compiled as it imports them; byte-compiling every installed
+    # module at install is half the install's CPU time (25 CPU-s instead of 52 on a 2-core machine)
+    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", "--no-compile", str(mmfaith_wheel)],
+                   check=True, cwd=root, capture_output=True)
     yield bin_dir
     shutil.rmtree(root, ignore_errors=True)
 
