@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from mmfaith import __version__, families
 from mmfaith.errors import MmfaithError
