@@ -21,7 +21,7 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
-from mmfaith.evaluators.crm.metrics import rates
+from mmfaith.evaluators.crm.metrics import SUMMARY_FIELDS, rates
 from mmfaith.evaluators import coverage, plots
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table, metrics_key
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
@@ -153,7 +153,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     exact McNemar p for the binary AFR and HR. Writes comparison.json and report.md; returns the first."""
     if not score_dirs:
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
-    loaded = [load_score_dir(path) for path in score_dirs]
+    loaded = [load_score_dir(path, SUMMARY_FIELDS) for path in score_dirs]
     metrics = [m for m, _ in loaded]
     for path, m in zip(score_dirs[1:], metrics[1:]):
         if m["provenance"]["dataset"] != metrics[0]["provenance"]["dataset"]:

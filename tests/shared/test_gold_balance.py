@@ -140,8 +140,10 @@ def test_count_gold_sits_at_every_rank(balanced_questions) -> None:
     ranks = Counter(sorted(int(o.text) for o in q.options).index(int(q.answer_text))
                     for q in balanced_questions["count"])
     assert set(ranks) == {0, 1, 2, 3}  # smallest and largest included
-    # the sample's counts are mostly 1, which can only be smallest or second: those two lead
-    assert ranks[0] == ranks[1] >= ranks[2] >= ranks[3] > 0
+    # the sample's counts are mostly 1, which can only be smallest or second: those two lead, within one
+    # of each other (the least-used choice alternates them; an odd number of such questions cannot split
+    # evenly: 24 and 25 since the unnameable targets of issue 29 are refused)
+    assert abs(ranks[0] - ranks[1]) <= 1 and min(ranks[0], ranks[1]) >= ranks[2] >= ranks[3] > 0
 
 
 def test_the_oneless_rule_keeps_count_minus_one() -> None:

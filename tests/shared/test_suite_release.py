@@ -34,18 +34,6 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def suite_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One mmfaith cache for the module: the default suite's four builds are paid once."""
-    return tmp_path_factory.mktemp("suite-cache")
-
-
-@pytest.fixture
-def cached(suite_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MMFAITH_CACHE", str(suite_cache))
-    return suite_cache
-
-
 def release(out: Path, *extra: str) -> int:
     return main(["release", "default", "--out", str(out), "--name", "org/suite", "--version", "1.0.0",
                  "--include", "all", *extra])

@@ -34,7 +34,9 @@ def _scene_of(record: dict) -> tuple:
 def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(vfaith_build: Path) -> None:
     records = read_records(vfaith_build)
     templates = {record["build"]["template"] for record in records}
-    assert templates == {"color", "count", "existence", "relation"}
+    # No relation pair: the embedded sample's one movable relation (image 127's potted plant, a blur among
+    # other potted plants) is refused since issue 29 (targets.nameable_reason); coco128 builds make them.
+    assert templates == {"color", "count", "existence"}
     for record in records:
         assert schema_errors("vfaith_pair", record) == []
         labels = {option["label"]: option["text"] for option in record["options"]}
@@ -148,9 +150,11 @@ def test_another_recipe_is_refused_and_the_cli_builds(vfaith_build: Path, tmp_pa
         build_vfaith(BuildRequest(out=vfaith_build, seed=1, per_template=3, inpainter=InpainterSpec("patchmatch"),
                                   progress=False))
     out = tmp_path / "cli"
-    assert main(["build", "vfaith", "--out", str(out), "--per-template", "1", "--templates", "color,existence",
+    # count, not existence: Telea's 5 % hole limit leaves no removable single object on the embedded sample
+    # once the unnameable ones (a fork sliver, a clock corner) are refused (issue 29)
+    assert main(["build", "vfaith", "--out", str(out), "--per-template", "1", "--templates", "color,count",
                  "--inpainter", "telea", "--no-progress"]) == 0
     said = capsys.readouterr().out
-    assert "built 2 pairs (color 1, existence 1)" in said and "gold letters" in said
+    assert "built 2 pairs (color 1, count 1)" in said and "gold letters" in said
     assert main(["build", "vfaith", "--out", str(tmp_path / "bad"), "--templates", "colour"]) == 2
     assert "--templates" in capsys.readouterr().err
