@@ -201,6 +201,19 @@ def own_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return folder
 
 
+@pytest.fixture(scope="module")
+def suite_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mmfaith cache for a test module: the default suite's builds (and reference ends) are paid once there."""
+    return tmp_path_factory.mktemp("suite-cache")
+
+
+@pytest.fixture
+def cached(suite_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$MMFAITH_CACHE set to the module's `suite_cache` for this test (instead of its own empty cache)."""
+    monkeypatch.setenv("MMFAITH_CACHE", str(suite_cache))
+    return suite_cache
+
+
 @pytest.fixture(scope="session")
 def sample() -> tuple[Path, Path]:
     """(annotations file, images folder) of the embedded sample."""
