@@ -47,8 +47,13 @@ category with any crowd annotation in the image gets no question at all, and eve
 question depends on must cover at least min_instance_area of the image (by its box), or a small,
 likely unannotated twin could make count and existence wrong, and must be nameable
 (targets.nameable_reason: not a tiny shape, a sliver cut by the border, or a blur like its
-surroundings), or a person could not check the answer. Sizes are box areas over the image
-area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
+surroundings), or a person could not check the answer. Counts and present existence are
+stricter (issue 29's audit: stacks of books, rows of benches, handbags and bottles among clutter
+were counts nobody could check, and their unannotated twins stayed visible under CRM's masks):
+every instance of the category must cover at least min_counted_area (1 %). An absent object is
+asked about only when the scene holds no crowd region and no instance under min_counted_area of
+its supercategory (a motorcycle cannot be ruled out among dozens of tiny annotated cars). Sizes
+are box areas over the image area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
 Balance (docs/questions.md): a build passes one `QuestionBalance` to every scene and records in it
@@ -103,6 +108,7 @@ class QuestionRules:
     """The thresholds of the templates (module docstring)."""
 
     min_instance_area: float = 0.002
+    min_counted_area: float = 0.01
     max_count: int = 6
     min_relation_gap: float = 0.02
     max_subject_area: float | None = None
@@ -253,13 +259,18 @@ class CategoryContext:
             self.together.update((a, b) for a in categories for b in categories if a != b)
         self.supercategory = {c["name"]: c.get("supercategory") for c in source.coco.dataset["categories"]}
 
-    def plausible_absent(self, scene: Scene) -> dict[str, dict[str, int]]:
+    def plausible_absent(self, scene: Scene,
+                         min_counted_area: float = QuestionRules.min_counted_area) -> dict[str, dict[str, int]]:
         """{absent category: {present category: strength}}: categories with no annotation in the scene that
         co-occur with a present one in other images (strength: how many; the scene cannot hold the pair,
-        it lacks the absent one) or share its supercategory (strength at least 1)."""
+        it lacks the absent one) or share its supercategory (strength at least 1). A category whose
+        supercategory has a crowd region or an instance under `min_counted_area` of the image in the scene is
+        left out: another one, unannotated, could hide among those (module docstring)."""
         present = sorted({inst.category for inst in scene.instances})
+        cluttered = {self.supercategory.get(inst.category) for inst in scene.instances
+                     if inst.iscrowd or _area(inst, scene) < min_counted_area} - {None}
         found: dict[str, dict[str, int]] = {}
-        for absent in sorted(set(self.supercategory) - set(present)):
+        for absent in sorted(set(self.supercategory) - set(present) - self._of(cluttered)):
             links = {}
             for category in present:
                 shared = self.together[(absent, category)]
@@ -270,6 +281,10 @@ class CategoryContext:
             if links:
                 found[absent] = links
         return found
+
+    def _of(self, supercategories: set[str | None]) -> set[str]:
+        """The categories of these supercategories."""
+        return {category for category, group in self.supercategory.items() if group in supercategories}
 
 
 def _area(inst: Instance, scene: Scene) -> float:
@@ -318,6 +333,12 @@ class _SceneView:
         return [(cat, insts) for cat, insts in self.groups.items()
                 if len(insts) <= self.rules.max_count
                 and all(self.large_enough(i) and self.small_enough(i) for i in insts)]
+
+    def counted(self) -> list[tuple[str, tuple[Instance, ...]]]:
+        """Countable categories whose every instance covers at least min_counted_area: what count and present
+        existence ask about (module docstring)."""
+        floor = self.rules.min_counted_area
+        return [(cat, insts) for cat, insts in self.countable() if all(_area(i, self.scene) >= floor for i in insts)]
 
     def singles(self) -> list[Instance]:
         """Instances that are the only one of their category and large enough."""
@@ -489,10 +510,10 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
                 if question is not None:
                     questions.append(question)
     if "count" in templates:
-        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in view.countable()]
+        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
     if "existence" in templates:
-        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in view.countable()]
-        questions += _absent_questions(view, view.countable(), absent or {}, seed, balance)
+        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
+        questions += _absent_questions(view, view.counted(), absent or {}, seed, balance)
     if "relation" in templates:
         singles = view.singles()
         for i, first in enumerate(singles):
