@@ -192,7 +192,8 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         targets = view.color_targets(subject)
         choices = [o.text for o in question.options if o.text != facts["color"] and o.text in targets]
         if not choices:
-            return "no distractor option is a plausible recolour target (category palette, 40 delta E)"
+            return ("no distractor option is a plausible recolour target (category palette, 40 delta E, a colour the "
+                    "object can take naturally: builders/recolour.py)")
         color = choices[int(rng.integers(len(choices)))]
         return _Plan(subject, color, f"Recolour the {facts['category']} from {facts['color']} to {color}.",
                      color=color, facts_edited={**facts, "color": color})
