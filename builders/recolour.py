@@ -57,6 +57,10 @@ MAX_LIGHTNESS_JUMP = 50.0
 MIN_LIGHTNESS_TO_LIGHTEN = 8.0
 LIGHTNESS_STEPS = 51
 MAX_SHADING = 4.0
+SHADING_PERCENTILE = 95.0
+CLEAR_LIGHTNESS = 6.0
+CLEAR_CHROMA = 0.35
+CLEAR_HUE = 8.0
 MAX_GAIN = 6.0
 SHADING_FLATTEN = 0.35
 
@@ -140,6 +144,21 @@ def object_support(rgb: np.ndarray, mask: np.ndarray) -> Support | None:
     return Support(box, pixels, matte.astype(np.float32), kept, added)
 
 
+def _reads_as(labs: np.ndarray, target: str) -> bool:
+    """True when TARGET_SHARE of the pixels are named `target` (colors.name_labs) and their median colour is
+    named `target` clearly: still so when its lightness moves by CLEAR_LIGHTNESS, its chroma by CLEAR_CHROMA
+    (a share) or its hue by CLEAR_HUE degrees (a near-black "blue", a salmon "red" next to pink are not)."""
+    if float((name_labs(labs) == COLOR_NAMES.index(target)).mean()) < TARGET_SHARE:
+        return False
+    lightness, a, b = (float(v) for v in np.median(labs, axis=0))
+    chroma, hue = float(np.hypot(a, b)), float(np.arctan2(b, a))
+    variants = [(lightness + dl, chroma * (1.0 + dc), hue + np.radians(dh))
+                for dl, dc, dh in ((-CLEAR_LIGHTNESS, 0, 0), (CLEAR_LIGHTNESS, 0, 0), (0, -CLEAR_CHROMA, 0),
+                                   (0, CLEAR_CHROMA, 0), (0, 0, -CLEAR_HUE), (0, 0, CLEAR_HUE))]
+    moved = np.array([(l, c * np.cos(h), c * np.sin(h)) for l, c, h in variants], dtype=np.float32)
+    return bool((name_labs(moved) == COLOR_NAMES.index(target)).all())
+
+
 @dataclass(frozen=True)
 class Recolour:
     """A recoloured image: `image`; `region`, the pixels that may have changed; `support`, the object's
@@ -189,26 +208,35 @@ class ObjectPaint:
         return np.clip(luminance / self.reference, 0.0, MAX_SHADING).astype(np.float32)
 
     def _render(self, shading: np.ndarray, target: str, lightness: float) -> np.ndarray:
-        """The target's albedo at `lightness` lit by each pixel's shading; a gain over 1 (the object made
-        lighter) flattens the shading by the exponent 1 / (1 + SHADING_FLATTEN * log2(gain)): light scattered
-        inside a lighter surface softens its shadows, and the photo's noise must not grow with the gain."""
+        """The target's albedo at `lightness` lit by each pixel's shading (module docstring, step 3)."""
         gain = _luminance_of(lightness) / self.reference
         exponent = 1.0 / (1.0 + SHADING_FLATTEN * float(np.log2(gain))) if gain > 1.0 else 1.0
-        return _linear_to_srgb(np.power(shading, exponent)[:, None] * _albedo(target, lightness)[None, :])
+        lit = np.power(shading, exponent)
+        return _linear_to_srgb(lit[:, None] * self._headroom(_albedo(target, lightness), lit)[None, :])
+
+    def _headroom(self, albedo: np.ndarray, lit: np.ndarray) -> np.ndarray:
+        """The albedo desaturated toward its own gray (same luminance) just enough that the object's brightest
+        pixels but the top (100 - SHADING_PERCENTILE) % stay inside sRGB: a saturated red clipped at its channel
+        limit would lose the shading there and look flat."""
+        bright = float(np.percentile(lit, SHADING_PERCENTILE)) if lit.size else 1.0
+        gray = float(_luminance(albedo))
+        peak = float(albedo.max())
+        if peak * bright <= 1.0 or peak <= gray:
+            return albedo
+        keep = float(np.clip((1.0 / bright - gray) / (peak - gray), 0.0, 1.0))
+        return gray + keep * (albedo - gray)
 
     def _lightness(self, target: str, bounded: bool) -> float | None:
-        """The lightness closest to the object's own at which TARGET_SHARE of its rendered pixels are named
-        `target`; `bounded`: only within MAX_LIGHTNESS_JUMP, at most MAX_GAIN times its luminance, and no
+        """The lightness closest to the object's own at which its rendered pixels clearly read as `target`
+        (`_reads_as`); `bounded`: only within MAX_LIGHTNESS_JUMP, at most MAX_GAIN times its luminance, and no
         lighter at all for an object darker than MIN_LIGHTNESS_TO_LIGHTEN. None when there is none."""
-        index = COLOR_NAMES.index(target)
         low, high = 0.0, 100.0
         if bounded:
             low = max(0.0, self.own - MAX_LIGHTNESS_JUMP)
             high = self.own if self.own < MIN_LIGHTNESS_TO_LIGHTEN else min(
                 100.0, self.own + MAX_LIGHTNESS_JUMP, _lightness_of(MAX_GAIN * self.reference))
         for lightness in sorted(np.linspace(low, high, LIGHTNESS_STEPS), key=lambda v: (abs(v - self.own), v)):
-            names = name_labs(rgb_to_lab(self._render(self.sample, target, float(lightness))))
-            if float((names == index).mean()) >= TARGET_SHARE:
+            if _reads_as(rgb_to_lab(self._render(self.sample, target, float(lightness))), target):
                 return float(lightness)
         return None
 
