@@ -17,7 +17,7 @@ from mmfaith.gold_balance import DEFAULT_MARGIN, gold_summary, gold_table
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.crm.dataset import check_crm_record, variant_name
 from mmfaith.loaders.crm.rows import features, record_to_row
-from mmfaith.release.card import changelog_text, fill, hub_configs, pretty_name, verification_line
+from mmfaith.release.card import audit_line, changelog_text, fill, hub_configs, pretty_name, verification_line
 from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
 
@@ -93,7 +93,7 @@ def card(facts: CardFacts) -> str:
         gold_margin=f"{recipe.get('gold_margin', DEFAULT_MARGIN):.2f}",
         gold_table=gold_table(gold_summary(gold_items(kept))),
         license_table="\n".join(f"- {name}: {count} items" for name, count in sorted(licenses.items())),
-        verification_line=verification_line(facts, "questions"),
+        verification_line=verification_line(facts, "questions") + " " + audit_line("crm"),
         changelog=changelog_text(facts.changelog, "questions"))
 
 

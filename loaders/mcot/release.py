@@ -15,7 +15,7 @@ from mmfaith.gold_balance import GoldItem, gold_summary, gold_table
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.mcot.dataset import check_item
 from mmfaith.loaders.mcot.rows import features, record_to_row, row_to_record
-from mmfaith.release.card import changelog_text, fill, hub_configs, pretty_name, verification_line
+from mmfaith.release.card import audit_line, changelog_text, fill, hub_configs, pretty_name, verification_line
 from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
 
@@ -82,7 +82,7 @@ def card(facts: CardFacts) -> str:
         default_config=next(iter(facts.rows)),
         gold_table=gold_table(gold_summary([GoldItem.of_record(r["category"], r["options"], r["answer"])
                                             for r in facts.records])),
-        verification_line=verification_line(facts, "questions"),
+        verification_line=verification_line(facts, "questions") + " " + audit_line("mcot"),
         changelog=changelog_text(facts.changelog, "questions"))
 
 

@@ -14,7 +14,7 @@ from mmfaith import __version__
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.spd_faith.rows import features, license_id, record_to_row, row_to_record
-from mmfaith.release.card import (changelog_text, fill, hub_configs, pretty_name, size_category,
+from mmfaith.release.card import (audit_line, changelog_text, fill, hub_configs, pretty_name, size_category,
                                   verification_line)
 from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
@@ -95,7 +95,7 @@ def card(facts: CardFacts) -> str:
         dilation=recipe.get("dilation", "?"), blend_radius=recipe.get("blend_radius", "?"),
         min_delta_e=recipe.get("min_delta_e", "?"),
         inpainter=_inpainter(facts.records[0]["build"]), planner=_planner(recipe),
-        verification_line=verification_line(facts, "pairs"),
+        verification_line=verification_line(facts, "pairs") + " " + audit_line("spd-faith"),
         seed=recipe.get("seed", "?"), records_sha256=facts.build["records_sha256"],
         noderivs_policy=("were edited and are released here because the release was made with "
                          "`--allow-noderivs`; check that you may use them." if facts.allow_noderivs

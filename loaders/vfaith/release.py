@@ -19,7 +19,7 @@ from mmfaith.loaders.spd_faith.rows import license_id
 from mmfaith.loaders.vfaith.dataset import check
 from mmfaith.loaders.vfaith.rows import (pair_features, pair_to_row, perception_features, perception_to_row, row_to_pair,
                                          row_to_perception)
-from mmfaith.release.card import changelog_text, fill, hub_configs, pretty_name
+from mmfaith.release.card import audit_line, changelog_text, fill, hub_configs, pretty_name
 from mmfaith.release.declaration import CardFacts, Record, ReleaseDeclaration, Unit, checked_records
 from mmfaith.schema import schema_errors
 
@@ -131,7 +131,7 @@ def card(facts: CardFacts) -> str:
         gold_table=gold_table(gold_summary(gold_items(kept))),
         verification_line=f"statuses in the build {verification['build_statuses']}, released {statuses}, "
                           f"{verification['annotators']} annotators, agreement {verification['agreement']}; left out: "
-                          f"{facts.excluded or 'nothing'}.",
+                          f"{facts.excluded or 'nothing'}. " + audit_line("vfaith"),
         seed=recipe.get("seed"), records_sha256=facts.build["records_sha256"],
         licenses=_counts([license_id(r["source"]["license"]) for r in kept]),
         changelog=changelog_text(facts.changelog, "records"))

@@ -1,12 +1,15 @@
 """What every family's dataset card (README.md of a release) shares: the template, the Hub front matter's
-configs and size category, the changelog and the verification line.
+configs and size category, the changelog, the verification line and the audit line (the share of items a
+careful annotator rejects, from the package's audit_rates.json, which benchmarks/naturalness_audit.py writes).
 
 Contract: every function is pure (same facts, same text). A family's card (its `ReleaseDeclaration.card`)
 fills its template, cards/<name>.md, with `fill`, passing its own values beside these.
 """
 from __future__ import annotations
 
+import json
 from importlib.resources import files
+from pathlib import Path
 from string import Template
 from typing import Any
 
@@ -69,3 +72,20 @@ def verification_line(facts: CardFacts, noun: str) -> str:
     return (f"statuses in the build: {build}; released: {released}; left out: {excluded}; "
             f"{v['annotators']} annotators, {v['records_with_two_or_more_annotators']} {noun} seen by two or more; "
             f"inter-annotator agreement: {agreement}.")
+
+
+def audit_line(family: str, rates_file: Path | None = None) -> str:
+    """The card's sentence on the naturalness audit of `family` (docs/audit.md): "before human verification, about
+    N % of items are rejected by a careful annotator", N from `rates_file` (default: the package's
+    mmfaith/data/audit_rates.json) with its date, the builder version and the counts; a sentence saying it was not
+    measured when the file has no figure for it."""
+    source = rates_file or files("mmfaith.data").joinpath("audit_rates.json")
+    rates = json.loads(source.read_text(encoding="utf-8"))
+    entry = rates["families"].get(family)
+    if entry is None:
+        return ("The share of gate-accepted items a careful annotator rejects has not been measured for this family "
+                "(mmfaith's naturalness audit).")
+    gates = "" if entry["yield"] is None else f"; the gates accepted {100 * entry['yield']:.0f} % of candidates"
+    return (f"Before human verification, about {100 * entry['reject_share']:.0f} % of items are rejected by a careful "
+            f"annotator (mmfaith's naturalness audit of {entry['date']}, builder version {entry['builder_version']}: "
+            f"{entry['rejected']} of {entry['labelled']} labelled gate-accepted items rejected{gates}).")
