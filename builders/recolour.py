@@ -40,7 +40,7 @@ from functools import cache
 import cv2
 import numpy as np
 
-from mmfaith.builders.colors import COLOR_PROTOTYPES_RGB, name_labs, rgb_to_lab
+from mmfaith.builders.colors import COLOR_PROTOTYPES_RGB, PINK_MIN_L, name_labs, rgb_to_lab
 from mmfaith.builders.mask_box import grown_box
 from mmfaith.vocabulary import COLOR_NAMES
 
@@ -61,6 +61,8 @@ SHADING_PERCENTILE = 95.0
 CLEAR_LIGHTNESS = 6.0
 CLEAR_CHROMA = 0.35
 CLEAR_HUE = 8.0
+MIN_CHROMA = 15.0
+CHROMA_PER_LIGHTNESS = 0.5
 MAX_GAIN = 6.0
 SHADING_FLATTEN = 0.35
 
@@ -147,7 +149,10 @@ def object_support(rgb: np.ndarray, mask: np.ndarray) -> Support | None:
 def _reads_as(labs: np.ndarray, target: str) -> bool:
     """True when TARGET_SHARE of the pixels are named `target` (colors.name_labs) and their median colour is
     named `target` clearly: still so when its lightness moves by CLEAR_LIGHTNESS, its chroma by CLEAR_CHROMA
-    (a share) or its hue by CLEAR_HUE degrees (a near-black "blue", a salmon "red" next to pink are not)."""
+    (a share) or its hue by CLEAR_HUE degrees (a near-black "blue", a salmon "red" next to pink are not); a
+    chromatic target has a chroma of at least MIN_CHROMA and CHROMA_PER_LIGHTNESS times its lightness (a pale
+    lavender is not clearly blue; a dark green may be less vivid than a light one), and pink is light (its
+    median lightness at least colors.PINK_MIN_L + CLEAR_LIGHTNESS: a dark pink reads plum)."""
     if float((name_labs(labs) == COLOR_NAMES.index(target)).mean()) < TARGET_SHARE:
         return False
     lightness, a, b = (float(v) for v in np.median(labs, axis=0))
@@ -156,7 +161,11 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
                 for dl, dc, dh in ((-CLEAR_LIGHTNESS, 0, 0), (CLEAR_LIGHTNESS, 0, 0), (0, -CLEAR_CHROMA, 0),
                                    (0, CLEAR_CHROMA, 0), (0, 0, -CLEAR_HUE), (0, 0, CLEAR_HUE))]
     moved = np.array([(l, c * np.cos(h), c * np.sin(h)) for l, c, h in variants], dtype=np.float32)
-    return bool((name_labs(moved) == COLOR_NAMES.index(target)).all())
+    if not (name_labs(moved) == COLOR_NAMES.index(target)).all():
+        return False
+    if target == "pink" and lightness - CLEAR_LIGHTNESS < PINK_MIN_L:
+        return False  # a dark pink (by hue alone) is plum or maroon to a person
+    return target in ("black", "white", "gray") or chroma >= max(MIN_CHROMA, CHROMA_PER_LIGHTNESS * lightness)
 
 
 @dataclass(frozen=True)
