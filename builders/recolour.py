@@ -62,6 +62,7 @@ CLEAR_LIGHTNESS = 6.0
 CLEAR_CHROMA = 0.35
 CLEAR_HUE = 8.0
 MIN_CHROMA = 15.0
+LIGHT_TARGETS = {"pink": PINK_MIN_L, "yellow": 70.0}
 CHROMA_PER_LIGHTNESS = 0.5
 MAX_GAIN = 6.0
 SHADING_FLATTEN = 0.35
@@ -151,8 +152,9 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
     named `target` clearly: still so when its lightness moves by CLEAR_LIGHTNESS, its chroma by CLEAR_CHROMA
     (a share) or its hue by CLEAR_HUE degrees (a near-black "blue", a salmon "red" next to pink are not); a
     chromatic target has a chroma of at least MIN_CHROMA and CHROMA_PER_LIGHTNESS times its lightness (a pale
-    lavender is not clearly blue; a dark green may be less vivid than a light one), and pink is light (its
-    median lightness at least colors.PINK_MIN_L + CLEAR_LIGHTNESS: a dark pink reads plum)."""
+    lavender is not clearly blue; a dark green may be less vivid than a light one), and pink and yellow are
+    light (median lightness at least LIGHT_TARGETS + CLEAR_LIGHTNESS: a dark pink reads plum, a dark yellow
+    olive)."""
     if float((name_labs(labs) == COLOR_NAMES.index(target)).mean()) < TARGET_SHARE:
         return False
     lightness, a, b = (float(v) for v in np.median(labs, axis=0))
@@ -163,8 +165,8 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
     moved = np.array([(l, c * np.cos(h), c * np.sin(h)) for l, c, h in variants], dtype=np.float32)
     if not (name_labs(moved) == COLOR_NAMES.index(target)).all():
         return False
-    if target == "pink" and lightness - CLEAR_LIGHTNESS < PINK_MIN_L:
-        return False  # a dark pink (by hue alone) is plum or maroon to a person
+    if lightness - CLEAR_LIGHTNESS < LIGHT_TARGETS.get(target, 0.0):
+        return False  # a dark pink (by hue alone) is plum to a person, a dark yellow olive
     return target in ("black", "white", "gray") or chroma >= max(MIN_CHROMA, CHROMA_PER_LIGHTNESS * lightness)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mmfaith.builders.coco_source import CocoSource
-from mmfaith.builders.colors import name_object_color
+from mmfaith.builders.colors import name_object_color, rgb_to_lab
 from mmfaith.builders.edits import dilate, edit_color
 from mmfaith.builders.recolour import BAND, ObjectPaint, _luminance, _srgb_to_linear, recolour
 from mmfaith.builders.scene_view import SceneView
@@ -98,12 +98,25 @@ def test_a_dark_suitcase_becomes_dark_green_with_its_seams(sample) -> None:
     (89, 1640626, "brown", "no brown"),          # a near-black microwave: its pixels are JPEG noise, not shading
     (164, 1960665, "blue", "too small"),         # a table's polygon that is mostly wall, cut by the border
     (164, 1119489, "green", "not the object"),   # a microwave polygon holding its see-through window's glare
+    (572, 1183836, "pink", "no pink"),           # a dark suitcase "pink" by hue alone reads plum
 ])
 def test_untrustworthy_recolours_are_refused(sample, image_id: int, ann_id: int, target: str, why: str) -> None:
     _, _, view = _object(sample, image_id, ann_id)
     refusal = ObjectPaint(view.rgb, view.masks[ann_id]).refusal(target)
     assert refusal is not None and why in refusal
     assert target not in view.color_targets(ann_id)
+
+
+def test_a_light_target_is_vivid_enough_to_name(sample) -> None:
+    # COCO 30's white vase made "blue" came out pale lavender (blue or white?); now the chroma is at least half
+    # its lightness, and the vase's ribs (its shading) stay.
+    rgb, mask, view = _object(sample, 30, 1155486)
+    assert view.paint(1155486).refusal("blue") is None
+    outcome = edit_color(rgb, mask, "blue")
+    lab = rgb_to_lab(outcome.image[outcome.evidence])
+    lightness, a, b = np.median(lab, axis=0)
+    assert np.hypot(a, b) >= 0.5 * lightness
+    assert np.corrcoef(rgb_to_lab(rgb[outcome.evidence])[:, 0], lab[:, 0])[0, 1] > 0.8
 
 
 def test_see_through_shapes_are_never_recoloured(sample) -> None:
