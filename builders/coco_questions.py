@@ -7,8 +7,10 @@ examples.
 
 Templates (`Question.facts` in brackets):
 - color: "What color is the {object}?" about a category with exactly one instance in the image
-  [category, color]. The object must have a dominant colour name (builders/colors.py: one name on at
-  least 45% of its pixels) that is one its category plausibly has (targets.COLOR_PALETTES: a fork
+  [category, color]. The object must have a dominant colour name (builders/colors.py "Naming an
+  object": one name on at least 45% of its body, no refusal for an achromatic body between black,
+  gray and white in shade, a split between two names, or a see-through shape) that is one its
+  category plausibly has (targets.COLOR_PALETTES: a fork
   that reflects a chocolate cake is not asked about as "brown"; categories without a palette, such
   as plants, food, bowls and glasses, get no colour question); none in a monochrome photo, none
   about people (their colour is their clothes'), and none about an object that is partly hidden or
@@ -38,7 +40,9 @@ Templates (`Question.facts` in brackets):
 COCO annotates instances incompletely, and a crowd region stands for an uncounted group: a
 category with any crowd annotation in the image gets no question at all, and every instance a
 question depends on must cover at least min_instance_area of the image (by its box), or a small,
-likely unannotated twin could make count and existence wrong. Sizes are box areas over the image
+likely unannotated twin could make count and existence wrong, and must be nameable
+(targets.nameable_reason: not a tiny shape, a sliver cut by the border, or a blur like its
+surroundings), or a person could not check the answer. Sizes are box areas over the image
 area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
@@ -69,7 +73,7 @@ import numpy as np
 from mmfaith.builders.coco_source import CocoSource, Instance, Scene
 from mmfaith.builders.colors import distinct_targets, is_monochrome, name_labs, object_color, rgb_to_lab
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E
-from mmfaith.builders.targets import PEOPLE, TargetRules, movable_reason
+from mmfaith.builders.targets import PEOPLE, TargetRules, image_detail, movable_reason, nameable_reason
 from mmfaith.nouns import PLURAL_ONLY, display_name, plural, with_article
 from mmfaith.vocabulary import COLOR_NAMES
 
@@ -268,8 +272,9 @@ def _area(inst: Instance, scene: Scene) -> float:
 class _SceneView:
     """The instances of one scene grouped by category, with the size rules applied."""
 
-    def __init__(self, scene: Scene, rules: QuestionRules) -> None:
-        self.scene, self.rules = scene, rules
+    def __init__(self, scene: Scene, rules: QuestionRules, rgb: np.ndarray) -> None:
+        self.scene, self.rules, self.rgb = scene, rules, rgb
+        self._nameable: dict[int, bool] = {}
         crowded = {inst.category for inst in scene.instances if inst.iscrowd}
         groups: dict[str, list[Instance]] = {}
         for inst in scene.editable:
@@ -283,8 +288,18 @@ class _SceneView:
         """Every instance's pixel mask (crowd ones too: they still occupy space), decoded once."""
         return {inst.ann_id: inst.mask(self.scene.height, self.scene.width) for inst in self.scene.instances}
 
+    @functools.cached_property
+    def detail(self) -> float:
+        """The image's sharpness (targets.image_detail), computed once."""
+        return image_detail(self.rgb)
+
     def large_enough(self, inst: Instance) -> bool:
-        return _area(inst, self.scene) >= self.rules.min_instance_area
+        """At least min_instance_area of the image by its box, and nameable (targets.nameable_reason)."""
+        if _area(inst, self.scene) < self.rules.min_instance_area:
+            return False
+        if inst.ann_id not in self._nameable:
+            self._nameable[inst.ann_id] = nameable_reason(self.rgb, self.masks[inst.ann_id], self.detail) is None
+        return self._nameable[inst.ann_id]
 
     def small_enough(self, inst: Instance) -> bool:
         limit = self.rules.max_subject_area
@@ -313,9 +328,10 @@ def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int
         return None
     shares = np.bincount(name_labs(rgb_to_lab(rgb[mask])), minlength=len(COLOR_NAMES)) / float(mask.sum())
     secondary = {name for name, share in zip(COLOR_NAMES, shares) if share >= SECONDARY_SHARE}
-    plausible = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, palette)
+    plausible = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, palette, COLOR_NAMES)
                  if c not in secondary]
-    others = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E) if c not in secondary and c not in plausible]
+    others = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, COLOR_NAMES, COLOR_NAMES)
+              if c not in secondary and c not in plausible]
     key = f"color:{scene.image_id}:{inst.ann_id}"
     rng = question_rng(seed, key)
     wanted = rules.n_options - 1
@@ -441,7 +457,7 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
     unknown = sorted(set(templates) - set(TEMPLATES))
     if unknown:
         raise ValueError(f"unknown question template(s) {', '.join(unknown)}; known: {', '.join(TEMPLATES)}")
-    view = _SceneView(scene, rules)
+    view = _SceneView(scene, rules, rgb)
     if balance is not None:
         balance.begin_scene()
     questions: list[Question] = []

@@ -7,11 +7,34 @@ is below 12 it is achromatic: black (L* < 30), white (L* >= 70: a white object i
 white) or gray. Otherwise its hue angle h = atan2(b, a) decides (HUE_BANDS): red 15-50 degrees,
 orange 50-75, yellow 75-105, green 105-200, blue 200-300, purple 300-335, pink 335-15; then a
 dark or dull warm color is brown (red, orange or yellow band with L* < 45 and C < 60, or C < 25
-and L* < 70: tan, chocolate, wood), and a light red or purple is pink (L* >= 60). Naming an object (`object_color`): every pixel of its mask is named by
-that rule; the object's color is the name most of its pixels carry, and `share` is the fraction
-of its pixels that carry it. An object whose top name covers less than MIN_DOMINANT_SHARE (45%)
-of its pixels (a white pot with red flowers, a striped shirt) has no dominant color: it is never
-recolored, since no single "color before" describes it.
+and L* < 70: tan, chocolate, wood), and a light red or purple is pink (L* >= 60).
+
+Naming an object (`object_color`, the gold of every family's colour question and the "before" of
+every recolor) uses the object's own pixels only, and refuses rather than guesses:
+1. body: the mask eroded by BODY_EROSION (2) pixels, whose edge mixes with the background (the mask
+   itself for thin shapes, when erosion would keep under MIN_BODY_SHARE, 25%, of it);
+2. specular highlights (L* > SPECULAR_MIN_L, 97) are dropped (unless they are most of the body);
+3. a body whose pixels are mostly (ACHROMATIC_BODY_SHARE, 60%) neutral -- chroma under 12, too dark
+   for a hue (L* < SHADOW_MAX_L, 12), or pale (L* >= 75 and chroma < 20: cream, ivory, a white
+   object under warm light) -- is achromatic and named by its lightness as a whole, median and upper
+   quartile: black (median < 24, upper quartile < 34), white (median >= 68, upper quartile >= 75)
+   or gray (median 30 to 45, upper quartile < 45, and the whole body's 90th percentile < 55: a dark
+   gray such as a silver car at night, with no lit part near white);
+   anything between is refused: a white microwave, toilet or truck in shade measures like a light
+   gray object, and only the scene tells them apart; a black body is refused too when its lit
+   part (L* >= LIT_MIN_L, 15, at least MIN_LIT_SHARE, 10%, of it) is colored (median chroma >= 12:
+   dark wood in a dim room);
+4. otherwise the chromatic pixels are named one by one; the top name is the object's and `share`
+   its fraction of the body; when the runner-up holds at least SPLIT_RATIO (0.6) of the top's
+   pixels (a blue-rimmed yellow frisbee) the object is refused;
+5. see-through and blending: when at least MIN_FOREIGN_SHARE (20%) of the body has one of its
+   surroundings' colors (`surround_colored`) and the rest alone reads another name (the wall between
+   a chair's spindles, the pavement inside a bicycle's frame), the object is refused.
+An object with a refusal, or whose share is under MIN_DOMINANT_SHARE (45%) (a white pot with red
+flowers, a striped shirt), has no dominant color: it is never asked about nor recolored, since no
+single "color before" describes it. A recolor target is one whose prototype, as a flat object, the
+same rule names without refusal (`CERTIFIED_TARGETS`): mid-gray (L* 54) is not one, since a gray
+object that light cannot be told from a white one in shade.
 
 Each name's prototype is the target of a recolour; the recolour itself (refined outline, shading kept,
 refusals) is builders/recolour.py.
@@ -23,6 +46,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from mmfaith.builders.mask_box import grown_box
 from mmfaith.vocabulary import COLOR_NAMES
 
 COLOR_PROTOTYPES_RGB: dict[str, tuple[int, int, int]] = dict(zip(COLOR_NAMES, (
@@ -52,6 +76,28 @@ DULL_CHROMA = 25.0
 DULL_BROWN_MAX_L = 70.0
 PINK_MIN_L = 60.0
 MIN_DOMINANT_SHARE = 0.45
+BODY_EROSION = 2
+MIN_BODY_SHARE = 0.25
+SPECULAR_MIN_L = 97.0
+SHADOW_MAX_L = 12.0
+PALE_MIN_L = 75.0
+PALE_MAX_CHROMA = 20.0
+ACHROMATIC_BODY_SHARE = 0.6
+BLACK_BODY_MAX_L = 24.0
+BLACK_BODY_MAX_UPPER_L = 34.0
+WHITE_BODY_MIN_L = 68.0
+WHITE_BODY_MIN_UPPER_L = 75.0
+GRAY_BODY_L = (30.0, 45.0)
+GRAY_BODY_MAX_UPPER_L = 45.0
+GRAY_BODY_MAX_TOP_L = 55.0
+SPLIT_RATIO = 0.6
+LIT_MIN_L = 15.0
+MIN_LIT_SHARE = 0.1
+SURROUND_GAP = 3
+SURROUND_REACH = 8
+SURROUND_BIN = 6.0
+SURROUND_MIN_SHARE = 0.02
+MIN_FOREIGN_SHARE = 0.2
 
 
 def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
@@ -99,27 +145,132 @@ def name_lab(lab: np.ndarray) -> str:
 
 @dataclass(frozen=True)
 class ObjectColor:
-    """An object's color by its own pixels: the top name, its pixel share, and the median CIELAB color
-    of the pixels that carry that name (the reference for target distances)."""
+    """An object's color by its own pixels (`object_color`): the name, its share of the object's body
+    pixels, the median CIELAB color of the pixels that carry it (the reference for target distances),
+    and `refusal`: why no single name describes the object (None when one does)."""
 
     name: str
     share: float
     lab: np.ndarray
+    refusal: str | None = None
 
     @property
     def dominant(self) -> bool:
-        """True when one name describes the object (share >= MIN_DOMINANT_SHARE)."""
-        return self.share >= MIN_DOMINANT_SHARE
+        """True when one name describes the object: no refusal and share >= MIN_DOMINANT_SHARE."""
+        return self.refusal is None and self.share >= MIN_DOMINANT_SHARE
+
+
+def surround_ring(inside: np.ndarray) -> np.ndarray:
+    """The pixels between SURROUND_GAP and SURROUND_REACH outside a bool mask (pass the mask's box grown
+    by SURROUND_REACH): the object's surroundings, past its own blurred edge."""
+    grown = inside.astype(np.uint8)
+    far = cv2.dilate(grown, np.ones((2 * SURROUND_REACH + 1,) * 2, np.uint8)).astype(bool)
+    return far & ~cv2.dilate(grown, np.ones((2 * SURROUND_GAP + 1,) * 2, np.uint8)).astype(bool)
+
+
+def surround_colored(rgb: np.ndarray, mask: np.ndarray, pixels: np.ndarray) -> np.ndarray:
+    """Which of `pixels` (a bool mask inside `mask`) have one of the object's surroundings' colors.
+
+    The surroundings are the pixels between SURROUND_GAP and SURROUND_REACH outside the mask (the
+    gap skips the mask's own blurred edge); their CIELAB colors are binned (SURROUND_BIN units a
+    side) and a bin holding at least SURROUND_MIN_SHARE of them is a surrounding color. Returns one
+    bool per True pixel of `pixels`, in row-major order (as `rgb[pixels]`).
+    """
+    box = grown_box(mask, SURROUND_REACH)
+    result = np.zeros(int(pixels.sum()), dtype=bool)
+    if box is None or not result.size:
+        return result
+    ring = surround_ring(mask[box])
+    if not ring.any():
+        return result
+    crop = np.ascontiguousarray(rgb[box])
+    ring_bins = _lab_bins(rgb_to_lab(crop[ring]))
+    counts = np.zeros(_BIN_SHAPE, dtype=np.int64)
+    np.add.at(counts, tuple(ring_bins.T), 1)
+    common = counts >= SURROUND_MIN_SHARE * ring_bins.shape[0]
+    return common[tuple(_lab_bins(rgb_to_lab(crop[pixels[box]])).T)]
+
+
+_BIN_SHAPE = (int(100 // SURROUND_BIN) + 2, int(256 // SURROUND_BIN) + 2, int(256 // SURROUND_BIN) + 2)
+
+
+def _lab_bins(labs: np.ndarray) -> np.ndarray:
+    """Integer (L, a, b) bin indices of SURROUND_BIN units (Nx3)."""
+    scaled = np.floor((labs + np.array([0.0, 128.0, 128.0], dtype=np.float32)) / SURROUND_BIN).astype(np.int64)
+    return np.clip(scaled, 0, np.array(_BIN_SHAPE) - 1)
+
+
+def body_pixels(mask: np.ndarray) -> np.ndarray:
+    """The mask eroded by BODY_EROSION pixels (its edge mixes with the background), or the mask itself
+    when the erosion would keep less than MIN_BODY_SHARE of it (thin shapes)."""
+    if not mask.any():
+        return mask
+    box = grown_box(mask, 1)
+    assert box is not None
+    kernel = np.ones((2 * BODY_EROSION + 1,) * 2, np.uint8)
+    eroded = np.zeros_like(mask)
+    eroded[box] = cv2.erode(mask[box].astype(np.uint8), kernel, borderType=cv2.BORDER_REPLICATE).astype(bool)
+    return eroded if eroded.sum() >= MIN_BODY_SHARE * mask.sum() else mask
+
+
+def achromatic_name(lightness: np.ndarray, top: float) -> tuple[str, str | None]:
+    """The name of an achromatic body from its neutral pixels' L* and the 90th percentile L* of its whole
+    body (`top`: a white object in shade keeps a lit part) (module docstring): (name, refusal or None)."""
+    median, upper = (float(v) for v in np.percentile(lightness, (50, 75)))
+    if median < BLACK_BODY_MAX_L and upper < BLACK_BODY_MAX_UPPER_L:
+        return "black", None
+    if median >= WHITE_BODY_MIN_L and upper >= WHITE_BODY_MIN_UPPER_L:
+        return "white", None
+    if GRAY_BODY_L[0] <= median <= GRAY_BODY_L[1] and upper < GRAY_BODY_MAX_UPPER_L and top < GRAY_BODY_MAX_TOP_L:
+        return "gray", None
+    nearest = "black" if median < GRAY_BODY_L[0] else "gray" if median < WHITE_BODY_MIN_L else "white"
+    return nearest, (f"achromatic body of median L* {median:.0f} (upper quartile {upper:.0f}) lies between "
+                     "black, gray and white in shade")
+
+
+def _name_body(labs: np.ndarray) -> ObjectColor:
+    """Name a body's CIELAB pixels (module docstring "Naming an object", steps 2 to 4)."""
+    lightness, chroma = labs[:, 0], np.hypot(labs[:, 1], labs[:, 2])
+    kept = lightness <= SPECULAR_MIN_L
+    if kept.mean() >= MIN_BODY_SHARE:  # specular highlights say nothing of the object's color
+        labs, lightness, chroma = labs[kept], lightness[kept], chroma[kept]
+    neutral = (chroma < ACHROMATIC_CHROMA) | (lightness < SHADOW_MAX_L) | (
+        (lightness >= PALE_MIN_L) & (chroma < PALE_MAX_CHROMA))
+    if neutral.mean() >= ACHROMATIC_BODY_SHARE:
+        name, refusal = achromatic_name(lightness[neutral], float(np.percentile(lightness, 90)))
+        lit = lightness >= LIT_MIN_L
+        if name == "black" and refusal is None and lit.mean() >= MIN_LIT_SHARE and (
+                float(np.median(chroma[lit])) >= ACHROMATIC_CHROMA):
+            refusal = (f"a dark body whose lit part (L* >= {LIT_MIN_L:.0f}) has median chroma "
+                       f"{float(np.median(chroma[lit])):.0f}: black or a dark color")
+        return ObjectColor(name, float(neutral.mean()), np.median(labs[neutral], axis=0), refusal)
+    names = name_labs(labs[~neutral])
+    counts = np.bincount(names, minlength=len(COLOR_NAMES))
+    order = np.argsort(-counts, kind="stable")
+    top, second = int(order[0]), int(order[1])
+    share = float(counts[top]) / float(labs.shape[0])
+    refusal = (f"{COLOR_NAMES[second]} on {counts[second] / labs.shape[0]:.0%} of its body against "
+               f"{COLOR_NAMES[top]} on {share:.0%}" if counts[second] >= SPLIT_RATIO * counts[top] else None)
+    return ObjectColor(COLOR_NAMES[top], share, np.median(labs[~neutral][names == top], axis=0), refusal)
 
 
 def object_color(rgb: np.ndarray, mask: np.ndarray) -> ObjectColor:
-    """Name the masked object from its own pixels (module docstring); ties go to the earlier vocabulary name."""
-    labs = rgb_to_lab(rgb[mask])
-    names = name_labs(labs)
-    counts = np.bincount(names, minlength=len(COLOR_NAMES))
-    top = int(np.argmax(counts))
-    return ObjectColor(COLOR_NAMES[top], float(counts[top]) / float(max(1, names.size)),
-                       np.median(labs[names == top], axis=0))
+    """Name the masked object from its own body (module docstring "Naming an object"); ties go to the
+    earlier vocabulary name."""
+    body = body_pixels(mask)
+    labs = rgb_to_lab(rgb[body])
+    if labs.shape[0] == 0:
+        return ObjectColor(COLOR_NAMES[0], 0.0, np.zeros(3, dtype=np.float32), "empty mask")
+    named = _name_body(labs)
+    foreign = surround_colored(rgb, mask, body)
+    own = labs[~foreign]
+    if named.refusal is None and foreign.mean() >= MIN_FOREIGN_SHARE and own.shape[0] >= MIN_BODY_SHARE * labs.shape[0]:
+        alone = _name_body(own)  # the pixels unlike the surroundings: see-through shapes show the background
+        if alone.name != named.name:
+            return ObjectColor(named.name, named.share, named.lab,
+                               f"{foreign.mean():.0%} of its body has its surroundings' colors ({named.name}); the "
+                               f"rest reads {alone.name}: see-through or blending in")
+    return named
 
 
 MONOCHROME_MAX_CHROMATIC = 0.01
@@ -136,14 +287,22 @@ def name_object_color(rgb: np.ndarray, mask: np.ndarray) -> str:
     return object_color(rgb, mask).name
 
 
-def distinct_targets(current: ObjectColor, min_delta_e: float, palette: tuple[str, ...] = COLOR_NAMES) -> list[str]:
-    """Target colors of `palette` whose prototype lies at least min_delta_e (CIE76) from the object's
-    color; none for an object without a dominant color."""
+CERTIFIED_TARGETS: tuple[str, ...] = tuple(
+    name for name in COLOR_NAMES if _name_body(np.repeat(PROTOTYPES_LAB[name][None, :], 16, axis=0)).name == name
+    and _name_body(np.repeat(PROTOTYPES_LAB[name][None, :], 16, axis=0)).refusal is None)
+"""The colors whose prototype, as a flat object, the naming rule names without refusal (module docstring)."""
+
+
+def distinct_targets(current: ObjectColor, min_delta_e: float, palette: tuple[str, ...] = COLOR_NAMES,
+                     candidates: tuple[str, ...] = CERTIFIED_TARGETS) -> list[str]:
+    """The colors of `candidates` (by default the recolor targets, CERTIFIED_TARGETS; a question's
+    distractors pass every name) in `palette` whose prototype lies at least min_delta_e (CIE76) from
+    the object's color; none for an object without a dominant color."""
     if not current.dominant:
         return []
     return [
         name
-        for name in COLOR_NAMES
+        for name in candidates
         if name in palette and name != current.name
         and float(np.linalg.norm(PROTOTYPES_LAB[name] - current.lab)) >= min_delta_e
     ]

@@ -2,7 +2,8 @@
 
 Shared by the builders that edit COCO objects (SPD-Faith's planner, VFaith's question edits): the
 objects' masks and area shares, their colour (colors.object_color) and plausible recolour targets
-(targets.TargetRules), whether an object may be taken away (targets.movable_reason, the inpainter's
+(targets.TargetRules), whether a person could name it (targets.nameable_reason: nothing is edited that
+could not be), whether an object may be taken away (targets.movable_reason, the inpainter's
 hole limit, neighbours spared), and free places to move an object to. Every random choice comes
 from `seeded_rng(seed, *labels)`, so a plan depends only on the seed and what it is for.
 
@@ -25,7 +26,7 @@ from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome
 from mmfaith.builders.edits import dilate
 from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.builders.recolour import ObjectPaint
-from mmfaith.builders.targets import TargetRules, movable_reason
+from mmfaith.builders.targets import TargetRules, image_detail, movable_reason, nameable_reason
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
 MIN_TARGET_DELTA_E = 40.0
@@ -59,6 +60,8 @@ class SceneView:
         self._monochrome: bool | None = None
         self._areas: dict[int, int] = {}
         self._holes: dict[int, np.ndarray] = {}
+        self._unnameable: dict[int, str | None] = {}
+        self._detail: float | None = None
 
     def area(self, ann_id: int) -> int:
         """The object's mask's pixel count, cached."""
@@ -84,9 +87,20 @@ class SceneView:
     def color_name(self, ann_id: int) -> str:
         return self.color(ann_id).name
 
+    def unnameable(self, ann_id: int) -> str | None:
+        """Why a person could not point at the object and name it (targets.nameable_reason), cached."""
+        if ann_id not in self._unnameable:
+            if self._detail is None:
+                self._detail = image_detail(self.rgb)
+            self._unnameable[ann_id] = nameable_reason(self.rgb, self.masks[ann_id], self._detail)
+        return self._unnameable[ann_id]
+
     def color_targets(self, ann_id: int) -> list[str]:
         """Plausible target colors (category palette), far enough from a dominant color, that the object can
-        take naturally (recolour.ObjectPaint.refusal: a trustworthy outline, a reachable lightness); else none."""
+        take naturally (recolour.ObjectPaint.refusal: a trustworthy outline, a reachable lightness); none for
+        an object a person could not name."""
+        if self.unnameable(ann_id) is not None:
+            return []
         if self._monochrome is None:
             self._monochrome = is_monochrome(self.rgb)
         palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
@@ -100,7 +114,11 @@ class SceneView:
         return self._paints[ann_id]
 
     def removal_blocker(self, ann_id: int) -> str | None:
-        """Why the object may not be removed or moved (targets.movable_reason, hole limit), or None."""
+        """Why the object may not be removed or moved (targets.nameable_reason, targets.movable_reason, hole
+        limit), or None."""
+        unnameable = self.unnameable(ann_id)
+        if unnameable is not None:
+            return f"not nameable: {unnameable}"
         hole = float(self.hole(ann_id).sum()) / self.pixels
         if hole > self.rules.max_hole_area:
             return (f"hole {hole:.3f} of the image exceeds the {self.rules.inpainter} limit "

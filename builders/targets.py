@@ -19,19 +19,40 @@ Moves only: objects that are fixed, hung, worn, held or perched where they are (
 furniture and appliances, signs, cutlery, clocks, birds, ties, skis...) are never moved: pasted
 elsewhere on the same ground line they float (a knife off its rack on a tiled wall).
 
+Nameability (`nameable_reason`, every family's targets: the object asked about, counted, removed,
+moved or recolored): a careful annotator must be able to point at the object and name it.
+- size: its mask holds at least MIN_NAMEABLE_PIXELS (300) pixels and its extent is at least
+  MIN_NAMEABLE_SIDE (16) pixels across both ways (not a sliver: a 15-pixel strip of a table's edge);
+- border: an object whose mask runs along the image border for at least MAX_BORDER_CONTACT (20%)
+  of its extent's perimeter is cut off there; it is refused when it is also narrow (extent under
+  BORDER_MIN_SIDE, 40 pixels: the 25-pixel sliver of a fork at the left edge), and at any size when
+  the border makes BORDER_CUT_CONTACT (a third) of that perimeter or more (the rim of a glass, a
+  quarter of a clock face in a corner, the end of a bench: more of it lies outside the image);
+- distinctness: a small object (under PLAIN_MAX_PIXELS, 3,500 pixels) whose body's median colour lies
+  within PLAIN_MAX_DELTA_E (13, CIE76) of its surroundings' and whose inside is no sharper than the
+  image (mean |Laplacian| under PLAIN_MAX_DETAIL times the image's) does not stand out: a blurred
+  gray "person" beside gray posts, a figure seen through a bus's windshield, a dark bag in a dark pile;
+  up to BLUR_MAX_PIXELS (10,000) the same holds for an object within BLUR_MAX_DELTA_E (8) of its
+  surroundings and clearly blurrier than the image (under BLUR_MAX_DETAIL, 0.7, times its detail):
+  a washed-out patch of a car behind heads, a dark couch corner in a dark room.
+  The surroundings are the pixels 3 to 8 pixels outside the mask (colors.surround_colored's ring).
+
 Recoloring (`color_palette`): nothing is recolored in a monochrome photo (colors.is_monochrome);
 people are not recolored unless asked (`recolor_people`), see-through shapes never (SEE_THROUGH); every
 category has a palette of plausible colors (a car may become red, blue, white, black, gray or
-yellow; animals keep natural coat colors; cutlery stays metal-colored; plants, most food, bowls, wine glasses
-(their masks hold the food) and signs are never recolored);
+yellow; animals keep natural coat colors; plants, most food, bowls, wine glasses (their masks hold
+the food), polished cutlery (it mirrors its surroundings) and signs are never recolored nor asked about);
 categories not listed (manufactured things: cups, chairs, umbrellas...) may take any basic color.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
+from mmfaith.builders.colors import SURROUND_REACH, body_pixels, rgb_to_lab, surround_ring
+from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.vocabulary import COLOR_NAMES
 
 SUPPORT_INSIDE = 0.6
@@ -39,6 +60,18 @@ MIN_BOX_FILL = 0.30
 MAX_BOX_OCCLUSION = 0.25
 MAX_HOLE_AREA: dict[str, float] = {"telea": 0.05, "ns": 0.05, "patchmatch": 0.10, "lama": 0.15}
 PEOPLE = frozenset({"person"})
+MIN_NAMEABLE_PIXELS = 300
+MIN_NAMEABLE_SIDE = 16
+MAX_BORDER_CONTACT = 0.2
+BORDER_MIN_SIDE = 40
+BORDER_CUT_CONTACT = 1 / 3
+BORDER_MARGIN = 2
+PLAIN_MAX_PIXELS = 3500
+PLAIN_MAX_DELTA_E = 13.0
+PLAIN_MAX_DETAIL = 1.2
+BLUR_MAX_PIXELS = 10000
+BLUR_MAX_DELTA_E = 8.0
+BLUR_MAX_DETAIL = 0.7
 NOT_MOVED = frozenset({
     "dining table", "bed", "couch", "toilet", "sink", "refrigerator", "oven", "microwave", "toaster", "tv",
     "clock", "traffic light", "stop sign", "fire hydrant", "parking meter", "bench", "knife", "fork", "spoon",
@@ -65,9 +98,9 @@ COLOR_PALETTES: dict[str, tuple[str, ...]] = {
     "potted plant": (), "broccoli": (), "carrot": (), "hot dog": (), "pizza": (), "sandwich": (),
     "banana": ("yellow", "green", "brown"), "apple": ("red", "green", "yellow"), "orange": ("orange", "green"),
     "donut": ("brown", "pink", "white"), "cake": ("white", "brown", "pink", "yellow"),
-    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, and cutlery
-    "bowl": (), "wine glass": (), "knife": ("gray", "black", "white"), "fork": ("gray", "black", "white"),
-    "spoon": ("gray", "black", "white"),
+    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, and polished
+    # cutlery (it mirrors what is around it: a knife reads blue under the sky, a fork brown over a cake)
+    "bowl": (), "wine glass": (), "knife": (), "fork": (), "spoon": (),
     # signs and fixtures whose color carries meaning
     "stop sign": (), "traffic light": (), "clock": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
 }
@@ -143,4 +176,52 @@ def movable_reason(ann_id: int, masks: dict[int, np.ndarray], boxes: dict[int, t
     occluded = float((others & ~inside).sum()) / box_area
     if occluded > MAX_BOX_OCCLUSION:
         return f"partly hidden: other objects cover {occluded:.2f} of its box (> {MAX_BOX_OCCLUSION})"
+    return None
+
+
+def image_detail(rgb: np.ndarray) -> float:
+    """The image's mean |Laplacian| of gray levels (the sharpness an object's inside is compared with)."""
+    gray = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2GRAY)
+    return float(np.abs(cv2.Laplacian(gray, cv2.CV_32F)).mean())
+
+
+def nameable_reason(rgb: np.ndarray, mask: np.ndarray, detail: float | None = None) -> str | None:
+    """Why a careful annotator could not point at the masked object and name it (module docstring
+    "Nameability"), or None when they could. `detail` is `image_detail(rgb)`, computed when not given
+    (pass it when asking about many objects of one image)."""
+    extent = mask_extent(mask)
+    pixels = int(mask.sum())
+    if extent is None or pixels < MIN_NAMEABLE_PIXELS:
+        return f"{pixels} pixels: too small to name (< {MIN_NAMEABLE_PIXELS})"
+    top, bottom, left, right = extent
+    height, width = mask.shape
+    side = min(bottom - top + 1, right - left + 1)
+    if side < MIN_NAMEABLE_SIDE:
+        return f"a sliver {side} pixels across (< {MIN_NAMEABLE_SIDE})"
+    m = BORDER_MARGIN
+    contact = (int(mask[:m].any(axis=0).sum()) + int(mask[height - m:].any(axis=0).sum())
+               + int(mask[:, :m].any(axis=1).sum()) + int(mask[:, width - m:].any(axis=1).sum()))
+    perimeter = 2 * ((bottom - top + 1) + (right - left + 1))
+    if contact >= BORDER_CUT_CONTACT * perimeter:
+        return f"cut off by the image border ({contact / perimeter:.0%} of its outline, >= a third)"
+    if contact >= MAX_BORDER_CONTACT * perimeter and side < BORDER_MIN_SIDE:
+        return (f"cut off by the image border ({contact / perimeter:.0%} of its outline) and {side} pixels across "
+                f"(< {BORDER_MIN_SIDE})")
+    if pixels < BLUR_MAX_PIXELS:
+        box = grown_box(mask, SURROUND_REACH)
+        assert box is not None
+        ring = surround_ring(mask[box])
+        crop = np.ascontiguousarray(rgb[box])
+        body = body_pixels(mask)[box]
+        if ring.any():
+            delta_e = float(np.linalg.norm(np.median(rgb_to_lab(crop[body]), axis=0)
+                                           - np.median(rgb_to_lab(crop[ring]), axis=0)))
+            gray = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY)
+            inner = float(np.abs(cv2.Laplacian(gray, cv2.CV_32F))[body].mean())
+            whole = image_detail(rgb) if detail is None else detail
+            small = pixels < PLAIN_MAX_PIXELS
+            if (delta_e < PLAIN_MAX_DELTA_E and inner < PLAIN_MAX_DETAIL * whole) if small else (
+                    delta_e < BLUR_MAX_DELTA_E and inner < BLUR_MAX_DETAIL * whole):
+                return (f"does not stand out: {delta_e:.1f} delta E from its surroundings, inside detail {inner:.1f} "
+                        f"against the image's {whole:.1f}")
     return None
