@@ -5,7 +5,7 @@ strays onto what lies beside it (the new colour spills there), and a see-through
 (a bicycle's wheels, a chair's spindles) holds the background seen through it. A recolour that
 paints the polygon with a flat colour shows all three to a careful annotator (issue 29). So:
 
-1. The outline is refined (`object_support`): GrabCut (OpenCV) decides every pixel within BAND
+1. The outline is refined (`object_support`): GrabCut (OpenCV) decides every pixel within BAND (12)
    pixels of the polygon's edge, from colour models of the polygon's inside and of the ring around
    it, seeded with the polygon (inside: probably the object; the ring: probably not; beyond the
    band: surely not). The support is the refined pixels that touch the polygon's core.
@@ -40,11 +40,11 @@ from functools import cache
 import cv2
 import numpy as np
 
-from mmfaith.builders.colors import COLOR_PROTOTYPES_RGB, PINK_MIN_L, name_labs, rgb_to_lab
+from mmfaith.builders.colors import COLOR_PROTOTYPES_RGB, PINK_MIN_L, PROTOTYPES_LAB, name_labs, rgb_to_lab
 from mmfaith.builders.mask_box import grown_box
 from mmfaith.vocabulary import COLOR_NAMES
 
-BAND = 6
+BAND = 12
 CORE = 3
 GRABCUT_ITERATIONS = 4
 MIN_KEPT = 0.85
@@ -62,6 +62,8 @@ CLEAR_LIGHTNESS = 6.0
 CLEAR_CHROMA = 0.35
 CLEAR_HUE = 8.0
 MIN_CHROMA = 15.0
+LEAN_CHROMA = 4.0
+LEAN_HUE = 45.0
 LIGHT_TARGETS = {"pink": PINK_MIN_L, "yellow": 70.0}
 CHROMA_PER_LIGHTNESS = 0.5
 MAX_GAIN = 6.0
@@ -170,6 +172,23 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
     return target in ("black", "white", "gray") or chroma >= max(MIN_CHROMA, CHROMA_PER_LIGHTNESS * lightness)
 
 
+def _lean(labs: np.ndarray) -> float | None:
+    """The hue angle (degrees) of the object's mean colour when its chroma is LEAN_CHROMA or more, else None
+    (a neutral mean)."""
+    a, b = (float(v) for v in labs[:, 1:].mean(axis=0)) if labs.size else (0.0, 0.0)
+    return float(np.degrees(np.arctan2(b, a)) % 360.0) if np.hypot(a, b) >= LEAN_CHROMA else None
+
+
+def _leans_to(lean: float | None, target: str) -> bool:
+    """True when a chromatic target's prototype hue lies within LEAN_HUE degrees of the object's lean: a dark
+    purple suitcase named black leans to purple, so "purple" would be an answer for the photo too."""
+    if lean is None or target in ("black", "white", "gray"):
+        return False
+    proto = PROTOTYPES_LAB[target]
+    hue = float(np.degrees(np.arctan2(proto[2], proto[1])) % 360.0)
+    return abs((hue - lean + 180.0) % 360.0 - 180.0) < LEAN_HUE
+
+
 @dataclass(frozen=True)
 class Recolour:
     """A recoloured image: `image`; `region`, the pixels that may have changed; `support`, the object's
@@ -212,6 +231,7 @@ class ObjectPaint:
         self.own = _lightness_of(self.reference)
         shading = self._shading(pixels)
         self.sample = shading[:: max(1, shading.size // 4000)]
+        self.lean = _lean(rgb_to_lab(self.crop[pixels]))
 
     def _shading(self, pixels: np.ndarray) -> np.ndarray:
         """Each pixel's luminance over the object's median luminance, clipped to MAX_SHADING."""
@@ -256,6 +276,8 @@ class ObjectPaint:
         refused = self.support.refusal()
         if refused is not None:
             return refused
+        if _leans_to(self.lean, target):
+            return f"its own colour already leans to {target} (mean hue {self.lean:.0f} degrees): the photo's answer would be in doubt"
         if self._lightness(target, bounded=True) is None:
             return (f"no {target} it could naturally take (its lightness is {self.own:.0f} L*; the new one may lie "
                     f"{MAX_LIGHTNESS_JUMP:.0f} from it, at most {MAX_GAIN:.0f} times as bright)")
