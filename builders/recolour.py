@@ -14,17 +14,21 @@ paints the polygon with a flat colour shows all three to a careful annotator (is
    polygon that is mostly not the object) or adds more than MAX_ADDED (20 %) of it (the polygon
    misses much of the object); or when the support is smaller than MIN_PIXELS (too small to judge
    its shading or edges).
-3. The colour is changed as light would show a different paint (`recolour`): in linear RGB, every
-   pixel becomes the target's albedo times the pixel's own shading (its luminance over the
+3. The colour is changed as light would show a different paint (`ObjectPaint.apply`): in linear RGB,
+   every pixel becomes the target's albedo times the pixel's own shading (its luminance over the
    object's median luminance), so shadows, highlights and texture in lightness stay where they
-   were and darker parts get less chroma, as in a photo; a highlight brighter than the albedo
-   allows turns white, as a real highlight does. The albedo keeps the target's chromaticity
-   (its prototype, colors.COLOR_PROTOTYPES_RGB) at the lightness closest to the object's own for
-   which at least TARGET_SHARE (60 %) of the object's pixels are named the target by
-   colors.name_labs: a black suitcase becomes dark green, not the prototype's mid green painted flat.
-   When that lightness lies more than MAX_LIGHTNESS_JUMP (50) L* from the object's own, the
-   target is refused (a black object cannot become white without inventing shading the photo
-   never showed).
+   were and darker parts get less chroma, as in a photo. A lightened object's shading is flattened
+   a little (SHADING_FLATTEN) and a saturated albedo is desaturated just enough that its brightest
+   pixels stay inside sRGB (no flat clipped paint). The albedo keeps the target's chromaticity (its
+   prototype, colors.COLOR_PROTOTYPES_RGB) at the lightness closest to the object's own at which the
+   result reads clearly as the target (`_reads_as`: TARGET_SHARE (60 %) of its pixels named the
+   target, the median colour still so under small moves of lightness, chroma and hue, vivid enough,
+   pink and yellow light): a black suitcase becomes dark green, not the prototype's mid green painted
+   flat. A target is refused (`ObjectPaint.refusal`) when that lightness lies more than
+   MAX_LIGHTNESS_JUMP (50) L* from the object's own or is over MAX_GAIN (6) times as bright, when the
+   object is darker than MIN_LIGHTNESS_TO_LIGHTEN (8: its pixels are noise, not shading) and would
+   be lightened, or when the object's mean hue already leans to the target (LEAN_HUE: a dark purple
+   suitcase named black made purple leaves the photo's answer in doubt).
 4. The edge is soft: the support's matte (blurred by EDGE_SIGMA) blends the recoloured pixels
    into the photo's own, so the object's anti-aliased rim changes with it; `region` (where any
    pixel may change) is the matte's non-zero pixels, a pixel or two beyond the support.
