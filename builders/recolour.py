@@ -275,12 +275,16 @@ class ObjectPaint:
                 return float(lightness)
         return None
 
+    def leans_to(self, colour: str) -> bool:
+        """True when the object's mean hue already leans to `colour` (`_leans_to`)."""
+        return _leans_to(self.lean, colour)
+
     def refusal(self, target: str) -> str | None:
         """Why the object cannot be recoloured to `target` naturally (module docstring), or None."""
         refused = self.support.refusal()
         if refused is not None:
             return refused
-        if _leans_to(self.lean, target):
+        if self.leans_to(target):
             return f"its own colour already leans to {target} (mean hue {self.lean:.0f} degrees): the photo's answer would be in doubt"
         if self._lightness(target, bounded=True) is None:
             return (f"no {target} it could naturally take (its lightness is {self.own:.0f} L*; the new one may lie "
