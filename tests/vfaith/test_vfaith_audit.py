@@ -41,3 +41,20 @@ def test_the_recipes_and_verdicts_cover_every_template() -> None:
     assert {verdict.kind for verdict in verdicts.values()} == set(TEMPLATE_CATEGORY)
     assert {verdict.recipe for verdict in verdicts.values()} <= {recipe.name for recipe in part.recipes}
     assert all(verdict.reason in REASONS and verdict.note for verdict in verdicts.values() if verdict.verdict == "reject")
+
+
+def test_a_colour_question_whose_object_leans_to_an_option_is_not_made(sample) -> None:
+    # Audit case (embedded-s0): COCO 572's suitcase is named black but is visibly dark purple, and "purple" is among
+    # the options; recoloured green it was a natural edit with a doubtful photo answer. Now no pair is made.
+    from mmfaith.builders.coco_source import CocoSource
+    from mmfaith.builders.inpainters import InpainterSpec
+    from mmfaith.builders.targets import TargetRules
+    from mmfaith.builders.vfaith.offline import OfflineSettings, make_image_pairs
+
+    settings = OfflineSettings(seed=0, templates=("color",), per_image=3, dilation=7, blend_radius=3, min_delta_e=12.0,
+                               min_fill_texture=0.3, max_pixels=10**8, inpainter=InpainterSpec("patchmatch"),
+                               dataset="mmfaith-coco-sample", split="train2017", version="test",
+                               targets=TargetRules("patchmatch"))
+    outcome = make_image_pairs(CocoSource(*sample).scene(572), settings, frozenset(), None)
+    suitcase = next(o for o in outcome.outcomes if o.key == "color:572:1183836")
+    assert suitcase.record is None and "own colour leans to the option" in suitcase.rejection["reason"]
