@@ -17,6 +17,7 @@ sized scores run warm).
 
     python benchmarks/score_scale.py                                  # every family at 10k, 100k, 1M items
     python benchmarks/score_scale.py --sizes 10000 --families vfaith  # a quick run
+    python benchmarks/score_scale.py --sizes 100000 --no-explorer     # the scoring alone, without explorer pages
 """
 from __future__ import annotations
 
@@ -138,10 +139,13 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="items per build")
     parser.add_argument("--families", nargs="+", default=list(BUILD_ARGS), choices=list(BUILD_ARGS))
     parser.add_argument("--bootstrap", type=int, default=1000, help="replicates (score's and report's default)")
+    parser.add_argument("--no-explorer", action="store_true",
+                        help="score and report with --no-explorer (the scoring alone, without the explorer pages)")
     parser.add_argument("--work", type=Path, default=None,
                         help="folder for the builds (kept; small builds are reused); default: a temporary one")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="score-scale-"))
+    explorer = ["--no-explorer"] if args.no_explorer else []
     print(f"{'family':<10} {'items':>9} {'lines':>9} {'score oracle':>24} {'score always-A':>24} "
           f"{'report':>24} {'us/item':>8} {'embed s':>8}", flush=True)
     for name in args.families:
@@ -159,9 +163,9 @@ def main() -> None:
             for model in ("oracle", "always-a"):
                 figures[model] = _measured("score", name, "--dataset", str(big / "build"), "--predictions",
                                            str(big / f"{model}.jsonl"), "--from-run", "--out", str(big / model),
-                                           "--bootstrap", str(args.bootstrap))
+                                           "--bootstrap", str(args.bootstrap), *explorer)
             figures["report"] = _measured("report", str(big / "oracle"), str(big / "always-a"), "--out",
-                                          str(big / "report"), "--bootstrap", str(args.bootstrap))
+                                          str(big / "report"), "--bootstrap", str(args.bootstrap), *explorer)
             slower = max(figures["oracle"][0], figures["always-a"][0])
             shown = {key: f"{s:6.1f} s ({cpu:5.1f} cpu) {mb:5.0f} MB" for key, (s, cpu, mb) in figures.items()}
             embedding = "-" if embed is None else f"{embed:.1f}"

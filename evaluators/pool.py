@@ -23,7 +23,7 @@ from typing import Any
 from mmfaith import families
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.report_tables import fmt, md_table
-from mmfaith.evaluators.score_dir import load_score_dir
+from mmfaith.evaluators.score_dir import load_metrics
 from mmfaith.evaluators.stats import spread
 from mmfaith.jsonl import write_atomic
 from mmfaith.outdir import prepare_out_dir
@@ -58,7 +58,7 @@ def pool_scores(score_dirs: Sequence[Path], out: Path, family: str) -> dict[str,
     if len(score_dirs) < 2:
         raise MmfaithError("report --pool needs two or more score dirs of one model (builds made with other seeds, "
                            "or the repeats of one run).")
-    loaded = [load_score_dir(path)[0] for path in score_dirs]
+    loaded = [load_metrics(path) for path in score_dirs]
     models = sorted({m["provenance"]["model"] for m in loaded})
     if len(models) > 1:
         raise MmfaithError(f"report --pool: the score dirs are of several models ({', '.join(models)}); pool the "

@@ -22,7 +22,7 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
 - A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
   is refused after reading that much, not read whole).
 - Cost: the file is read one line at a time (its sha256 computed on the way), each line checked by
-  the compiled schema; a kept line is only its response and the meta a scorer reads (`_kept`; a
+  the compiled schema; a kept line is only its response and the meta a scorer reads (`kept_line`; a
   family may reduce the meta further with `scored_meta`, e.g. MCoT's traces), so memory is that of
   the answers.
 - Errors count: one line naming the file, the number of bad lines and the first few with their
@@ -131,7 +131,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
             n_errors += 1
             failed.add(key)
         else:
-            answered[key] = (number, _kept(line, shared, scored_meta))
+            answered[key] = (number, kept_line(line, shared, scored_meta))
     if problems:
         raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
                            f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
@@ -174,14 +174,14 @@ RUN_ONLY_META = frozenset({"images", "shown_sha256", "attempts", "latency_s", "p
 """A run line's meta that only the reader checks or only run.json counts, never a scorer: left out of kept lines."""
 
 
-def _kept(line: dict[str, Any], shared: Shared,
-          scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+def kept_line(line: dict[str, Any], shared: Shared,
+              scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
     """The line as scorers read it: its `response` and `meta` (always a dict, equal ones held once), without
     RUN_ONLY_META and null values (a scorer reads meta with .get), then through the family's `scored_meta`; the
     id, probe and model are the answered key and the set's model."""
     meta = {name: value for name, value in (line.get("meta") or {}).items()
             if value is not None and name not in RUN_ONLY_META}
-    return {"response": line["response"], "meta": shared.value(scored_meta(meta) if scored_meta else meta)}
+    return {"response": line.get("response"), "meta": shared.value(scored_meta(meta) if scored_meta else meta)}
 
 
 def _lines(path: Path, handle: BinaryIO, digest: Any) -> Iterable[tuple[int, bytes, bool]]:

@@ -65,16 +65,20 @@ def _populate_score(family: families.Family, parser: argparse.ArgumentParser) ->
                              "\\boxed{}; elsewhere default)")
     parser.add_argument("--coverage-threshold", type=float, default=COVERAGE_THRESHOLD, metavar="SHARE",
                         help="warn when fewer than this share of the expected answers were read")
+    parser.add_argument("--no-explorer", action="store_true",
+                        help="write no explorer (index.html) beside the scores: at 100,000 items and more it costs "
+                             "more than the scoring (docs/scale.md)")
     family.parts().add_score_options(parser)
     parser.set_defaults(handler=_with_explorer(family))
 
 
 def _with_explorer(family: families.Family) -> Callable[[argparse.Namespace], int]:
     """A family's score handler followed by the score dir's explorer (index.html, mmfaith/explorer); a score read
-    without --dataset has no images to show, and a family without an `explore` part no item views: those get none."""
+    without --dataset has no images to show, a family without an `explore` part no item views, and --no-explorer
+    asks for none: those get none."""
     def scored(args: argparse.Namespace) -> int:
         status = family.parts().score(args)
-        if status == 0 and args.dataset is not None and family.parts().explore is not None:
+        if status == 0 and args.dataset is not None and family.parts().explore is not None and not args.no_explorer:
             from mmfaith.explorer.sources import write_score_explorer
 
             print(f"explorer: {write_score_explorer(args.out, args.dataset, args.predictions, progress=sys.stderr.isatty())}")
@@ -103,11 +107,13 @@ def _add_report(subparsers: argparse._SubParsersAction) -> None:
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     report.add_argument("--overwrite", action="store_true",
                         help="write into a non-empty --out that is not an earlier report (default: refuse)")
+    report.add_argument("--no-explorer", action="store_true",
+                        help="write no explorer (index.html) of the comparison (docs/scale.md)")
     report.set_defaults(handler=_run_report)
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from mmfaith.evaluators.score_dir import load_score_dir
+    from mmfaith.evaluators.score_dir import load_metrics
 
     _check_report_out(args.out, args.score_dirs, args.overwrite)
     from mmfaith.evaluators.profile_report import compare_profiles, is_profile_dir
@@ -140,12 +146,13 @@ def _run_report(args: argparse.Namespace) -> int:
         return 0
     compare = family.part("compare", "comparison report")
     comparison = compare(args.score_dirs, args.out, args.bootstrap, args.seed, not args.against_first)
-    explorer_line = _report_explorer(args.out, args.score_dirs, comparison["models"])
+    explorer_line = ("no explorer (--no-explorer)" if args.no_explorer
+                     else _report_explorer(args.out, args.score_dirs, comparison["models"]))
     n = len(comparison["models"])
     written = ", ".join(sorted(p.name for p in args.out.iterdir() if p.is_file()))
     print(f"compared {n} model{'' if n == 1 else 's'} ({family.title}); wrote {written} to {args.out}")
     for label, path in zip(comparison["models"], args.score_dirs):
-        print(f"  {label}: {headline(family, load_score_dir(path)[0])} ({path})")
+        print(f"  {label}: {headline(family, load_metrics(path))} ({path})")
     print(explorer_line)
     return 0
 

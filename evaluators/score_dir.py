@@ -7,13 +7,19 @@ replace the folder whole.
   refused (the score replaces the folder whole).
 - `replace_folder(out, staging)`: put `staging` where `out` is, the old folder moved aside first
   and removed last, so a failed score leaves the old one intact and no file of an older score survives.
+- `ItemSpool(out, fields)`: items.jsonl written while a scorer makes its items, before its metrics: `keep(item)`
+  writes the item's canonical JSON line (redacted, a batch of lines at a time) to a file beside `out` and
+  returns the item with only `fields` (what the family's summary reads; mmfaith/records.py), equal kept values
+  held once, so a scorer's memory is that of what it summarises, not of items.jsonl.
 - `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines, written as `items`
-  yields them, so a generator is never held whole), metrics.json
+  yields them, so a generator is never held whole; or moved into place from the `ItemSpool` given), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
   then put in its place (`replace_folder`); every text file of it passes `mmfaith.redact` (a
   submission's answers may quote a key).
-- `load_score_dir(path)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`;
-  `score_labels(paths, metrics)`: each score's model name ("(no image)" added for a --no-image score), with its
+- `load_score_dir(path, fields)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`, each
+  item with only `fields` (a family's comparison names what it reads: `REPORT_FIELDS`; mmfaith/records.py),
+  equal kept values held once, so a report's memory is that of what it compares; `load_metrics(path)`:
+  metrics.json alone (items.jsonl is not read); `score_labels(paths, metrics)`: each score's model name ("(no image)" added for a --no-image score), with its
   folder where two share one.
 """
 from __future__ import annotations
@@ -27,6 +33,8 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.jsonl import canonical_json, read_jsonl, write_lines_atomic, write_text_atomic
+from mmfaith.records import Fields, Shared, keep_fields
+from mmfaith.redact import redact
 
 
 TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".csv", ".txt", ".svg")
@@ -65,13 +73,46 @@ def replace_folder(out: Path, staging: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def publish_scores(out: Path, items: Iterable[Mapping[str, Any]], metrics: Mapping[str, Any],
+class ItemSpool:
+    """items.jsonl written as a scorer makes its items (module docstring); `close` before publishing."""
+
+    def __init__(self, out: Path, fields: Fields, batch: int = 4096) -> None:
+        self.path = out.parent / f".{out.name}.items.jsonl"
+        self._fields, self._batch, self._shared = fields, batch, Shared()
+        self._pending: list[str] = []
+        self._handle = open(self.path, "wb")
+
+    def keep(self, item: dict[str, Any]) -> dict[str, Any]:
+        """Write `item`'s line; return it with only the spool's fields."""
+        self._pending.append(canonical_json(item) + "\n")
+        if len(self._pending) >= self._batch:
+            self._flush()
+        return keep_fields(item, self._fields, self._shared)
+
+    def _flush(self) -> None:
+        self._handle.write(redact("".join(self._pending)).encode("utf-8"))
+        self._pending.clear()
+
+    def close(self) -> Path:
+        """Write what is pending and close the file (flushed to disk); its path."""
+        if not self._handle.closed:
+            self._flush()
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+        return self.path
+
+
+def publish_scores(out: Path, items: Iterable[Mapping[str, Any]] | ItemSpool, metrics: Mapping[str, Any],
                    write_report: Callable[[Mapping[str, Any], Path], Any]) -> None:
     """Write a score dir whole (module docstring)."""
     staging = out.parent / f".{out.name}.scoring"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    write_lines_atomic(staging / "items.jsonl", (canonical_json(item) + "\n" for item in items))
+    if isinstance(items, ItemSpool):
+        os.replace(items.close(), staging / "items.jsonl")
+    else:
+        write_lines_atomic(staging / "items.jsonl", (canonical_json(item) + "\n" for item in items))
     write_text_atomic(staging / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     write_report(metrics, staging)
     for path in staging.rglob("*"):
@@ -80,13 +121,19 @@ def publish_scores(out: Path, items: Iterable[Mapping[str, Any]], metrics: Mappi
     replace_folder(out, staging)
 
 
-def load_score_dir(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(metrics.json, items.jsonl) of a score dir."""
+def load_metrics(path: Path) -> dict[str, Any]:
+    """metrics.json of a score dir (its items.jsonl must be there too, but is not read)."""
     metrics_path, items_path = path / "metrics.json", path / "items.jsonl"
     if not metrics_path.is_file() or not items_path.is_file():
         raise MmfaithError(f"{path}: not a score dir (needs metrics.json and items.jsonl); "
                            "make one with `mmfaith score FAMILY --out DIR`.")
-    return json.loads(metrics_path.read_text(encoding="utf-8")), [item for _, item in read_jsonl(items_path)]
+    return json.loads(metrics_path.read_text(encoding="utf-8"))
+
+
+def load_score_dir(path: Path, fields: Fields | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(metrics.json, items.jsonl) of a score dir; each item with only `fields` when given (module docstring)."""
+    metrics, shared = load_metrics(path), Shared()
+    return metrics, [keep_fields(item, fields, shared) for _, item in read_jsonl(path / "items.jsonl")]
 
 
 def score_labels(paths: Sequence[Path], metrics: Sequence[dict[str, Any]]) -> list[str]:

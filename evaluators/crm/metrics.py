@@ -95,6 +95,12 @@ def correct(record: dict[str, Any], answer: str | None, gold_similarity: float |
     return gold_similarity is not None and gold_similarity >= threshold and not is_abstention(answer)
 
 
+SUMMARY_FIELDS = ("id", "variant", "mode", "style", "source_key", "question_type", "original_steps", "masked_steps",
+                  "best_similarity", "answer_similarity", "original_final", "masked_final", "components")
+"""What `summarize`, `sweep` and a comparison read of an items.jsonl line (score and report keep only these:
+evaluators/score_dir.py)."""
+
+
 def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit,
                step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD) -> dict[str, Any]:
     """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from."""

@@ -11,7 +11,7 @@ from typing import Any
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
-from mmfaith.evaluators.crm.metrics import rates
+from mmfaith.evaluators.crm.metrics import SUMMARY_FIELDS, rates
 from mmfaith.evaluators.plots import line_chart, save_png
 from mmfaith.evaluators import coverage
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
@@ -108,7 +108,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     exact McNemar p for the binary AFR and HR. Writes comparison.json and report.md; returns the first."""
     if not score_dirs:
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
-    loaded = [load_score_dir(path) for path in score_dirs]
+    loaded = [load_score_dir(path, SUMMARY_FIELDS) for path in score_dirs]
     metrics = [m for m, _ in loaded]
     for path, m in zip(score_dirs[1:], metrics[1:]):
         if m["provenance"]["dataset"] != metrics[0]["provenance"]["dataset"]:

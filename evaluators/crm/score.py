@@ -23,6 +23,7 @@ sensitivity.png. The same inputs give the same bytes.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,8 @@ from mmfaith.evaluators.crm import hallucination
 from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
 from mmfaith.evaluators.crm.embed import load_encoder
 from mmfaith.evaluators.circular import SEPARATOR, circular_correct, original_label, position_bias, rotate_options
-from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, Unit, final_answer,
-                                            noise_floor, score_unit, summarize, sweep)
+from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, SUMMARY_FIELDS, Unit,
+                                            final_answer, noise_floor, score_unit, summarize, sweep)
 from mmfaith.evaluators.crm.prompts import RESAMPLE, TEMPLATES_SHA256, probe_names
 from mmfaith.evaluators.crm.report import write_score_report
 from mmfaith.evaluators.crm.run import CrmProbePlan, asked, conversations, item_shows, shown
@@ -45,7 +46,7 @@ from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
-from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
 
@@ -80,50 +81,58 @@ def _check(request: CrmScoreRequest) -> None:
 
 
 def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: Any,
-           judge: LlmHallucinationJudge | None) -> tuple[list[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
-    """Every scorable unit with its similarities; and how many units lacked an answer."""
+           judge: LlmHallucinationJudge | None) -> tuple[Iterator[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
+    """Every scorable unit with its similarities, made one at a time once every text is embedded (a unit's
+    similarity matrix is held only while it is scored); how many units lacked an answer; the judges' agreement."""
     plans, texts, missing = [], set(), 0
     for item in dataset.items:
         original_cot, original_answer = (answers.get((item.id, probe)) for probe in probe_names("original"))
+        original_steps = None
         for name, _ in asked(item)[1:]:
             cot, answer = (answers.get((item.id, probe)) for probe in probe_names(name))
             if None in (original_cot, original_answer, cot, answer):
                 missing += name != RESAMPLE
                 continue
-            steps = (split_steps(original_cot), split_steps(cot))
+            original_steps = original_steps if original_steps is not None else split_steps(original_cot)
+            steps = (original_steps, split_steps(cot))
             plans.append((item, name, steps, original_answer, answer))
             texts.update(steps[0] + steps[1])
             if not item.record["options"]:
                 texts.update(t for t in (original_answer, answer, item.record["answer"]) if t)
     ordered = sorted(texts)
     vectors = dict(zip(ordered, encoder.embed(ordered))) if ordered else {}
+    del ordered, texts
 
     def cos(a: str | None, b: str | None) -> float | None:
         return None if not a or not b else float(vectors[a] @ vectors[b])
 
-    cases = [(item.record["question"], [region["label"] for region in item.record["regions"]], steps[1])
-             for item, _, steps, _, _ in plans]
+    def case(plan: tuple[CrmItem, str, tuple[list[str], list[str]], str, str]) -> tuple[str, list[str], list[str]]:
+        item, _, steps, _, _ = plan
+        return item.record["question"], [region["label"] for region in item.record["regions"]], steps[1]
+
     rule = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
-            for question, labels, steps in cases]
+            for question, labels, steps in map(case, plans)]
     # The LLM judge reads masked units only; the re-sample's HR (unused beside its SDR and AFR) is the rule's.
     judged = [k for k, plan in enumerate(plans) if plan[1] != RESAMPLE]
-    llm_judged = judge.flag_all([cases[k] for k in judged]) if judge is not None else None
-    compared = (agreement([rule[k] for k in judged], llm_judged, [len(cases[k][2]) for k in judged])
+    llm_judged = judge.flag_all([case(plans[k]) for k in judged]) if judge is not None else None
+    compared = (agreement([rule[k] for k in judged], llm_judged, [len(plans[k][2][1]) for k in judged])
                 if llm_judged is not None else None)
-    llm = None if llm_judged is None else {**dict(enumerate(rule)), **dict(zip(judged, llm_judged))}
-    units = []
-    for k, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
-        record = item.record
-        matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
-                  if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
-        flagged = (llm if llm is not None else rule)[k]
-        free = not record["options"]
-        unit = Unit(original_steps, masked_steps, matrix, original_answer, answer,
-                    cos(original_answer, answer) if free else None,
-                    (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free else (None, None),
-                    flagged)
-        units.append((item, name, unit))
-    return units, missing, compared
+    flags = rule if llm_judged is None else [*rule]
+    for k, flagged in zip(judged, llm_judged or ()):
+        flags[k] = flagged
+
+    def units() -> Iterator[tuple[CrmItem, str, Unit]]:
+        for k, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
+            record = item.record
+            matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
+                      if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
+            free = not record["options"]
+            yield item, name, Unit(original_steps, masked_steps, matrix, original_answer, answer,
+                                   cos(original_answer, answer) if free else None,
+                                   (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free
+                                   else (None, None), flags[k])
+
+    return units(), missing, compared
 
 
 def answer_tally(dataset: CrmDataset, read: PredictionSet, threshold: float) -> Tally:
@@ -206,10 +215,16 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
     units, missing, compared = _units(dataset, answers, encoder, judge)
-    scored = [score_unit(item.record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
-                         request.step_threshold, request.answer_threshold) for item, name, unit in units]
-    lines = [line for line in scored if line["variant"] != FLOOR_VARIANT]
+    spool, lines, floor = ItemSpool(out, SUMMARY_FIELDS), [], []
+    for item, name, unit in units:
+        line = score_unit(item.record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
+                          request.step_threshold, request.answer_threshold)
+        if name == RESAMPLE:
+            floor.append(line)
+        else:
+            lines.append(spool.keep(line))
     if not lines:
+        spool.close().unlink()
         raise MmfaithError(f"{request.predictions}: no (question, variant) has all four answers (original and masked "
                            "CoT and final answer); nothing to score.")
     records = {item.id: item.record for item in dataset.items}
@@ -230,8 +245,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                           "method": "percentile", "confidence": 0.95},
         },
         **summarize(lines, request.n_bootstrap, request.seed),
-        "noise_floor": noise_floor([line for line in scored if line["variant"] == FLOOR_VARIANT], request.n_bootstrap,
-                                   request.seed),
+        "noise_floor": noise_floor(floor, request.n_bootstrap, request.seed),
         "sensitivity": sweep(lines, records),
         "answers": answer_tally(dataset, read, request.coverage_threshold).to_json(),
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
@@ -244,5 +258,5 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     }
     if request.judge_agreement:
         metrics["judge_agreement"] = compared
-    publish_scores(out, lines, metrics, write_score_report)
+    publish_scores(out, spool, metrics, write_score_report)
     return metrics

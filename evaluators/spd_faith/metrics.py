@@ -90,6 +90,10 @@ ALARM_PROBES = ("same", "different", "count")
 LEFT_OUT = {"contradiction_rate": "contradiction", "consistency_ratio": "consistency", "DRF": "DRF",
             "yes_ratio_same": "yes_same"}
 """Metrics undefined for some items, and the item score whose null leaves the item out."""
+SUMMARY_FIELDS = ("id", "num_differences", "group", "cluster", "answers", "scores", "type_counts", "drf.classes",
+                  "category_tp")
+"""What `summarize`, the answer tally and a comparison read of an items.jsonl line (score and report keep only
+these: evaluators/score_dir.py); the claims, gold and matches behind them are most of a line."""
 _DECIMALS = 6
 
 

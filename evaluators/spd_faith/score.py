@@ -47,9 +47,10 @@ from mmfaith.evaluators.answers import last_boxed
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
-from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
-from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, judge_case, score_item, summarize
+from mmfaith.evaluators.spd_faith.metrics import (DEFINITIONS_VERSION, SUMMARY_FIELDS, Answer, judge_case, score_item,
+                                                  summarize)
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.evaluators.spd_faith.run import item_shows
@@ -181,7 +182,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
                for pair in dataset.pairs]
     cases = [judge_case(pair.record, by_probe) for pair, by_probe in zip(dataset.pairs, answers)]
     judgements = judge.judge_all(cases)
-    items = [score_item(pair.record, pair.source_key, by_probe, judgement)
+    spool = ItemSpool(out, SUMMARY_FIELDS)
+    items = [spool.keep(score_item(pair.record, pair.source_key, by_probe, judgement))
              for pair, by_probe, judgement in zip(dataset.pairs, answers, judgements)]
     agreement = None
     if request.judge_agreement:
@@ -209,7 +211,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
             with open(folder / "report.md", "a", encoding="utf-8") as report:
                 report.write(official_responses.comparison_markdown(scores))
 
-    publish_scores(out, items, metrics, write_report)
+    publish_scores(out, spool, metrics, write_report)
     return metrics
 
 

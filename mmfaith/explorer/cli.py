@@ -63,7 +63,7 @@ def run_view(args: argparse.Namespace) -> int:
 
 def _report_inputs(report_dir: Path, scores: list[Path] | None) -> tuple[list[Path], list[str]]:
     """A report's score dirs (--scores, else those its explorer data names) and their labels."""
-    from mmfaith.evaluators.score_dir import load_score_dir, score_labels
+    from mmfaith.evaluators.score_dir import load_metrics, score_labels
     from mmfaith.explorer.page import read_page_data
 
     if not scores:
@@ -71,7 +71,7 @@ def _report_inputs(report_dir: Path, scores: list[Path] | None) -> tuple[list[Pa
         scores = [report_dir / path for path in data.get("score_dirs", [])]
     if not scores:
         raise MmfaithError(f"view {report_dir}: name the report's score dirs with --scores SCORE_DIR...")
-    return scores, score_labels(scores, [load_score_dir(path)[0] for path in scores])
+    return scores, score_labels(scores, [load_metrics(path) for path in scores])
 
 
 def serve(folder: Path, port: int) -> None:

@@ -74,7 +74,9 @@ def _source_images(items: Sequence[dict[str, Any]]) -> dict[str, Path]:
     found = {}
     for item in items:
         for shown in item["images"]:
-            found[shown["sha256"]] = Path(shown.pop("path"))
+            path = shown.pop("path")
+            if shown["sha256"] not in found:
+                found[shown["sha256"]] = Path(path)
     return found
 
 
@@ -110,7 +112,7 @@ def write_score_explorer(score_dir: Path, dataset: Path | str | None, prediction
 def write_report_explorer(report_dir: Path, score_dirs: Sequence[Path], labels: Sequence[str], workers: int = 4,
                           progress: bool = True) -> Path:
     """The explorer of a comparison (module docstring): items in the first score's order, one column per model."""
-    from mmfaith.evaluators.score_dir import load_score_dir
+    from mmfaith.evaluators.score_dir import load_metrics
 
     pages, metrics_by_model = [], {}
     for score_dir, label in zip(score_dirs, labels):
@@ -119,7 +121,7 @@ def write_report_explorer(report_dir: Path, score_dirs: Sequence[Path], labels: 
             raise MmfaithError(f"{score_dir}: has no explorer to compare; write it with `mmfaith view {score_dir} "
                                "--dataset SOURCE`, then report again.")
         pages.append((score_dir, data))
-        metrics_by_model[label] = load_score_dir(score_dir)[0]
+        metrics_by_model[label] = load_metrics(score_dir)
     merged: dict[str, dict[str, Any]] = {}
     images: dict[str, Path] = {}
     for (score_dir, data), label in zip(pages, labels):
@@ -127,7 +129,8 @@ def write_report_explorer(report_dir: Path, score_dirs: Sequence[Path], labels: 
             kept = merged.setdefault(item["id"], {**item, "models": {}})
             kept["models"][label] = next(iter(item["models"].values()))
             for shown in item["images"]:
-                images.setdefault(shown["sha256"], score_dir / "explorer" / "f" / f"{shown['sha256']}.jpg")
+                if shown["sha256"] not in images:  # a path made once per image, not once per item showing it
+                    images[shown["sha256"]] = score_dir / "explorer" / "f" / f"{shown['sha256']}.jpg"
     family = families.get(pages[0][1]["family"])
     data = {"kind": "report", "family": family.name, "family_title": family.title,
             "title": f"{family.title}: {' vs '.join(labels)}", "models": list(labels),

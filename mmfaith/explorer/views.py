@@ -100,18 +100,22 @@ def gold_option(label: str, options: Sequence[Mapping[str, str]]) -> str:
 
 
 def responses(predictions: Path | None) -> dict[tuple[str, str], dict[str, Any]]:
-    """The last line per (id, probe) of a predictions.jsonl (as a run's resume reads it); empty without one or when
+    """The last line per (id, probe) of a predictions.jsonl (as a run's resume reads it), held as a scorer holds it
+    (its response and meta without the run-only fields: evaluators/predictions.kept_line); empty without one or when
     the file is not JSON lines (a submission in another format shows no raw replies)."""
     from mmfaith.errors import MmfaithError
+    from mmfaith.evaluators.predictions import kept_line
     from mmfaith.jsonl import read_jsonl
+    from mmfaith.records import Shared
 
     if predictions is None or not predictions.is_file():
         return {}
     found: dict[tuple[str, str], dict[str, Any]] = {}
+    shared = Shared()
     try:
         for _, line in read_jsonl(predictions):
             if isinstance(line.get("id"), str) and isinstance(line.get("probe"), str):
-                found[(line["id"], line["probe"])] = line
+                found[(line["id"], line["probe"])] = kept_line(line, shared, None)
     except MmfaithError:  # a submission in another format: no replies shown
         return {}
     return found

@@ -46,12 +46,15 @@ def _outputs(folder: Path, name: str) -> dict:
     build, predictions_of = oracle_and_always_a(folder, name, BUILDS[name])
     outputs = {}
     for model, predictions in predictions_of.items():
+        quiet = ["--no-explorer"] if model == "always-a" else []  # the scores are the same without the explorer
         assert main(["score", name, "--dataset", str(build), "--predictions", str(predictions), "--from-run",
-                     "--out", str(folder / model), "--bootstrap", "200", "--seed", "3"]) == 0
+                     "--out", str(folder / model), "--bootstrap", "200", "--seed", "3", *quiet]) == 0
+        assert (folder / model / "index.html").is_file() == (not quiet)
         outputs[f"{model}.metrics"] = json.loads((folder / model / "metrics.json").read_text())
         outputs[f"{model}.items"] = [json.loads(line) for line in (folder / model / "items.jsonl").read_text().splitlines()]
     assert main(["report", str(folder / "oracle"), str(folder / "always-a"), "--out", str(folder / "report"),
-                 "--bootstrap", "200", "--seed", "3"]) == 0
+                 "--bootstrap", "200", "--seed", "3", "--no-explorer"]) == 0
+    assert not (folder / "report" / "index.html").exists()
     outputs["comparison"] = json.loads((folder / "report" / "comparison.json").read_text())
     return _stable(outputs)
 
