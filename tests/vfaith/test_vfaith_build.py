@@ -36,7 +36,10 @@ def _scene_of(record: dict) -> tuple:
 def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(vfaith_build: Path) -> None:
     records = read_records(vfaith_build)
     templates = {record["build"]["template"] for record in records}
-    assert templates == {"color", "count", "existence", "relation"}
+    # Every template but relation: since issue 29's target rules (nameability) the embedded sample's relation
+    # questions all fail their plan (fixed objects, no free place, holes that would damage a neighbour); the
+    # relation branch below checks any that a source makes (the audit's coco128 recipe does).
+    assert {"color", "count", "existence"} <= templates <= {"color", "count", "existence", "relation"}
     for record in records:
         assert schema_errors("vfaith_pair", record) == []
         labels = {option["label"]: option["text"] for option in record["options"]}
@@ -151,8 +154,10 @@ def test_another_recipe_is_refused_and_the_cli_builds(vfaith_build: Path, tmp_pa
         build_vfaith(BuildRequest(out=vfaith_build, seed=1, per_template=3, inpainter=InpainterSpec("patchmatch"),
                                   progress=False))
     out = tmp_path / "cli"
+    # Three questions of each template per image: the recolour's and nameability's refusals (issue 29) leave the
+    # first images without a colour or existence pair at the default two.
     assert main(["build", "vfaith", "--out", str(out), "--per-template", "1", "--templates", "color,existence",
-                 "--inpainter", "telea", "--no-progress"]) == 0
+                 "--inpainter", "telea", "--per-image", "3", "--no-progress"]) == 0
     said = capsys.readouterr().out
     assert "built 2 pairs (color 1, existence 1)" in said and "gold letters" in said
     assert main(["build", "vfaith", "--out", str(tmp_path / "bad"), "--templates", "colour"]) == 2
