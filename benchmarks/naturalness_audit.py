@@ -3,10 +3,10 @@
 For every family (`--families`, default all four) the family's `AuditPart` (`FamilyParts.audit`,
 builders/audit_set.py) names fixed recipes: `mmfaith build FAMILY` arguments with a seed, on the
 embedded sample or, when `--coco DIR` gives the 128-image sample, on it. Each recipe is built (in
-this process, into `--work DIR/FAMILY/RECIPE`; a build is reused while its recipe, the COCO folder
-and the builders' code are unchanged), its accepted items are matched by key to the person's
-verdicts in benchmarks/audit/FAMILY.jsonl, and it prints, per family and kind (edit type, template
-or mask style):
+this process, or `--jobs N` at once in child processes, into `--work DIR/FAMILY/RECIPE`; a build is
+reused while its recipe, the COCO folder and the builders' code are unchanged), its accepted items
+are matched by key to the person's verdicts in benchmarks/audit/FAMILY.jsonl, and it prints, per
+family and kind (edit type, template or mask style):
 
 - accepted (distinct items the builders accept now), labelled (those with a verdict), rejected
   (labelled "reject"), the reject share (rejected / labelled) and, per family, the yield (accepted
@@ -33,12 +33,14 @@ careful annotator"). How verdicts are given: docs/audit.md.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import datetime
 import hashlib
 import importlib.util
 import io
 import json
+import multiprocessing
 import re
 import shutil
 import statistics
@@ -222,21 +224,25 @@ def coco_flags(coco: Path) -> list[str]:
 
 def build(family: str, recipe: AuditRecipe, coco: Path | None, work: Path, fingerprint: str) -> Path:
     """WORK/FAMILY/RECIPE built from `recipe` (reused when its stamp, RECIPE.stamp.json, says the same recipe,
-    COCO folder and builders made it); the build's own output goes to RECIPE.log."""
+    COCO folder and builders made it); the build's own output goes to RECIPE.log. A build stopped halfway
+    (RECIPE.pending.json, written before it starts, says the same) is resumed, as `mmfaith build` resumes;
+    any other folder there is made afresh."""
     out = work / family / recipe.name
     flags = coco_flags(coco) if recipe.source == "coco128" and coco is not None else []
-    stamp = {"family": family, "source": recipe.source, "args": list(recipe.args), "flags": flags,
-             "builders_sha256": fingerprint}
-    stamp_path = out.with_name(recipe.name + ".stamp.json")
-    if (out / "build.json").is_file() and stamp_path.is_file() and json.loads(stamp_path.read_text()) == stamp:
+    stamp = json.dumps({"family": family, "source": recipe.source, "args": list(recipe.args), "flags": flags,
+                        "builders_sha256": fingerprint}, indent=1) + "\n"
+    stamp_path, pending = out.with_name(recipe.name + ".stamp.json"), out.with_name(recipe.name + ".pending.json")
+    if (out / "build.json").is_file() and stamp_path.is_file() and stamp_path.read_text(encoding="utf-8") == stamp:
         return out
-    shutil.rmtree(out, ignore_errors=True)
+    if not (pending.is_file() and pending.read_text(encoding="utf-8") == stamp):
+        shutil.rmtree(out, ignore_errors=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pending.write_text(stamp, encoding="utf-8")
     stamp_path.unlink(missing_ok=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_name(recipe.name + ".log"), "w", encoding="utf-8") as log, \
+    with open(out.with_name(recipe.name + ".log"), "a", encoding="utf-8") as log, \
             contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         run_build(family, [*recipe.args, *flags], out, progress=False)
-    stamp_path.write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
+    pending.replace(stamp_path)
     return out
 
 
@@ -341,16 +347,20 @@ def rates_path() -> Path:
     return Path(spec.origin).parent / "audit_rates.json" if spec and spec.origin else REPOSITORY / "mmfaith/data/audit_rates.json"
 
 
-def audit_family(family: str, coco: Path | None, work: Path, verdicts_dir: Path, fingerprint: str) -> FamilyAudit:
-    """Build the family's recipes (coco128 ones only with `coco`) and measure them against its verdicts."""
+def audit_family(family: str, coco: Path | None, work: Path, verdicts_dir: Path, fingerprint: str,
+                 jobs: int = 1) -> FamilyAudit:
+    """Build the family's recipes (coco128 ones only with `coco`; `jobs` of them at once, each in its own
+    process) and measure them against its verdicts."""
     part: AuditPart = get(family).part("audit", "naturalness audit part")()
-    builds, skipped = [], []
-    for recipe in part.recipes:
-        if recipe.source == "coco128" and coco is None:
-            skipped.append(recipe.name)
-            continue
-        builds.append((recipe, build(family, recipe, coco, work, fingerprint)))
-    return measure(family, part, builds, read_verdicts(verdicts_dir / f"{family}.jsonl"), skipped)
+    recipes = [recipe for recipe in part.recipes if recipe.source != "coco128" or coco is not None]
+    skipped = [recipe.name for recipe in part.recipes if recipe not in recipes]
+    arguments = [(family, recipe, coco, work, fingerprint) for recipe in recipes]
+    if jobs > 1:
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            folders = list(pool.map(build, *zip(*arguments)))
+    else:
+        folders = [build(*argument) for argument in arguments]
+    return measure(family, part, list(zip(recipes, folders)), read_verdicts(verdicts_dir / f"{family}.jsonl"), skipped)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coco", type=Path, metavar="DIR", help="the 128-image COCO sample: also build its recipes")
     parser.add_argument("--work", type=Path, metavar="DIR",
                         help="keep the builds here and reuse those of unchanged recipes (default: a temporary folder)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="build N recipes at once, each in its own process (default 1)")
     parser.add_argument("--cards", type=Path, metavar="DIR", help="write a review card per unlabelled item here")
     parser.add_argument("--verdicts", type=Path, default=VERDICTS, metavar="DIR", help="the verdict files FAMILY.jsonl")
     parser.add_argument("--write-rates", nargs="?", type=Path, const=rates_path(), metavar="FILE",
@@ -371,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
             work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="audit-")))
             audits = []
             for family in families:
-                audit = audit_family(family, args.coco, work, args.verdicts, fingerprint)
+                audit = audit_family(family, args.coco, work, args.verdicts, fingerprint, args.jobs)
                 cards = write_cards(audit, args.cards) if args.cards else None
                 print("\n".join(report_lines(audit, cards)), flush=True)
                 audits.append(audit)

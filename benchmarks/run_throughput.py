@@ -4,7 +4,7 @@ What it measures
 ----------------
 A local OpenAI-protocol server runs in its own process (asyncio, so it holds 256 requests at
 once cheaply: it counts the body's bytes, waits L = 0.5 s, answers a fixed chat completion). The
-client is the real run loop (the shared engine driving SPD-Faith's probe plan through `run_spd_faith`: the openai client, images from PNG files as
+client is the real run loop (the shared engine driving SPD-Faith's probe plan through `run_spd_faith`: the chat client, images from PNG files as
 base64 data URLs, predictions appended and fsynced) over a temporary build-like dataset of 256
 pairs of 640x480 PNGs (crops of the embedded COCO sample; each original shared by 8 pairs, each
 edited image its own, a patch recolored), two images per request.
@@ -15,9 +15,12 @@ per second (four probes each, describe after count) and the CPU time spent on im
 the last pairs (their describe waits for their count) count against them.
 
 Goal: at concurrency 64, at least 0.9 of the ideal requests per second on 2 cores shared with
-the server.
+the server. `--through evaluate` drives the same runs through `mmfaith evaluate`'s run step
+(`evaluate.run_one`, with the options parsed from an `evaluate` command line), the path a profile's
+every family takes, so the goal is checked there too.
 
     python benchmarks/run_throughput.py              # about a minute on 2 cores
+    python benchmarks/run_throughput.py --through evaluate
     python benchmarks/run_throughput.py --repeat 3   # the fastest of 3 runs per concurrency
     python benchmarks/run_throughput.py --quick      # fewer requests: a smoke test
 
@@ -168,14 +171,24 @@ def make_dataset(root: Path) -> None:
 
 # -- measuring -------------------------------------------------------------------------------------
 
-def measure(dataset: Path, base_url: str, concurrency: int, pairs: int, work: Path) -> dict[str, float]:
-    """One run at one concurrency, into a fresh run dir."""
-    from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
+def measure(dataset: Path, base_url: str, concurrency: int, pairs: int, work: Path,
+            through: str = "run") -> dict[str, float]:
+    """One run at one concurrency, into a fresh run dir, by `mmfaith run`'s path or `mmfaith evaluate`'s."""
+    out = Path(tempfile.mkdtemp(prefix=f"c{concurrency}-", dir=work))
+    if through == "evaluate":
+        from mmfaith.cli import parser
+        from mmfaith.evaluators.evaluate import run_one
 
-    summary = run_spd_faith(RunRequest(dataset=dataset, model="bench", base_urls=(base_url,),
-                                       out=Path(tempfile.mkdtemp(prefix=f"c{concurrency}-", dir=work)),
-                                       concurrency=concurrency, limit=pairs, timeout_s=60, max_attempts=1,
-                                       progress=False))
+        shared = parser().parse_args(["evaluate", "--base-url", base_url, "--model", "bench", "--out", str(out),
+                                      "--concurrency", str(concurrency), "--limit", str(pairs), "--timeout", "60",
+                                      "--max-attempts", "1", "--no-progress"])
+        summary = run_one("spd-faith", str(dataset), (), shared, "bench", (base_url,), out / "runs" / "spd-faith")
+    else:
+        from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
+
+        summary = run_spd_faith(RunRequest(dataset=dataset, model="bench", base_urls=(base_url,), out=out,
+                                           concurrency=concurrency, limit=pairs, timeout_s=60, max_attempts=1,
+                                           progress=False))
     if summary.failed or summary.requests != 4 * pairs:
         raise RuntimeError(f"concurrency {concurrency}: {summary.line()}")
     rate, ideal = summary.requests / summary.elapsed_s, concurrency / LATENCY_S
@@ -190,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests: a smoke test, not a measurement")
     parser.add_argument("--repeat", type=int, default=1, help="keep the fastest of N runs per concurrency (default 1)")
+    parser.add_argument("--through", choices=("run", "evaluate"), default="run",
+                        help="drive the runs as `mmfaith run` does (default) or through `mmfaith evaluate`'s run step")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the server process
     args = parser.parse_args(argv)
     if args.serve:
@@ -205,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             make_dataset(dataset)
             print(f"dataset: {PAIRS} pairs of {WIDTH}x{HEIGHT} PNGs in {time.perf_counter() - started:.1f} s; "
                   f"server latency {LATENCY_S} s; {os.cpu_count()} CPUs", flush=True)
-            rows = [max((measure(dataset, base_url, c, pairs, Path(tmp)) for _ in range(args.repeat)),
+            rows = [max((measure(dataset, base_url, c, pairs, Path(tmp), args.through) for _ in range(args.repeat)),
                         key=lambda row: row["requests_per_s"])
                     for c, pairs in (QUICK_LEVELS if args.quick else LEVELS)]
     finally:
@@ -222,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"goal: >= {GOAL_RATIO} of ideal at concurrency {GOAL_CONCURRENCY}: {goal['ratio']:.2f} -> "
           f"{'MET' if met else 'NOT MET'}")
     print("JSON " + json.dumps({"cpus": os.cpu_count(), "latency_s": LATENCY_S, "quick": args.quick,
+                                "through": args.through,
                                 "repeat": args.repeat, "rows": rows,
                                 "goal_ratio": GOAL_RATIO, "goal_concurrency": GOAL_CONCURRENCY, "goal_met": met},
                                sort_keys=True))

@@ -35,15 +35,25 @@ Templates (`Question.facts` in brackets):
   reference, relation], two categories with one instance each whose boxes are disjoint in x by at
   least min_relation_gap of the width; options left / right. Which of the two is the subject is
   drawn with the seed, or with a `QuestionBalance` the one whose answer (left or right) is the less
-  used so far.
+  used so far. `relation_reason` refuses a pair a person could not place side by side: a surface
+  that things stand or lie on (RELATION_SURFACES: a dining table, bed, couch or bench is annotated
+  only where it shows between the things on it and runs on behind and under them, so a fork on the
+  table of COCO 397 is neither left nor right of it), and a glimpse of a fitted appliance
+  (FITTED_APPLIANCES under MIN_FITTED_AREA of the image by its box: the "oven" of COCO 164 is a
+  corner of a stovetop between a jug and a paper-towel roll, which nobody could point at).
 
 COCO annotates instances incompletely, and a crowd region stands for an uncounted group: a
 category with any crowd annotation in the image gets no question at all, and every instance a
 question depends on must cover at least min_instance_area of the image (by its box), or a small,
 likely unannotated twin could make count and existence wrong, and must be nameable
 (targets.nameable_reason: not a tiny shape, a sliver cut by the border, or a blur like its
-surroundings), or a person could not check the answer. Sizes are box areas over the image
-area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
+surroundings), or a person could not check the answer. Counts and present existence are
+stricter (issue 29's audit: stacks of books, rows of benches, handbags and bottles among clutter
+were counts nobody could check, and their unannotated twins stayed visible under CRM's masks):
+every instance of the category must cover at least min_counted_area (1 %). An absent object is
+asked about only when the scene holds no crowd region and no instance under min_counted_area of
+its supercategory (a motorcycle cannot be ruled out among dozens of tiny annotated cars). Sizes
+are box areas over the image area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
 Balance (docs/questions.md): a build passes one `QuestionBalance` to every scene and records in it
@@ -80,6 +90,9 @@ from mmfaith.vocabulary import COLOR_NAMES
 TEMPLATES: tuple[str, ...] = ("color", "count", "existence", "relation")
 LETTERS = "ABCDEFGHIJ"
 SECONDARY_SHARE = 0.15
+RELATION_SURFACES = frozenset({"dining table", "bed", "couch", "bench"})
+FITTED_APPLIANCES = frozenset({"oven", "refrigerator"})
+MIN_FITTED_AREA = 0.01
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,7 @@ class QuestionRules:
     """The thresholds of the templates (module docstring)."""
 
     min_instance_area: float = 0.002
+    min_counted_area: float = 0.01
     max_count: int = 6
     min_relation_gap: float = 0.02
     max_subject_area: float | None = None
@@ -245,13 +259,18 @@ class CategoryContext:
             self.together.update((a, b) for a in categories for b in categories if a != b)
         self.supercategory = {c["name"]: c.get("supercategory") for c in source.coco.dataset["categories"]}
 
-    def plausible_absent(self, scene: Scene) -> dict[str, dict[str, int]]:
+    def plausible_absent(self, scene: Scene,
+                         min_counted_area: float = QuestionRules.min_counted_area) -> dict[str, dict[str, int]]:
         """{absent category: {present category: strength}}: categories with no annotation in the scene that
         co-occur with a present one in other images (strength: how many; the scene cannot hold the pair,
-        it lacks the absent one) or share its supercategory (strength at least 1)."""
+        it lacks the absent one) or share its supercategory (strength at least 1). A category whose
+        supercategory has a crowd region or an instance under `min_counted_area` of the image in the scene is
+        left out: another one, unannotated, could hide among those (module docstring)."""
         present = sorted({inst.category for inst in scene.instances})
+        cluttered = {self.supercategory.get(inst.category) for inst in scene.instances
+                     if inst.iscrowd or _area(inst, scene) < min_counted_area} - {None}
         found: dict[str, dict[str, int]] = {}
-        for absent in sorted(set(self.supercategory) - set(present)):
+        for absent in sorted(set(self.supercategory) - set(present) - self._of(cluttered)):
             links = {}
             for category in present:
                 shared = self.together[(absent, category)]
@@ -262,6 +281,10 @@ class CategoryContext:
             if links:
                 found[absent] = links
         return found
+
+    def _of(self, supercategories: set[str | None]) -> set[str]:
+        """The categories of these supercategories."""
+        return {category for category, group in self.supercategory.items() if group in supercategories}
 
 
 def _area(inst: Instance, scene: Scene) -> float:
@@ -310,6 +333,12 @@ class _SceneView:
         return [(cat, insts) for cat, insts in self.groups.items()
                 if len(insts) <= self.rules.max_count
                 and all(self.large_enough(i) and self.small_enough(i) for i in insts)]
+
+    def counted(self) -> list[tuple[str, tuple[Instance, ...]]]:
+        """Countable categories whose every instance covers at least min_counted_area: what count and present
+        existence ask about (module docstring)."""
+        floor = self.rules.min_counted_area
+        return [(cat, insts) for cat, insts in self.countable() if all(_area(i, self.scene) >= floor for i in insts)]
 
     def singles(self) -> list[Instance]:
         """Instances that are the only one of their category and large enough."""
@@ -419,11 +448,24 @@ def _relation_of(subject: Instance, reference: Instance) -> str:
     return "left" if subject.bbox[0] < reference.bbox[0] else "right"
 
 
-def _relation_question(view: _SceneView, first: Instance, second: Instance, seed: int,
-                       balance: QuestionBalance | None) -> Question | None:
+def relation_reason(first: Instance, second: Instance, scene: Scene, rules: QuestionRules) -> str | None:
+    """Why the two objects make no left/right question (module docstring, relation), or None when they do."""
     (x1, _, w1, _), (x2, _, w2, _) = first.bbox, second.bbox
     gap = max(x2 - (x1 + w1), x1 - (x2 + w2))
-    if gap < view.rules.min_relation_gap * view.scene.width:
+    if gap < rules.min_relation_gap * scene.width:
+        return f"boxes {gap:.0f} pixels apart in x (< {rules.min_relation_gap:.0%} of the width)"
+    for inst in (first, second):
+        if inst.category in RELATION_SURFACES:
+            return f"the {inst.category} is a surface things stand on: left or right of it is ill-posed"
+        if inst.category in FITTED_APPLIANCES and _area(inst, scene) < MIN_FITTED_AREA:
+            return (f"the {inst.category} covers {_area(inst, scene):.2%} of the image (< {MIN_FITTED_AREA:.0%}): "
+                    "a glimpse of a fitted appliance")
+    return None
+
+
+def _relation_question(view: _SceneView, first: Instance, second: Instance, seed: int,
+                       balance: QuestionBalance | None) -> Question | None:
+    if relation_reason(first, second, view.scene, view.rules) is not None:
         return None
     key = f"relation:{view.scene.image_id}:{first.ann_id}+{second.ann_id}"
     rng = question_rng(seed, key)
@@ -468,10 +510,10 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
                 if question is not None:
                     questions.append(question)
     if "count" in templates:
-        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in view.countable()]
+        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
     if "existence" in templates:
-        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in view.countable()]
-        questions += _absent_questions(view, view.countable(), absent or {}, seed, balance)
+        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
+        questions += _absent_questions(view, view.counted(), absent or {}, seed, balance)
     if "relation" in templates:
         singles = view.singles()
         for i, first in enumerate(singles):

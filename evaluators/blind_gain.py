@@ -80,6 +80,10 @@ def gain_and_leakage(loaded: Sequence[Loaded], labels: Sequence[str], how: Blind
     return {"multimodal_gain": gains, "leakage": leaks}
 
 
+UNDEFINED = "undefined for one of the two runs on these items"
+"""Why a gain or leakage is n/a: the metric has no value for one side on the items compared."""
+
+
 def blind_report_lines(blind: Mapping[str, list[dict[str, Any]]], keys: Sequence[str]) -> list[str]:
     """The report's section on multimodal gain and leakage (empty when neither could be computed)."""
     lines: list[str] = []
@@ -91,8 +95,9 @@ def blind_report_lines(blind: Mapping[str, list[dict[str, Any]]], keys: Sequence
             if entry["overall"] is None:
                 continue
             rows = [["all", str(entry["overall"]["n_items"]),
-                     *(fmt_ci(entry["overall"][k]["difference"], entry["overall"][k]["ci95"]) for k in keys)]]
-            rows += [[t, str(block["n_items"]), *(fmt_ci(block[k]["difference"], block[k]["ci95"]) for k in keys)]
+                     *(fmt_ci(entry["overall"][k]["difference"], entry["overall"][k]["ci95"], UNDEFINED) for k in keys)]]
+            rows += [[t, str(block["n_items"]),
+                      *(fmt_ci(block[k]["difference"], block[k]["ci95"], UNDEFINED) for k in keys)]
                      for t, block in entry["by_template"].items()]
             lines += [f"## {title}: {entry['model']}", "",
                       f"`{entry[a]}` minus `{entry[b]}`, paired per item, 95% bootstrap CI clustered by source "

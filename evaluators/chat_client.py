@@ -2,10 +2,11 @@
 
 Contract
 --------
-`ChatClient(base_urls, api_key, ...)` holds one `openai.AsyncOpenAI` per base URL (its own
-retries off, a connection pool as large as the concurrency) and is used as an async context
-manager. `await client.complete(body)` POSTs a request body made by `chat_body` to
-/chat/completions:
+`ChatClient(base_urls, api_key, ...)` speaks the OpenAI chat protocol itself over `httpx2` (the HTTP
+library the openai SDK 3.x and huggingface_hub use; the SDK itself is not imported: its ~0.6 CPU-s
+import sat before a run's first request), with connection pools as large as the concurrency, and
+is used as an async context manager. `await client.complete(body)` POSTs a request body made by
+`chat_body` to BASE_URL/chat/completions with `Authorization: Bearer KEY`:
 
 - never has more than `concurrency` requests on the wire; attempts go round-robin over the URLs
   (and over several connection pools per URL at high concurrency, see POOL_CONNECTIONS);
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import importlib
 import itertools
 import json
 import math
@@ -42,10 +42,9 @@ import random
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
-import openai
+import httpx2
 
 from mmfaith.jsonl import canonical_json
 from mmfaith.redact import redact, redact_url
@@ -213,14 +212,14 @@ class ChatClient:
         # ceil(C / POOL_CONNECTIONS) clients per URL, each pool allowed up to C connections (never
         # a wait for a connection) and, with round-robin, holding about POOL_CONNECTIONS of them.
         # They share one TLS context: making one costs ~35 ms.
-        http = http_library()
-        limits = http.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        tls = http.create_ssl_context()
+        limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        tls = httpx2.create_ssl_context()
         shards = math.ceil(concurrency / POOL_CONNECTIONS)
+        headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
+                   "Accept": "application/json"}
         self._replicas = [
-            _Replica(url, [openai.AsyncOpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout_s,
-                                              http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s,
-                                                                                         verify=tls))
+            _Replica(url, [httpx2.AsyncClient(base_url=url.rstrip("/") + "/", headers=headers, limits=limits,
+                                              timeout=timeout_s, verify=tls)
                            for _ in range(shards)])
             for url in base_urls]
         self._slots = _PrioritySlots(concurrency)
@@ -236,7 +235,7 @@ class ChatClient:
     async def __aexit__(self, *exc: object) -> None:
         for replica in self._replicas:
             for client in replica.clients:
-                await client.close()
+                await client.aclose()
 
     def _pick(self) -> _Replica:
         """The next replica in the rotation; when every one is out, the one that comes back first."""
@@ -266,11 +265,14 @@ class ChatClient:
             replica = self._pick()  # picked once a slot is free: a replica may have gone out meanwhile
             client = replica.client()
             start = time.perf_counter()
+            completion: Any = None
             try:
-                # cast_to=object: the parsed JSON as is; pydantic models per answer cost CPU for nothing.
-                completion = await asyncio.wait_for(  # a deadline for the whole attempt, not only each read
-                    client.post("/chat/completions", cast_to=object, content=body), self.timeout_s)
-                failure = _malformed(completion)
+                response = await asyncio.wait_for(  # a deadline for the whole attempt, not only each read
+                    client.post("chat/completions", content=body), self.timeout_s)
+                failure = _status_failure(response)
+                if failure is None:
+                    completion = json.loads(response.content)
+                    failure = _malformed(completion)
             except Exception as exc:  # classified; anything unexpected is a bug and re-raised there
                 failure = _classify(exc, self.timeout_s)
             finally:
@@ -287,36 +289,39 @@ class ChatClient:
                                 else random.uniform(0, min(MAX_BACKOFF_S, self.backoff_s * 2 ** (attempt - 1))))
 
 
-def http_library() -> ModuleType:
-    """The HTTP library under openai (httpx2 for openai 3.x, httpx before); both have Limits and create_ssl_context."""
-    return importlib.import_module(type(openai.DEFAULT_CONNECTION_LIMITS).__module__.split(".")[0])
-
-
 def _classify(exc: Exception, timeout_s: float) -> _Failure:
-    """What went wrong in one attempt, and whether another attempt may help."""
-    if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError)):
+    """What went wrong in one attempt that raised, and whether another attempt may help."""
+    if isinstance(exc, (httpx2.TimeoutException, asyncio.TimeoutError)):
         return _Failure(f"timeout: no answer after waiting {timeout_s:g} s", retryable=True, kind="timeout",
                         unreachable=True)
-    if isinstance(exc, openai.APIConnectionError):
-        return _Failure(f"connection error: {exc.__cause__ or exc}", retryable=True, kind="connection",
+    if isinstance(exc, httpx2.TransportError):
+        return _Failure(f"connection error: {exc or type(exc).__name__}", retryable=True, kind="connection",
                         unreachable=True)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        message = _error_message(exc)
-        return _Failure(f"HTTP {status}: {message}", retryable=status in RETRYABLE_STATUS or status >= 500,
-                        retry_after_s=retry_after_s(exc.response.headers), kind=f"http_{status}")
-    if isinstance(exc, json.JSONDecodeError):
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return _Failure(f"malformed response: not a chat completion ({exc})", retryable=True)
     raise exc
 
 
-def _error_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
+def _status_failure(response: httpx2.Response) -> _Failure | None:
+    """A response whose status is an error (400 and up), None for a success."""
+    status = response.status_code
+    if status < 400:
+        return None
+    return _Failure(f"HTTP {status}: {_error_message(response)}", retryable=status in RETRYABLE_STATUS or status >= 500,
+                    retry_after_s=retry_after_s(response.headers), kind=f"http_{status}")
+
+
+def _error_message(response: httpx2.Response) -> str:
+    """The server's own message of an error response (OpenAI's {"error": {"message"}}), else the body."""
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
     if isinstance(body, dict):
         body = body.get("error", body)
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return body["message"]
-    return str(exc.message)
+    return f"Error code: {response.status_code} - {body}"
 
 
 def _malformed(completion: Any) -> _Failure | None:

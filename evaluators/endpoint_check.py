@@ -26,10 +26,8 @@ HINTS = {
 
 def check_endpoint(base_url: str, model: str, api_key: str, timeout_s: float = 10.0) -> list[str]:
     """Check one base URL as the module docstring says; return warnings, raise for what no call can survive."""
-    # The HTTP library openai already loaded: plain httpx would add its CLI's imports (click, rich) to every run.
-    from mmfaith.evaluators.chat_client import http_library
-
-    http = http_library()
+    # httpx2, as the chat client: plain httpx would add its CLI's imports (click, rich) to every run.
+    import httpx2 as http
     shown = redact_url(base_url)
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:

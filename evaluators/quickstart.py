@@ -69,7 +69,7 @@ def quickstart(request: QuickstartRequest) -> Path:
                                  from_run=True, seed=request.seed))
     write_score_explorer(blind_score, build_dir, blind_run / "predictions.jsonl", progress=request.progress)
     report_dir = request.out / "report"
-    comparison = compare_scores([*score_dirs, blind_score], report_dir, seed=request.seed)
+    comparison = compare_scores([*score_dirs, blind_score], report_dir, seed=request.seed, all_pairs=True)
     write_report_explorer(report_dir, [*score_dirs, blind_score], comparison["models"], progress=request.progress)
     return report_dir
 
@@ -104,7 +104,7 @@ def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: 
         write_score_explorer(score_dir, build_dir, run_dir / "predictions.jsonl", progress=progress)
         score_dirs.append(score_dir)
     report_dir = out / "report"
-    comparison = compare_vfaith(score_dirs, report_dir, seed=seed)
+    comparison = compare_vfaith(score_dirs, report_dir, seed=seed, all_pairs=True)
     write_report_explorer(report_dir, score_dirs, comparison["models"], progress=progress)
     return report_dir
 
@@ -131,7 +131,7 @@ def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path
         with ReferenceServer(None, suite_reference_model(suite, role, progress)) as server:
             args = parser().parse_args(["evaluate", "--base-url", server.base_url, "--model", role,
                                         "--out", str(profile_dir), *([] if progress else ["--no-progress"])])
-            evaluate(args)  # a family that failed (CRM without the crm extra) is in the profile, with its error
+            evaluate(args)  # a family that failed is in the profile, with its error; the others go on
         profiles.append(profile_dir)
     compare_profiles(profiles, out / "comparison")
     write_profiles_explorer(out / "comparison", profiles, progress=progress)

@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +44,18 @@ SERVER_GROUPS = {"test_vllm_serve.py": "vllm", "test_run_vllm.py": "vllm", "test
 
 SERVER_FIXTURES = ("vllm_server", "label_studio")
 
+ENVIRONMENTS = {"vllm": ("vllm",), "label-studio": ("label-studio",), "test_child_process.py": ("label-studio",),
+                "test_harness_inspect.py": ("inspect",), "test_harness_crm.py": ("inspect",),
+                "test_harness_mcot.py": ("inspect",), "test_harness_lmms_eval.py": ("lmms-eval",),
+                "test_harness_vfaith.py": ("lmms-eval", "inspect")}
+"""The environments (tools/install-<name>.sh) a worker group needs, by group or test file name."""
+PENDING = "MMFAITH_TEST_ENVIRONMENTS"
+"""Set by tools/test-all.sh, which installs the environments while the tests run: a folder where each installer
+leaves `<name>.status` (its exit status) and `<name>.log`. Unset: the environments are taken as they are."""
+ENVIRONMENT_WAIT_S = 3600.0
+"""How long a worker waits for an installer, from the first test that waits for it (later ones share the deadline)."""
+_DEADLINES: dict[str, float] = {}
+
 
 def worker_group(nodeid: str) -> str:
     """The group a test runs in: its file's entry in SERVER_GROUPS, else its file."""
@@ -50,11 +63,43 @@ def worker_group(nodeid: str) -> str:
     return SERVER_GROUPS.get(path.rsplit("/", 1)[-1], path)
 
 
+def environments_of(group: str) -> tuple[str, ...]:
+    """The environments the tests of a worker group need (ENVIRONMENTS)."""
+    return ENVIRONMENTS.get(group.rsplit("/", 1)[-1], ())
+
+
+def installed(names: tuple[str, ...]) -> bool:
+    """Whether the installers of these environments have ended (always, when none is pending)."""
+    pending = os.environ.get(PENDING)
+    return not pending or all((Path(pending) / f"{name}.status").exists() for name in names)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before a test's fixtures: wait for the environments its group needs while tools/test-all.sh installs
+    them; fail naming the installer's log when it failed."""
+    pending = os.environ.get(PENDING)
+    if not pending:
+        return
+    for name in environments_of(worker_group(item.nodeid)):
+        status = Path(pending) / f"{name}.status"
+        deadline = _DEADLINES.setdefault(name, time.monotonic() + ENVIRONMENT_WAIT_S)
+        while not status.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"tools/install-{name}.sh did not finish in {ENVIRONMENT_WAIT_S:.0f} s: see {pending}/{name}.log")
+            time.sleep(1)
+        code = status.read_text().strip()
+        if code != "0":
+            pytest.fail(f"this test's group needs tools/install-{name}.sh, which failed (exit {code}): "
+                        f"see {pending}/{name}.log")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup`: whole groups (worker_group) go to one worker, so a file's module fixtures
-    and a server's session are set up once. (xdist's own loadgroup reads `xdist_group` marks through
-    a node id suffix that pytest 9 no longer takes.)"""
+    and a server's session are set up once; while tools/test-all.sh installs the environments, a group
+    waiting for one goes after the groups that can run now. (xdist's own loadgroup reads `xdist_group`
+    marks through a node id suffix that pytest 9 no longer takes.)"""
     if config.getoption("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -62,6 +107,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            """The first group in the queue whose environments are installed (the first one when none is)."""
+            ready = next((group for group in self.workqueue if installed(environments_of(group))), None)
+            if ready is not None:
+                self.workqueue.move_to_end(ready, last=False)
+            super()._assign_work_unit(node)
 
     return GroupScheduling(config, log)
 
@@ -149,6 +201,19 @@ def own_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return folder
 
 
+@pytest.fixture(scope="module")
+def suite_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mmfaith cache for a test module: the default suite's builds (and reference ends) are paid once there."""
+    return tmp_path_factory.mktemp("suite-cache")
+
+
+@pytest.fixture
+def cached(suite_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$MMFAITH_CACHE set to the module's `suite_cache` for this test (instead of its own empty cache)."""
+    monkeypatch.setenv("MMFAITH_CACHE", str(suite_cache))
+    return suite_cache
+
+
 @pytest.fixture(scope="session")
 def sample() -> tuple[Path, Path]:
     """(annotations file, images folder) of the embedded sample."""
@@ -163,6 +228,23 @@ def mixed_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
         build_spd_faith(BuildRequest(out=out, per_tier=2, multi=4, controls=2, seed=0, progress=False))
 
     return built_once(tmp_path_factory, "mixed", build)
+
+
+@pytest.fixture(scope="session")
+def mmfaith_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """mmfaith's wheel built from this checkout (`pip wheel --no-deps --no-build-isolation`), once per run: the
+    wheel group's files (SERVER_GROUPS) install it. The build writes the checkout's egg-info: it holds
+    $MMFAITH_EDITABLE_LOCK, as the installs tools/test-all.sh runs beside the tests do."""
+    def build(out: Path) -> None:
+        out.mkdir()
+        lock = os.environ.get("MMFAITH_EDITABLE_LOCK")
+        with open(lock or os.devnull, "a") as held:
+            if lock:
+                fcntl.flock(held, fcntl.LOCK_EX)
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                            str(out), str(REPO)], check=True, cwd=out)
+
+    return next(built_once(tmp_path_factory, "wheel", build).glob("mmfaith-*.whl"))
 
 
 @pytest.fixture(scope="session")

@@ -55,7 +55,13 @@ harness_venv_main() {
     say "installing $DIST==$VERSION and its dependencies (1 to 7 min)"
     "${pip[@]}" install -q ${constrained[@]+"${constrained[@]}"} "$@"
     say "installing this checkout of mmfaith (pip install -e $repo)"
-    "${pip[@]}" install -q ${constrained[@]+"${constrained[@]}"} -e "$repo"
+    # $MMFAITH_EDITABLE_LOCK (tools/test-all.sh): a file held (flock) while this checkout's egg-info is written,
+    # so installs running side by side never write it at once.
+    local locked=()
+    if [ -n "${MMFAITH_EDITABLE_LOCK:-}" ]; then
+        locked=(flock "$MMFAITH_EDITABLE_LOCK")
+    fi
+    ${locked[@]+"${locked[@]}"} "${pip[@]}" install -q ${constrained[@]+"${constrained[@]}"} -e "$repo"
     if [ -n "$ABSENT" ]; then
         say "removing $ABSENT"
         "${pip[@]}" uninstall -q -y $ABSENT 2>&1 | grep -v 'not installed' || true

@@ -14,7 +14,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from mmfaith.annotation.family import Family
+from mmfaith.annotation.family import HELPER_PNG_LEVEL, Family
 from mmfaith.annotation.votes import Misfit, Vote, controls_of, text_of, verdict_of
 
 NAME = "mcot"
@@ -45,7 +45,7 @@ def render_targets(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
             draw.rectangle((x - width, y - width, x + w + width, y + h + width), outline=(255, 0, 0), width=width)
             draw.text((x + w + width + 2, y), str(number), fill=(255, 0, 0))
         tmp = target.with_name(target.name + ".tmp")
-        image.save(tmp, format="PNG")
+        image.save(tmp, format="PNG", compress_level=HELPER_PNG_LEVEL)
         tmp.replace(target)
     return {"outlined": rel}
 

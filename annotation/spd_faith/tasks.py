@@ -16,7 +16,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from mmfaith.annotation.family import Family
+from mmfaith.annotation.family import HELPER_PNG_LEVEL, Family
 from mmfaith.annotation.votes import Misfit, Vote, controls_of, verdict_of
 from mmfaith.annotation.votes import choices_of as _choices
 from mmfaith.annotation.votes import text_of as _texts
@@ -57,7 +57,7 @@ def render_outlines(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
                 draw.rectangle((x, y, x + w, y + h), outline=(255, 0, 0), width=width)
                 draw.text((x + width + 2, y + width + 2), str(number), fill=(255, 0, 0))
             tmp = target.with_name(target.name + ".tmp")
-            image.save(tmp, format="PNG")
+            image.save(tmp, format="PNG", compress_level=HELPER_PNG_LEVEL)
             tmp.replace(target)
         out[f"outlined_{side}"] = rel
     return out

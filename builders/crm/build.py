@@ -39,6 +39,7 @@ from mmfaith.builders.coco_source import CocoSource, License, embedded_sample
 from mmfaith.builders.crm.sources import (VISARGS_QUESTION, Candidate, ColumnMap, coco_candidates,
                                           visargs_candidates)
 from mmfaith.builders.crm.preview import write_preview
+from mmfaith.builders.journal import BuildJournal
 from mmfaith.builders.crm.variants import ItemOutcome, MaskSettings, make_item, regions_sha256
 from mmfaith.builders.executors import ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.staging import clear_staging, commit_files, stage_files
@@ -47,7 +48,7 @@ from mmfaith.dirlock import hold_lock
 from mmfaith.errors import MmfaithError, first_few
 from mmfaith.gold_balance import DEFAULT_MARGIN, GoldCap, GoldItem, gold_summary
 from mmfaith.images import sha256_file
-from mmfaith.jsonl import JsonlAppender, canonical_json, read_json_object, read_jsonl, write_atomic
+from mmfaith.jsonl import canonical_json, read_json_object, write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -152,37 +153,29 @@ class _Source:
         return visargs_candidates(self.path, request.images, request.columns, self._question(), lic)
 
 
-class _Journal:
-    """records.jsonl and rejected.jsonl: which keys are done, and appending more."""
+class _Journal(BuildJournal):
+    """records.jsonl and rejected.jsonl (builders/journal.py): which keys are done, the items made (`items`,
+    each checked against the schema) and the rejections per stage (`rejected_stages`)."""
+
+    TITLE = "CRM"
+    FILES = {"records": "records.jsonl", "rejected": "rejected.jsonl"}
+    NEEDS = {"records": "build.key", "rejected": "key, stage"}
 
     def __init__(self, out: Path) -> None:
-        self.records_path, self.rejected_path = out / "records.jsonl", out / "rejected.jsonl"
-        self.records: list[dict[str, Any]] = []
+        self.items: list[dict[str, Any]] = []
         self.done: set[str] = set()
-        self.rejected: Counter[str] = Counter()
-        for path, accepted in ((self.records_path, True), (self.rejected_path, False)):
-            if not path.exists():
-                continue
-            for number, line in read_jsonl(path):
-                try:
-                    key = line["build"]["key"] if accepted else line["key"]
-                    if not accepted:
-                        self.rejected[str(line["stage"])] += 1
-                except (KeyError, TypeError) as exc:
-                    raise MmfaithError(f"{path}:{number}: not a line of an mmfaith CRM build (it needs "
-                                       f"{'build.key' if accepted else 'key, stage'}); choose a new --out.") from exc
-                if accepted:
-                    check_record("crm_item", line, f"{path}:{number}")
-                    self.records.append(line)
-                self.done.add(key)
+        self.rejected_stages: Counter[str] = Counter()
+        super().__init__(out)
 
-    def open(self) -> None:
-        self.appender = JsonlAppender(self.records_path)
-        self.rejections = JsonlAppender(self.rejected_path)
-
-    def close(self) -> None:
-        self.appender.close()
-        self.rejections.close()
+    def note(self, kind: str, line: dict[str, Any], where: str) -> None:
+        if kind == "records":
+            key = line["build"]["key"]
+            check_record("crm_item", line, where)
+            self.items.append(line)
+        else:
+            key = line["key"]
+            self.rejected_stages[str(line["stage"])] += 1
+        self.done.add(key)
 
 
 ItemTask = tuple[Candidate, MaskSettings, Path]
@@ -210,7 +203,7 @@ def _write_files(out: Path, outcome: ItemOutcome) -> None:
 
 def _regenerate(out: Path, journal: _Journal, source: _Source, settings: MaskSettings) -> list[str]:
     """Remake the variants of records whose regions changed (module docstring); their ids."""
-    stale = [r for r in journal.records if regions_sha256(r["regions"]) != r["build"]["regions_sha256"]]
+    stale = [r for r in journal.items if regions_sha256(r["regions"]) != r["build"]["regions_sha256"]]
     if not stale:
         return []
     by_key = {r["build"]["key"]: r for r in stale}
@@ -237,8 +230,8 @@ def _regenerate(out: Path, journal: _Journal, source: _Source, settings: MaskSet
     if missing:
         raise MmfaithError(f"{out}: {len(missing)} item(s) have corrected regions but their source no longer yields "
                            f"them ({first_few(missing)}); rebuild from the same source.")
-    journal.records = [remade.get(r["build"]["key"], r) for r in journal.records]
-    write_atomic(journal.records_path, "".join(canonical_json(r) + "\n" for r in journal.records).encode("utf-8"))
+    journal.items = [remade.get(r["build"]["key"], r) for r in journal.items]
+    write_atomic(journal.path("records"), "".join(canonical_json(r) + "\n" for r in journal.items).encode("utf-8"))
     return sorted(r["id"] for r in remade.values())
 
 
@@ -270,13 +263,13 @@ def build_crm(request: CrmBuildRequest) -> CrmBuildSummary:
 def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmBuildSummary:
     out = request.out
     regenerated = _regenerate(out, journal, source, request.mask)
-    made = len(journal.records)
+    made = len(journal.items)
     journal.open()
     clear_staging(out)
     resume_note(out, made, request.max_items, "items")
     bar = tqdm(total=request.max_items, initial=min(made, request.max_items), unit="item", desc="crm",
                disable=not request.progress, dynamic_ncols=True)
-    cap = GoldCap(request.gold_margin, gold_items(journal.records))
+    cap = GoldCap(request.gold_margin, gold_items(journal.items))
     pool = open_executor(choice_for(request.executor, request.workers), reads=source.paths(), writes=[out])
     finished = False
     try:
@@ -294,13 +287,13 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
             _apply_cap(cap, outcome)
             if outcome.record is None:
                 assert outcome.rejection is not None
-                journal.rejections.append(outcome.rejection)
-                journal.rejected[outcome.rejection["stage"]] += 1
+                journal.rejected.append(outcome.rejection)
+                journal.rejected_stages[outcome.rejection["stage"]] += 1
             else:
                 check_record("crm_item", outcome.record, f"item {outcome.record['id']} ({outcome.key})")
                 commit_files(out, outcome.staged)
-                journal.appender.append(outcome.record)
                 journal.records.append(outcome.record)
+                journal.items.append(outcome.record)
                 for item in gold_items([outcome.record]):
                     cap.add(item)
                 made += 1
@@ -313,8 +306,8 @@ def _build(request: CrmBuildRequest, source: _Source, journal: _Journal) -> CrmB
         clear_staging(out)
         journal.close()
     write_preview(out, PREVIEW_ITEMS)
-    return CrmBuildSummary(made, dict(journal.rejected), regenerated, dict(source.skipped), out,
-                           gold_summary(gold_items(journal.records)))
+    return CrmBuildSummary(made, dict(journal.rejected_stages), regenerated, dict(source.skipped), out,
+                           gold_summary(gold_items(journal.items)))
 
 
 def _apply_cap(cap: GoldCap, outcome: ItemOutcome) -> None:

@@ -20,7 +20,22 @@ Contract (`make_item(candidate, settings) -> ItemOutcome`)
   name a colour question's answer. And a pixel test (stage `mask_leak`): for a colour question,
   the pixels under every specific variant's mask must not be named its gold colour by the rule the
   generator used (colors.object_color, dominant share): a black box over a black object shows its
-  answer too, and such an item is rejected with the reason.
+  answer too, and such an item is rejected with the reason. Blur keeps colour for every other question
+  too, and a colour can name an object (a green blob in a child's hand, a blue bar where the blue
+  chair stood: issue 29's audit): a blurred specific region whose mean colour lies at least
+  `BLUR_COLOR_LIMIT` (15, chroma distance in CIELAB a*b*) from the ring around it rejects the item
+  (stage `mask_leak`), absent-object existence excepted (its mask covers the anchor). On that audit the
+  three such leaks read 20.2 to 27.2 and no accepted blur item reached 20 (a planter on grass, 19.7,
+  is given up with the margin).
+- A segment mask keeps the object's outline, and an outline names what it outlines (two rearing
+  horses, a bottle, an airliner: issue 29's audit): `segment` is refused (stage `mask_shape`) for
+  count, relation and present-object existence questions, whose answer is which objects are there
+  and where; colour questions and absent-object existence (whose mask covers the anchor, not the
+  answer) keep it (`SHAPE_KEEPS_ANSWER`).
+- A reflection is evidence the mask leaves visible: with instance masks (COCO), an evidence object
+  whose mirror image lies right below it (`reflections.mirror_score` at least `MIRROR_LIMIT`: a
+  bottle on a glass table) rejects the item (stage `mask_leak`), except the anchor of an absent-object
+  question. The highest score is kept in `build.gates.mirror_score` (-1 without instance masks).
 - `build.regions_sha256` is the hash of the regions the variants were made from: a build that
   finds it differs from the record's `regions` (a corrected box) remakes that item's variants.
 """
@@ -31,13 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
 from mmfaith import __version__
-from mmfaith.builders.colors import object_color
+from mmfaith.builders.colors import object_color, rgb_to_lab
 from mmfaith.builders.crm.sources import Candidate
 from mmfaith.builders.masks import (MaskRegion, apply_mask, check_covers, check_outside_unchanged, mask_union,
                                     pixel_box, random_boxes, segment_region)
+from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
 from mmfaith.images import DEFAULT_MAX_PIXELS, UnreadableImage, png_bytes, rgb_from_bytes, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
@@ -45,6 +62,10 @@ MODES = ("specific", "random")
 KEEPS_ANSWER = {"color": {"blur": "blur keeps the region's average colour",
                           "mean": "mean fills the region with the image's average colour"}}
 """Mask styles that keep what a question type asks about: never paired with it (module docstring)."""
+BLUR_COLOR_LIMIT = 15.0
+"""Chroma distance (a*b*) from its surroundings at which a blurred region's colour shows what it hid (module docstring)."""
+SHAPE_KEEPS_ANSWER = {"segment": "a segment mask keeps the object's outline, which names it"}
+"""Mask shapes that keep the answer of count, relation and present-object existence questions (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -107,16 +128,59 @@ def _reject(candidate: Candidate, stage: str, reason: str) -> ItemOutcome:
                                                  "reason": reason, "file_name": candidate.source["file_name"]})
 
 
-def answer_leak(candidate: Candidate, masked: np.ndarray, mask: list[MaskRegion], height: int,
-                width: int) -> str | None:
-    """Why the masked pixels still show a colour question's answer, or None (module docstring)."""
+def blur_color_contrast(masked: np.ndarray, mask: list[MaskRegion], height: int, width: int) -> float:
+    """The largest chroma distance (a*b*, CIELAB) between a blurred region's mean colour and the mean colour of the
+    ring around it (a quarter of its longer side wide, outside every masked region)."""
+    union = mask_union(mask, height, width)
+    largest = 0.0
+    for region in mask:
+        inside = mask_union([region], height, width)
+        side = max(3, int(0.25 * max(region.width, region.height))) | 1
+        ring = cv2.dilate(inside.astype(np.uint8), np.ones((side, side), np.uint8)).astype(bool) & ~union
+        if not ring.any():
+            continue
+        region_ab = rgb_to_lab(masked[inside])[:, 1:].mean(axis=0)
+        ring_ab = rgb_to_lab(masked[ring])[:, 1:].mean(axis=0)
+        largest = max(largest, float(np.hypot(*(region_ab - ring_ab))))
+    return largest
+
+
+def answer_leak(candidate: Candidate, masked: np.ndarray, mask: list[MaskRegion], height: int, width: int,
+                style: str) -> str | None:
+    """Why the masked pixels still show the answer, or None (module docstring): a colour question's gold colour
+    under any style; under blur, a colour standing out from its surroundings for any question but an absent
+    object's (a green blob in a child's hand is the broccoli)."""
     gold = candidate.facts.get("color") if candidate.question_type == "color" else None
     if gold is None:
+        if style != "blur" or (candidate.question_type == "existence" and candidate.facts.get("count") == 0):
+            return None
+        contrast = blur_color_contrast(masked, mask, height, width)
+        if contrast >= BLUR_COLOR_LIMIT:
+            return (f"blur keeps a colour standing out from its surroundings (chroma distance {contrast:.1f} >= "
+                    f"{BLUR_COLOR_LIMIT:g}), which shows what the region held")
         return None
     named = object_color(masked, mask_union(mask, height, width))
     if named.dominant and named.name == gold:
         return f"the masked region is still named {gold!r}, the gold colour ({named.share:.0%} of its pixels)"
     return None
+
+
+def asks_what_is_there(candidate: Candidate) -> bool:
+    """Whether the answer is which objects are there and where: count, relation, present-object existence."""
+    kind = candidate.question_type
+    return kind in ("count", "relation") or (kind == "existence" and candidate.facts.get("count") != 0)
+
+
+def reflection(candidate: Candidate, rgb: np.ndarray) -> tuple[float, str | None]:
+    """The highest mirror score of the evidence objects' instance masks, and the region whose score reaches
+    MIRROR_LIMIT (None when none does, or the question is about an absent object; -1 without instance masks)."""
+    if candidate.segments is None or (candidate.question_type == "existence" and candidate.facts.get("count") == 0):
+        return -1.0, None
+    height, width = rgb.shape[:2]
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    scores = {f"ann{inst.ann_id}": mirror_score(gray, inst.mask(height, width)) for inst in candidate.segments}
+    region, best = max(scores.items(), key=lambda item: item[1])
+    return round(best, 4), (region if best >= MIRROR_LIMIT else None)
 
 
 def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[str, Any]] | None = None,
@@ -130,6 +194,9 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
     if kept and "specific" in settings.modes:
         return _reject(candidate, "mask_style", f"a {candidate.question_type} question is not masked in a style that "
                                                 f"keeps its answer ({'; '.join(kept)}); use black, gray or noise")
+    if settings.shape in SHAPE_KEEPS_ANSWER and asks_what_is_there(candidate):
+        return _reject(candidate, "mask_shape", f"a {candidate.question_type} question is not masked in shape "
+                                                f"{settings.shape} ({SHAPE_KEEPS_ANSWER[settings.shape]}); use box")
     try:
         data = original if original is not None else candidate.image_path.read_bytes()
     except OSError as exc:
@@ -139,6 +206,10 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
     except UnreadableImage as exc:
         return _reject(candidate, "source", str(exc))
     height, width = rgb.shape[:2]
+    mirror, mirrored = reflection(candidate, rgb)
+    if mirrored is not None:
+        return _reject(candidate, "mask_leak", f"{mirrored}: its mirror image stays visible below it (a reflection; "
+                                               f"mirror score {mirror:.2f} >= {MIRROR_LIMIT})")
     try:
         evidence = evidence_regions(candidate, regions, settings.shape, height, width)
     except ValueError as exc:
@@ -167,7 +238,7 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
                 check_covers(mask, evidence, height, width) if mode == "specific" else None)
             if problem:  # the masking operation guarantees both; a failure is a bug, not a bad item
                 raise AssertionError(f"{identifier} {mode}-{style}: {problem}")
-            leak = answer_leak(candidate, masked, mask, height, width) if mode == "specific" else None
+            leak = answer_leak(candidate, masked, mask, height, width, style) if mode == "specific" else None
             if leak:
                 return _reject(candidate, "mask_leak", f"{mode}-{style}: {leak}")
             png = png_bytes(masked)
@@ -184,6 +255,7 @@ def make_item(candidate: Candidate, settings: MaskSettings, regions: list[dict[s
         "source": {**candidate.source, "key": candidate.key}, "verification": {"status": "pending"},
         "build": {"mmfaith_version": __version__, "seed": settings.seed, "key": candidate.key,
                   "mask": settings.provenance(), "regions_sha256": regions_sha256(regions),
-                  "gates": {"outside_changed_pixels": 0, "uncovered_evidence_pixels": 0, "random_tries": tries}},
+                  "gates": {"outside_changed_pixels": 0, "uncovered_evidence_pixels": 0, "random_tries": tries,
+                            "mirror_score": mirror}},
     }
     return ItemOutcome(candidate.key, record=record, files=files)

@@ -54,6 +54,7 @@ REJECTED = "rejected.jsonl"
 BUILD_JSON = "build.json"
 PREVIEW_ITEMS = 9
 IMAGES = "images"
+EMBEDDED_ORIGIN = "embedded COCO sample"  # build.json's origin when no --coco-annotations is given
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def build_mcot(request: McotBuildRequest) -> BuildSummary:
         from mmfaith.builders.mcot.coco import coco_items
 
         items: Iterable[SourceItem] = coco_items(request, rejected)
-        origin, revision = str(request.coco_annotations or "embedded COCO sample"), None
+        origin, revision = str(request.coco_annotations or EMBEDDED_ORIGIN), None
         rules: dict[str, Any] | None = {"max_subject_area": request.max_subject_area,
                                         "templates": ["color", "relation"], "gold_margin": request.gold_margin}
     else:

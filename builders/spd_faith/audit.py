@@ -7,9 +7,11 @@ not audited (the recipes make none).
 
 An item is a pair: key `DATASET/IMAGE_ID/SUBSET/edit;edit...` with each edit as `TYPE:ANN_ID` plus
 its new colour or offset (what the pair is made of, as its id is); kind `single/TYPE` or `multi`.
-Its gates: the smallest visibility (mean delta E, above the build's minimum) and the smallest
-fill-texture ratio over its removals and moves (above the build's minimum; absent when no hole was
-judged), the smallest colour share of the recoloured objects (above colors.MIN_DOMINANT_SHARE).
+Its gates: the smallest visibility (mean delta E, above the build's minimum); over its removals and
+moves the smallest fill-texture ratio and fill-surround uniformity and the largest fill blotch, over
+its moves the largest ground difference (builders/gates.py; each absent when not judged or when the
+build predates it); the smallest
+colour share of the recoloured objects (above colors.MIN_DOMINANT_SHARE).
 The review card shows the original with every edit outlined, the edited image untouched, and a
 zoom of each edited region before and after (written once into BUILD/audit/).
 
@@ -66,9 +68,14 @@ def kind(record: dict[str, Any]) -> str:
 def gate_readings(gates: dict[str, Any]) -> tuple[GateReading, ...]:
     """The readings closest to their limits over the pair's edits (module docstring)."""
     readings = [GateReading("delta_e", min(gates["delta_e"]), gates["min_delta_e"], "above")]
-    fills = [value for value in gates.get("fill_texture") or [] if value is not None]
-    if fills:
-        readings.append(GateReading("fill_texture", min(fills), gates["min_fill_texture"], "above"))
+    for gate, limit, passes in (("fill_texture", "min_fill_texture", "above"),
+                                ("fill_surround", "min_fill_surround", "above"),
+                                ("fill_blotch", "max_fill_blotch", "below"),
+                                ("ground_delta_e", "max_ground_delta_e", "below")):
+        values = [value for value in gates.get(gate) or [] if value is not None]
+        if values:
+            closest = min(values) if passes == "above" else max(values)
+            readings.append(GateReading(gate, closest, gates[limit], passes))
     shares = [value for value in gates.get("color_share") or [] if value is not None]
     if shares:
         readings.append(GateReading("color_share", min(shares), MIN_DOMINANT_SHARE, "above"))

@@ -30,6 +30,7 @@ from mmfaith.dirlock import hold_lock
 from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.gates import MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
+from mmfaith.builders.journal import BuildJournal
 from mmfaith.builders.spd_faith.planners import PlannerSpec
 from mmfaith.builders.spd_faith.planning import MAX_AREA, MIN_AREA, Slot, difficulty, plan_signature, seeded_rng
 from mmfaith.builders.spd_faith.preview import write_preview
@@ -42,7 +43,7 @@ from mmfaith.builders.staging import clear_staging, commit_files, discard_files,
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
-from mmfaith.jsonl import JsonlAppender, read_jsonl, write_atomic
+from mmfaith.jsonl import write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -130,18 +131,18 @@ def _slots(quota: Quota, scenes: list[Scene], seed: int) -> Iterator[tuple[Slot,
             yield Slot(quota.subset, quota.tier, quota.num_edits, scene.image_id, visit), scene
 
 
-class _Journal:
-    """records.jsonl and rejected.jsonl of a build dir: what was done, and appending more.
-
-    Reading checks that every line is a line of an mmfaith SPD-Faith build (MmfaithError naming the
-    file and line otherwise) and writes nothing; `open()` then starts appending. `repairs` lists
-    the accepted pairs whose PNG files are missing (deleted since), with the "ann_id:type" options
-    that earlier pairs of their image and subset had taken when they were made.
+class _Journal(BuildJournal):
+    """records.jsonl and rejected.jsonl of a build dir (builders/journal.py): which slots are done, the made
+    pairs' signatures and options. `repairs` lists the accepted pairs whose PNG files are missing (deleted
+    since), with the "ann_id:type" options that earlier pairs of their image and subset had taken when they
+    were made.
     """
 
+    TITLE = "SPD-Faith"
+    FILES = {"records": "records.jsonl", "rejected": "rejected.jsonl"}
+    NEEDS = {"records": "id, image_a, image_b, subset, source, build.slot", "rejected": "slot, stage"}
+
     def __init__(self, out: Path) -> None:
-        self.records_path = out / "records.jsonl"
-        self.rejected_path = out / "rejected.jsonl"
         self.done: dict[str, bool] = {}
         self.signatures: set[str] = set()
         self.taken_by: dict[tuple[str, str], set[str]] = {}
@@ -149,19 +150,10 @@ class _Journal:
         self.used: dict[tuple[str, str], set[str]] = {}
         self.rejected_reasons: Counter[str] = Counter()
         self.repairs: list[tuple[dict[str, Any], frozenset[str]]] = []
-        for path, accepted in ((self.records_path, True), (self.rejected_path, False)):
-            if path.exists():
-                for number, line in read_jsonl(path):
-                    try:
-                        self._note(line, accepted, out)
-                    except (KeyError, TypeError, AttributeError) as exc:
-                        fields = "id, image_a, image_b, subset, source, build.slot" if accepted else "slot, stage"
-                        raise MmfaithError(f"{path}:{number}: not a line of an mmfaith SPD-Faith build (it needs "
-                                           f"{fields}), so {out} is not a build dir to resume; choose a new --out "
-                                           "(or an empty folder).") from exc
+        super().__init__(out)
 
-    def _note(self, line: dict[str, Any], accepted: bool, out: Path) -> None:
-        """Take in one journal line (KeyError, TypeError or AttributeError when it is not mmfaith's)."""
+    def note(self, kind: str, line: dict[str, Any], where: str) -> None:
+        accepted = kind == "records"
         key = line["build"]["slot"] if accepted else line["slot"]
         if not isinstance(key, str):
             raise TypeError(f"slot {key!r} is not a string")
@@ -169,16 +161,11 @@ class _Journal:
             self.rejected_reasons[str(line["stage"])] += 1
             self.done[key] = False
             return
-        missing = [side for side in ("image_a", "image_b") if not (out / line[side]).is_file()]
+        missing = [side for side in ("image_a", "image_b") if not (self.out / line[side]).is_file()]
         if missing:
             self.repairs.append((line, self.used_options(line["source"]["file_name"], line["subset"])))
         self.remember(line)
         self.done[key] = True
-
-    def open(self) -> None:
-        """Start appending (a torn last line left by a crash is cut first)."""
-        self.records = JsonlAppender(self.records_path)
-        self.rejected = JsonlAppender(self.rejected_path)
 
     def remember(self, record: dict[str, Any]) -> None:
         """Note a made pair: its signature (duplicates) and its (object, type) options (LLM planner)."""
@@ -193,10 +180,6 @@ class _Journal:
     def taken(self, file_name: str, subset: str) -> frozenset[str]:
         """The plan signatures of the pairs made so far of this image and subset."""
         return frozenset(self.taken_by.get((file_name, subset), ()))
-
-    def close(self) -> None:
-        self.records.close()
-        self.rejected.close()
 
 
 def _signature(record: dict[str, Any]) -> str:

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from mmfaith.builders.coco_source import Scene
-from mmfaith.builders.edits import EditOutcome, dilate, edit_color, edit_move, edit_remove, mask_bbox
-from mmfaith.builders.gates import FILL_RING, fill_texture_ratio, mean_delta_e, outside_changes
+from mmfaith.builders.edits import EditOutcome, dilate, edit_color, edit_move, edit_remove, mask_bbox, shift
+from mmfaith.builders.gates import (FILL_REACH, MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, FillReading,
+                                    fill_reading, ground_delta_e, mean_delta_e, outside_changes)
 from mmfaith.builders.inpainters import Inpainter, InpainterSpec, process_inpainter
 from mmfaith.builders.spd_faith.planners import PlannerSpec, SlotPlanner
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot, plan_signature
@@ -25,6 +26,8 @@ from mmfaith.jsonl import canonical_json
 ID_PREFIX = "spdf-"
 GATE_MEASURE = "mean CIE76 delta E*ab over the edit's evidence region"
 FILL_MEASURE = "mean Sobel gradient of luma inside the filled hole / in a 12 px ring around it"
+SURROUND_MEASURE = "share of the 12 px ring's pixels within delta E 25 of the ring's median color"
+BLOTCH_MEASURE = "mean delta E inside the hole between the fill and a Telea fill, both blurred (sigma 3 px)"
 
 
 @dataclass(frozen=True)
@@ -130,10 +133,24 @@ def _later_footprints(view: SceneView, edits: list[PlannedEdit], index: int) -> 
     return later
 
 
+def _fill_gates(readings: list[FillReading | None], min_fill_texture: float) -> dict[str, Any]:
+    """The fill gates' figures of a pair's edits (None for an edit without a hole, or not measured) and limits."""
+    return {"fill_texture": [r and r.texture for r in readings], "fill_surround": [r and r.surround for r in readings],
+            "fill_blotch": [r and r.blotch for r in readings], "min_fill_texture": min_fill_texture,
+            "min_fill_surround": MIN_FILL_SURROUND, "max_fill_blotch": MAX_FILL_BLOTCH, "fill_measure": FILL_MEASURE,
+            "surround_measure": SURROUND_MEASURE, "blotch_measure": BLOTCH_MEASURE}
+
+
+def _ground(view: SceneView, edit: PlannedEdit, dilation: int) -> float | None:
+    """gates.ground_delta_e of a move: the ground under the object where it stood and where it is pasted."""
+    mask = view.masks[edit.ann_id]
+    return ground_delta_e(view.rgb, mask, shift(mask, *(edit.offset or (0, 0))), dilate(mask, dilation))
+
+
 def _own_failure(view: SceneView, edits: list[PlannedEdit], index: int, outcome: EditOutcome,
-                 settings: PairSettings) -> tuple[float, float | None] | None:
-    """The edit's own gate measures (delta E, fill texture) when they fail and no later edit can change
-    them (their pixels, and the fill gate's ring and Sobel reach, lie outside every later footprint);
+                 settings: PairSettings) -> tuple[float, FillReading | None] | None:
+    """The edit's own gate measures (delta E, fill reading) when they fail and no later edit can change
+    them (their pixels, and the fill gates' ring, Sobel and blur reach, lie outside every later footprint);
     else None. Such a pair is rejected before the later edits are made."""
     if index == len(edits) - 1:
         return None
@@ -142,17 +159,17 @@ def _own_failure(view: SceneView, edits: list[PlannedEdit], index: int, outcome:
         return None
     delta_e = round(mean_delta_e(view.rgb, outcome.image, outcome.evidence), 3)
     fill = None
-    if outcome.hole is not None and not (dilate(outcome.hole, FILL_RING + 1) & later).any():
-        fill = fill_texture_ratio(outcome.image, outcome.hole)
-    if delta_e < settings.min_delta_e or (fill is not None and fill < settings.min_fill_texture):
+    if outcome.hole is not None and not (dilate(outcome.hole, FILL_REACH) & later).any():
+        fill = fill_reading(outcome.image, outcome.hole)
+    if delta_e < settings.min_delta_e or (fill is not None and fill.problems(settings.min_fill_texture)):
         return delta_e, fill
     return None
 
 
 def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter, settings: PairSettings,
-           clock: StageClock) -> tuple[np.ndarray, list[EditOutcome], tuple[int, float, float | None] | None]:
+           clock: StageClock) -> tuple[np.ndarray, list[EditOutcome], tuple[int, float, FillReading | None] | None]:
     """Make the edits in order; stops at the first edit whose own gate fails for sure (_own_failure):
-    then (its index, delta E, fill texture) is the third element."""
+    then (its index, delta E, fill reading) is the third element."""
     image = view.rgb
     outcomes = []
     for index, edit in enumerate(edits):
@@ -174,8 +191,8 @@ def _apply(view: SceneView, edits: list[PlannedEdit], inpainter: Inpainter, sett
     return image, outcomes, None
 
 
-def _early_rejection(common: dict[str, Any], record_id: str, edits: list[PlannedEdit], failure: tuple[int, float, float | None],
-                     plan: Any, settings: PairSettings) -> dict[str, Any]:
+def _early_rejection(common: dict[str, Any], record_id: str, edits: list[PlannedEdit],
+                     failure: tuple[int, float, FillReading | None], plan: Any, settings: PairSettings) -> dict[str, Any]:
     """The rejection of a pair stopped at edit `failure[0]` (its own gate failed; later edits not made)."""
     index, delta_e, fill = failure
     edit = edits[index]
@@ -183,14 +200,12 @@ def _early_rejection(common: dict[str, Any], record_id: str, edits: list[Planned
     if delta_e < settings.min_delta_e:
         reasons.append(f"edit {index} ({edit.type} of annotation {edit.ann_id}) is invisible: "
                        f"mean delta E {delta_e} < {settings.min_delta_e}")
-    if fill is not None and fill < settings.min_fill_texture:
-        reasons.append(f"edit {index} ({edit.type} of annotation {edit.ann_id}) left a smeared fill: "
-                       f"texture ratio {fill} < {settings.min_fill_texture}")
+    reasons += [f"edit {index} ({edit.type} of annotation {edit.ann_id}) {problem}"
+                for problem in (fill.problems(settings.min_fill_texture) if fill is not None else [])]
     unmeasured: list[float | None] = [None] * len(edits)
     gates = {"delta_e": [delta_e if i == index else None for i in range(len(edits))], "outside_changed_pixels": None,
-             "fill_texture": [fill if i == index else None for i in range(len(edits))],
-             "min_fill_texture": settings.min_fill_texture, "fill_measure": FILL_MEASURE, "color_share": unmeasured,
-             "stopped_at_edit": index}
+             **_fill_gates([fill if i == index else None for i in range(len(edits))], settings.min_fill_texture),
+             "color_share": unmeasured, "stopped_at_edit": index}
     return {**common, "id": record_id, "stage": "gate", "reason": "; ".join(reasons),
             "plan": [e.as_json() for e in edits], "gates": gates, "planner": plan.provenance}
 
@@ -259,17 +274,22 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256:
         for outcome in outcomes:
             allowed |= outcome.allowed
         outside_pixels, outside_max = outside_changes(rgb, edited, allowed)
-        fills = [None if o.hole is None else fill_texture_ratio(edited, o.hole) for o in outcomes]
+        fills = [None if o.hole is None else fill_reading(edited, o.hole) for o in outcomes]
+        grounds = [_ground(view, e, settings.dilation) if e.type == "position" else None for e in plan.edits]
     shares = [round(view.color(e.ann_id).share, 3) if e.type == "color" else None for e in plan.edits]
-    gates = {"delta_e": delta_es, "outside_changed_pixels": outside_pixels, "fill_texture": fills,
-             "min_fill_texture": settings.min_fill_texture, "fill_measure": FILL_MEASURE, "color_share": shares}
+    gates = {"delta_e": delta_es, "outside_changed_pixels": outside_pixels,
+             **_fill_gates(fills, settings.min_fill_texture), "ground_delta_e": grounds,
+             "max_ground_delta_e": MAX_GROUND_DELTA_E, "color_share": shares}
     faint = [i for i, value in enumerate(delta_es) if value < settings.min_delta_e]
-    smeared = [i for i, value in enumerate(fills) if value is not None and value < settings.min_fill_texture]
-    if faint or outside_pixels or smeared:
+    unnatural = [(i, problem) for i, reading in enumerate(fills) if reading is not None
+                 for problem in reading.problems(settings.min_fill_texture)]
+    unnatural += [(i, f"stands on other ground: ground delta E {value} > {MAX_GROUND_DELTA_E}")
+                  for i, value in enumerate(grounds) if value is not None and value > MAX_GROUND_DELTA_E]
+    if faint or outside_pixels or unnatural:
         reasons = [f"edit {i} ({plan.edits[i].type} of annotation {plan.edits[i].ann_id}) is invisible: "
                    f"mean delta E {delta_es[i]} < {settings.min_delta_e}" for i in faint]
-        reasons += [f"edit {i} ({plan.edits[i].type} of annotation {plan.edits[i].ann_id}) left a smeared fill: "
-                    f"texture ratio {fills[i]} < {settings.min_fill_texture}" for i in smeared]
+        reasons += [f"edit {i} ({plan.edits[i].type} of annotation {plan.edits[i].ann_id}) {problem}"
+                    for i, problem in unnatural]
         if outside_pixels:
             reasons.append(f"{outside_pixels} pixels changed outside the edited regions (largest change {outside_max})")
         result.rejection = {**common, "id": record_id, "stage": "gate", "reason": "; ".join(reasons),

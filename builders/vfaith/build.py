@@ -39,6 +39,7 @@ from mmfaith.builders.coco_source import CocoSource, Scene
 from mmfaith.builders.executors import Executor, ExecutorChoice, choice_for, open_executor
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E, MIN_FILL_TEXTURE
 from mmfaith.builders.inpainters import InpainterSpec
+from mmfaith.builders.journal import BuildJournal
 from mmfaith.builders.scene_view import seeded_rng
 from mmfaith.builders.stage_clock import BuildClock
 from mmfaith.builders.staging import clear_staging, commit_files, hole_cache_dir, stage_files
@@ -52,7 +53,7 @@ from mmfaith.builders.vfaith.preview import write_preview
 from mmfaith.builders.worker_pool import Pending
 from mmfaith.errors import MmfaithError
 from mmfaith.images import DEFAULT_MAX_PIXELS, sha256_file
-from mmfaith.jsonl import JsonlAppender, read_jsonl, write_atomic
+from mmfaith.jsonl import write_atomic
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
@@ -111,54 +112,33 @@ def _recipe(request: BuildRequest, source: CocoSource) -> dict[str, Any]:
     }
 
 
-class Journal:
-    """records.jsonl, perception.jsonl and rejected.jsonl of a build dir: what was done, and appending more.
+class Journal(BuildJournal):
+    """records.jsonl, perception.jsonl and rejected.jsonl of a build dir (builders/journal.py): which slots are
+    done, the pairs made per template, the pairs whose perception items exist."""
 
-    Reading checks every line is a line of an mmfaith VFaith build (MmfaithError naming the file and line
-    otherwise) and writes nothing; `open()` then starts appending.
-    """
+    TITLE = "VFaith"
+    FILES = {"records": "records.jsonl", "perception": "perception.jsonl", "rejected": "rejected.jsonl"}
+    NEEDS = {"records": "build.slot, build.template", "perception": "pair_id", "rejected": "slot, stage"}
 
     def __init__(self, out: Path) -> None:
-        self.records_path = out / "records.jsonl"
-        self.perception_path = out / "perception.jsonl"
-        self.rejected_path = out / "rejected.jsonl"
         self.done: set[str] = set()
         self.made: Counter[str] = Counter()
         self.rejected_reasons: Counter[str] = Counter()
         self.pairs: list[dict[str, Any]] = []
         self.perceived: set[str] = set()
         self.clock = BuildClock()
-        for path, kind in ((self.records_path, "pair"), (self.perception_path, "perception"),
-                           (self.rejected_path, "rejection")):
-            if not path.exists():
-                continue
-            for number, line in read_jsonl(path):
-                try:
-                    self._note(line, kind)
-                except (KeyError, TypeError) as exc:
-                    raise MmfaithError(f"{path}:{number}: not a line of an mmfaith VFaith build ({kind} without "
-                                       f"{exc}), so {out} is not a build dir to resume; choose a new --out.") from exc
+        super().__init__(out)
 
-    def _note(self, line: dict[str, Any], kind: str) -> None:
+    def note(self, kind: str, line: dict[str, Any], where: str) -> None:
         if kind == "perception":
             self.perceived.add(line["pair_id"])
-        elif kind == "rejection":
+        elif kind == "rejected":
             self.done.add(line["slot"])
             self.rejected_reasons[line["stage"]] += 1
         else:
             self.done.add(line["build"]["slot"])
             self.made[line["build"]["template"]] += 1
             self.pairs.append(line)
-
-    def open(self) -> None:
-        """Start appending (a torn last line left by a crash is cut first)."""
-        self.records = JsonlAppender(self.records_path)
-        self.perception = JsonlAppender(self.perception_path)
-        self.rejected = JsonlAppender(self.rejected_path)
-
-    def close(self) -> None:
-        for appender in (self.records, self.perception, self.rejected):
-            appender.close()
 
 
 class Keeper:

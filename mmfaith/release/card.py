@@ -32,9 +32,8 @@ def pretty_name(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
-def size_category(facts: CardFacts) -> str:
-    """The Hub's size category of the release's rows."""
-    total = sum(facts.rows.values())
+def size_category(total: int) -> str:
+    """The Hub's size category of a release of `total` rows."""
     return next((label for limit, label in SIZE_CATEGORIES if total < limit), "n>1M")
 
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mmfaith.cli_help import HelpFormatter
 from mmfaith.errors import MmfaithError
 
+if TYPE_CHECKING:
+    from mmfaith.release.writer import ReleaseRequest
+
 RELEASE_EXAMPLE = """examples:
   mmfaith release out/build --out out/release --name ORG/my-benchmark --version 1.0.0 --include all
+  mmfaith release out/suite --out out/suite-release --name ORG/my-suite --version 1.0.0 --include all
   mmfaith verify out/release
   HF_TOKEN=... mmfaith release out/build --out out/release-1.1.0 --name ORG/my-benchmark --version 1.1.0 \\
       --previous ORG/my-benchmark@v1.0.0 --push --repo ORG/my-benchmark"""
@@ -21,9 +26,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "release", help="turn a build dir into a Hugging Face dataset repo (parquet, card, manifest); optionally push it",
         description="Write the Hub layout of a build's release (README.md card, data/<config>/*.parquet with "
                     "the images inside, manifest.json naming the family, with every hash) to a new folder, and "
-                    "with --push upload it in one commit tagged vX.Y.Z. The family is the one the build names.",
+                    "with --push upload it in one commit tagged vX.Y.Z. The family is the one the build names. "
+                    "A suite gives one repo: each family's release under families/FAMILY, one card presenting the "
+                    "suite, one config per family.",
         epilog=RELEASE_EXAMPLE, formatter_class=HelpFormatter)
-    release.add_argument("build", type=Path, metavar="BUILD_DIR", help="output of `mmfaith build FAMILY`")
+    release.add_argument("build", metavar="BUILD_DIR|SUITE",
+                         help="output of `mmfaith build FAMILY`; or a suite (`default`, a suite file, or the folder of "
+                              "`mmfaith suite build`): one repo, one config per family")
     release.add_argument("--out", type=Path, required=True, metavar="RELEASE_DIR", help="new (or empty) folder")
     release.add_argument("--name", required=True, metavar="[ORG/]NAME", help="dataset name the card's examples load")
     release.add_argument("--version", required=True, metavar="X.Y.Z", help="release version; the tag is vX.Y.Z")
@@ -43,7 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     verify = subparsers.add_parser(
         "verify", help="re-check every hash of a release's manifest and the schema of every row",
-        description="Re-hash every file listed in RELEASE_DIR/manifest.json and schema-check every parquet row.")
+        description="Re-hash every file listed in RELEASE_DIR/manifest.json and schema-check every parquet row "
+                    "(a suite release: its card, and every family's release in it).")
     verify.add_argument("release", type=Path, metavar="RELEASE_DIR")
     verify.set_defaults(handler=_run_verify)
 
@@ -51,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run_release(args: argparse.Namespace) -> int:
     from mmfaith import families
     from mmfaith.release.declaration import declaration_of
+    from mmfaith.release.suite_release import is_suite_source
     from mmfaith.release.writer import SHARD_ROWS, ReleaseRequest, write_release
 
     if args.push and not args.repo:
@@ -60,14 +71,18 @@ def _run_release(args: argparse.Namespace) -> int:
     token = os.environ.get("HF_TOKEN") if args.push else None
     if args.push and not token:
         raise MmfaithError("--push needs a Hub token in the HF_TOKEN environment variable (write access to --repo).")
-    declaration = declaration_of(args.family or families.family_of_dataset(args.build))
-    summary = write_release(declaration, ReleaseRequest(
-        build=args.build, out=args.out, name=args.name, version=args.version, include=args.include,
-        allow_noderivs=args.allow_noderivs, previous=args.previous, shard_rows=args.shard_rows or SHARD_ROWS))
-    rows = ", ".join(f"{config} {n}" for config, n in summary.rows.items())
-    left_out = ", ".join(f"{reason} {n}" for reason, n in summary.excluded.items()) or "none"
-    print(f"released {summary.records} {summary.noun} to {summary.out} (rows per config: {rows}; left out: "
-          f"{left_out}); check it with: mmfaith verify {summary.out}")
+    request = ReleaseRequest(
+        build=Path(args.build), out=args.out, name=args.name, version=args.version, include=args.include,
+        allow_noderivs=args.allow_noderivs, previous=args.previous, shard_rows=args.shard_rows or SHARD_ROWS)
+    if is_suite_source(args.build):
+        _release_suite(args, request)
+    else:
+        declaration = declaration_of(args.family or families.family_of_dataset(request.build))
+        summary = write_release(declaration, request)
+        rows = ", ".join(f"{config} {n}" for config, n in summary.rows.items())
+        left_out = ", ".join(f"{reason} {n}" for reason, n in summary.excluded.items()) or "none"
+        print(f"released {summary.records} {summary.noun} to {summary.out} (rows per config: {rows}; left out: "
+              f"{left_out}); check it with: mmfaith verify {summary.out}")
     if args.push:
         from mmfaith.release.push import push_release
 
@@ -76,10 +91,24 @@ def _run_release(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_verify(args: argparse.Namespace) -> int:
-    from mmfaith.release.manifest import verify_release
+def _release_suite(args: argparse.Namespace, request: ReleaseRequest) -> None:
+    """`mmfaith release SUITE`: every family of the suite into one repo (release/suite_release.py)."""
+    from mmfaith.release.suite_release import write_suite_release
+    from mmfaith.suite import load_suite
 
-    report = verify_release(args.release)
+    if args.family:
+        raise MmfaithError(f"--family is for a build dir; {args.build} is a suite, whose families it names.")
+    summary = write_suite_release(load_suite(args.build), request)
+    shown = "; ".join(f"{name}: {s.records} {s.noun} as config{'s' if len(summary.configs[name]) > 1 else ''} "
+                      + ", ".join(f"{config} ({', '.join(splits)})" for config, splits in summary.configs[name].items())
+                      for name, s in summary.released.items())
+    print(f"released suite {args.build} to {summary.out} ({shown}); check it with: mmfaith verify {summary.out}")
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from mmfaith.release.suite_release import verify_folder
+
+    report = verify_folder(args.release)
     if report.problems:
         shown = "\n  ".join(report.problems[:20])
         more = f"\n  ... and {len(report.problems) - 20} more" if len(report.problems) > 20 else ""

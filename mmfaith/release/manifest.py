@@ -63,7 +63,7 @@ def open_release(folder: Path, family: str, verify: bool = True) -> dict[str, An
     if not verify:
         return manifest
     listed = _listed_files(folder / MANIFEST, manifest)
-    problems = [f"{name}: shard not listed in {MANIFEST}" for name in _files_under(folder)
+    problems = [f"{name}: shard not listed in {MANIFEST}" for name in files_under(folder)
                 if name.endswith(".parquet") and name not in listed]
     for name, entry in sorted(listed.items()):
         if "config" not in entry:
@@ -109,7 +109,7 @@ def verify_release(folder: Path) -> VerifyReport:
     problems: list[str] = []
     rows = 0
     listed = _listed_files(folder / MANIFEST, manifest)
-    for name in _files_under(folder):
+    for name in files_under(folder):
         if name not in listed:
             kind = "shard" if name.endswith(".parquet") else "file"
             problems.append(f"{name}: {kind} not listed in {MANIFEST}; remove it or re-run `mmfaith release`.")
@@ -171,23 +171,24 @@ def _outside(folder: Path, name: str) -> str | None:
     return None
 
 
-def _files_under(folder: Path) -> list[str]:
+def files_under(folder: Path) -> list[str]:
     """Relative names of the files under a release folder, less manifest.json and top-level hidden entries."""
     return sorted(name for path in folder.rglob("*") if path.is_file()
                   and not (name := path.relative_to(folder).as_posix()).startswith(".") and name != MANIFEST)
 
 
-def previous_manifest(source: str, family: str) -> dict[str, Any]:
+def previous_manifest(source: str, family: str, subfolder: str = "") -> dict[str, Any]:
     """The manifest of the previous release of `family`: a local release folder, or `ORG/NAME[@REVISION]` on
-    the Hub."""
+    the Hub; with `subfolder`, the release in that folder of it (a family's folder in a suite release)."""
     if Path(source).is_dir():
-        return read_manifest(Path(source), family)
+        return read_manifest(Path(source) / subfolder, family)
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     repo_id, _, revision = source.partition("@")
     try:
-        path = hf_hub_download(repo_id, MANIFEST, repo_type="dataset", revision=revision or None)
+        path = hf_hub_download(repo_id, f"{subfolder}/{MANIFEST}" if subfolder else MANIFEST, repo_type="dataset",
+                               revision=revision or None)
     except (HfHubHTTPError, LocalEntryNotFoundError, ValueError) as exc:
         raise MmfaithError(f"--previous {source}: no local release folder of that name, and its {MANIFEST} "
                            f"cannot be fetched from the Hub ({exc.__class__.__name__}).") from exc

@@ -1,9 +1,10 @@
 """`mmfaith release --push`: upload a verified release folder to a Hub dataset repo and tag it.
 
-Contract: the folder is verified first (`verify_release`); the repo is created if needed; an
+Contract: the folder is verified first (`verify_folder`: a family's release or a suite's); the repo is
+created if needed; an
 existing tag `vX.Y.Z` is refused before anything is uploaded (a published version never
-changes); the folder goes up in one commit on `main` (data/ files of the previous version are
-deleted in that same commit, so `main` holds exactly this release); the commit is tagged
+changes); the folder goes up in one commit on `main` (data/ and families/ files of the previous
+version are deleted in that same commit, so `main` holds exactly this release); the commit is tagged
 `vX.Y.Z`. Old tags are never touched. The token is passed to `huggingface_hub` only, never
 printed or written.
 """
@@ -13,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mmfaith.jsonl import read_json_object
-from mmfaith.release.manifest import MANIFEST, verify_release
+from mmfaith.release.manifest import MANIFEST
+from mmfaith.release.suite_release import FAMILIES_DIR, verify_folder
 from mmfaith.errors import MmfaithError
 
-UPLOADED = ["README.md", "manifest.json", "data/**/*.parquet"]
+UPLOADED = ["README.md", "manifest.json", "data/**/*.parquet",
+            *(f"{FAMILIES_DIR}/*/{name}" for name in ("README.md", "manifest.json", "data/**/*.parquet"))]
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ def push_release(folder: Path, repo_id: str, token: str, endpoint: str | None = 
     from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
-    report = verify_release(folder)
+    report = verify_folder(folder)
     if report.problems:
         raise MmfaithError(f"{folder}: not pushed, `mmfaith verify` finds {len(report.problems)} problem(s), "
                            f"first: {report.problems[0]}")
@@ -53,9 +56,8 @@ def push_release(folder: Path, repo_id: str, token: str, endpoint: str | None = 
         step = "upload the release"
         commit = api.upload_folder(
             folder_path=folder, repo_id=repo_id, repo_type="dataset", allow_patterns=UPLOADED,
-            delete_patterns=["data/**"], commit_message=f"Release {tag}",
-            commit_description=f"{manifest['name']} {tag}: build {manifest['build']['records_sha256'][:16]}, "
-                               f"mmfaith {manifest['mmfaith_version']}, rows {manifest['configs']}.")
+            delete_patterns=["data/**", f"{FAMILIES_DIR}/**"], commit_message=f"Release {tag}",
+            commit_description=_description(manifest))
         step = f"tag the commit {tag}"
         api.create_tag(repo_id, tag=tag, revision=commit.oid, repo_type="dataset",
                        tag_message=f"{manifest['name']} {tag}")
@@ -65,3 +67,11 @@ def push_release(folder: Path, repo_id: str, token: str, endpoint: str | None = 
         raise MmfaithError(f"{repo_id}: the Hub refused to {step}: HTTP {status}{hint}; "
                            f"check HF_TOKEN's write access to the repo. {str(exc).splitlines()[0]}") from exc
     return PushResult(commit=commit.oid, tag=tag, url=f"{api.endpoint}/datasets/{repo_id}/tree/{tag}")
+
+
+def _description(manifest: dict) -> str:
+    """The commit's description: what the release is made of (a family's build, or a suite's families)."""
+    made_of = (f"build {manifest['build']['records_sha256'][:16]}" if "build" in manifest
+               else f"families {', '.join(manifest['families'])}")
+    rows = manifest.get("configs") or {name: entry["rows"] for name, entry in manifest["families"].items()}
+    return f"{manifest['name']} {manifest['tag']}: {made_of}, mmfaith {manifest['mmfaith_version']}, rows {rows}."

@@ -76,8 +76,10 @@ class ReleaseSummary:
     noun: str
 
 
-def write_release(declaration: ReleaseDeclaration, request: ReleaseRequest) -> ReleaseSummary:
-    """Write the release of `request.build` into `request.out` (which must be empty or absent).
+def write_release(declaration: ReleaseDeclaration, request: ReleaseRequest,
+                  previous: dict[str, Any] | None = None) -> ReleaseSummary:
+    """Write the release of `request.build` into `request.out` (which must be empty or absent); the changelog is
+    against `previous` (a manifest already read) when given, else against `request.previous`.
 
     The inputs are all checked first (request, build.json, every record and image, `--previous`); the
     files are then written to a hidden sibling folder and moved into place at the end, so a failed
@@ -87,7 +89,8 @@ def write_release(declaration: ReleaseDeclaration, request: ReleaseRequest) -> R
     build_info = read_build_json(request.build, declaration.family)
     records = declaration.read_build(request.build)
     kept, excluded = declaration.select(records, request.include, request.allow_noderivs, request.build)
-    previous = previous_manifest(request.previous, declaration.family) if request.previous else None
+    if previous is None and request.previous:
+        previous = previous_manifest(request.previous, declaration.family)
     with staged_folder(request.out, "release") as staging:
         shards = write_shards(staging, declaration, request.build, declaration.units(kept), request.shard_rows)
         rows: dict[str, int] = {}

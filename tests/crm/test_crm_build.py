@@ -106,11 +106,17 @@ def test_preview_shows_each_original_with_its_evidence_and_every_variant_with_it
 def test_rejections_name_their_reason(crm_build: Path) -> None:
     rejected = read_records(crm_build, "rejected.jsonl")
     stages = {r["stage"] for r in rejected}
-    # The build asks for blur and mean too: every colour question is refused them (issue 27 item 6).
-    assert stages == {"placement", "mask_style"}
+    # The build asks for blur and mean too: every colour question is refused them (issue 27 item 6); the
+    # sample's first images hold more one-instance counts than the gold cap lets through, and blur keeps the colour
+    # of some objects (mask_leak).
+    assert {"placement", "mask_style"} <= stages <= {"placement", "mask_style", "gold_balance", "mask_leak"}
     for r in rejected:
         if r["stage"] == "placement":
             assert r["reason"].startswith("no place for a ") and r["reason"].endswith("after 2000 tries")
+        elif r["stage"] == "gold_balance":
+            assert r["reason"].startswith("gold balance: ")
+        elif r["stage"] == "mask_leak":
+            assert "blur keeps a colour standing out" in r["reason"] or "mirror image" in r["reason"], r["reason"]
         else:
             assert r["key"].startswith("coco:color:") and "blur keeps the region's average colour" in r["reason"]
     assert not any(r["question_type"] == "color" for r in read_records(crm_build))

@@ -89,7 +89,7 @@ def test_the_default_model_is_the_pinned_package(encoder) -> None:
     first = encoder.encoded
     encoder.embed(["a sentence to embed once", "a sentence to embed once"])
     assert encoder.encoded == first + 1
-    encoder._memory.clear()  # a fresh process: the vector comes from $MMFAITH_CACHE, nothing is encoded
+    encoder.cache.forget()  # a fresh process: the vector comes from $MMFAITH_CACHE, nothing is encoded
     encoder.embed(["a sentence to embed once"])
     assert encoder.encoded == first + 1
 
@@ -207,11 +207,13 @@ def test_reference_models_over_http(crm_small: Path, tmp_path: Path, model: str,
 
 
 def test_scoring_without_sentence_transformers_says_what_to_install(tmp_path: Path) -> None:
-    """A process where sentence_transformers cannot be imported (as when the extra is not installed)."""
+    """A process where sentence_transformers cannot be imported (as when the extra is not installed): the encoder
+    loads (nothing is needed until a text is in no cache); the live model, asked for, names the extra."""
     script = ("import sys; sys.modules['sentence_transformers'] = None\n"
               "from mmfaith.evaluators.crm.embed import load_encoder\n"
               "from mmfaith.errors import MmfaithError\n"
-              "try:\n    load_encoder()\nexcept MmfaithError as exc:\n    print(exc)\n")
+              "encoder = load_encoder()\n"
+              "try:\n    encoder.model\nexcept MmfaithError as exc:\n    print(exc)\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ),
                             check=True)
     assert result.stdout.strip() == ("CRM scoring needs Sentence-BERT: pip install 'mmfaith[crm]' "

@@ -66,8 +66,11 @@ def test_a_child_server_ends_with_its_parent(sig: signal.Signals) -> None:
     assert not port_open(port)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM])
 def test_annotate_serve_stopped_by_a_signal_frees_its_port(sig: signal.Signals, tmp_path: Path) -> None:
+    """One real Label Studio (a start costs ~40 CPU-s): SIGHUP takes the same handler as SIGTERM
+    (child_process.PARENT_SIGNALS), and test_a_child_server_ends_with_its_parent sends each signal; SIGINT
+    (Ctrl-C) is tests/shared/test_annotate.py's serve test."""
     from mmfaith.annotation.server import find_label_studio
 
     try:

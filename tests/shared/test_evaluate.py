@@ -21,18 +21,6 @@ FAMILIES = ["spd-faith", "vfaith", "crm", "mcot"]
 MMFAITH = str(Path(sys.executable).parent / "mmfaith")
 
 
-@pytest.fixture(scope="module")
-def suite_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache for the module: the default suite's builds and reference ends are paid once."""
-    return tmp_path_factory.mktemp("suite-cache")
-
-
-@pytest.fixture
-def cached(suite_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MMFAITH_CACHE", str(suite_cache))
-    return suite_cache
-
-
 def _profile(folder: Path) -> dict:
     return json.loads((folder / "profile.json").read_text())
 

@@ -124,7 +124,9 @@ def balanced_questions() -> dict[str, list]:
 
 def test_existence_asks_about_absent_categories_as_often_as_present_ones(balanced_questions) -> None:
     golds = Counter(q.answer_text for q in balanced_questions["existence"])
-    assert golds["yes"] == golds["no"] > 0
+    # One absent question per present one, as far as a scene has plausible absent categories left once those
+    # whose kind has small or crowd instances there are dropped (two scenes run short: 65 yes, 63 no).
+    assert 0 < golds["no"] <= golds["yes"] <= golds["no"] + 0.05 * golds["yes"]
 
 
 def test_relation_and_letters_are_balanced(balanced_questions) -> None:
@@ -140,8 +142,10 @@ def test_count_gold_sits_at_every_rank(balanced_questions) -> None:
     ranks = Counter(sorted(int(o.text) for o in q.options).index(int(q.answer_text))
                     for q in balanced_questions["count"])
     assert set(ranks) == {0, 1, 2, 3}  # smallest and largest included
-    # the sample's counts are mostly 1, which can only be smallest or second: those two lead
-    assert ranks[0] == ranks[1] >= ranks[2] >= ranks[3] > 0
+    # the sample's counts are mostly 1, which can only be smallest or second: those two lead, within one
+    # of each other (the least-used choice alternates them; an odd number of such questions cannot split
+    # evenly: 24 and 25 since the unnameable targets of issue 29 are refused)
+    assert abs(ranks[0] - ranks[1]) <= 1 and min(ranks[0], ranks[1]) >= ranks[2] >= ranks[3] > 0
 
 
 def test_the_oneless_rule_keeps_count_minus_one() -> None:

@@ -16,14 +16,10 @@ import pytest
 
 pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
 
-REPO = Path(__file__).resolve().parents[2]
 
 
-def test_wheel_installs_and_builds_away_from_the_source_tree(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(wheels), str(REPO)], check=True, cwd=tmp_path)
-    wheel = next(wheels.glob("mmfaith-*.whl"))
+def test_wheel_installs_and_builds_away_from_the_source_tree(mmfaith_wheel: Path, tmp_path: Path) -> None:
+    wheel = mmfaith_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     for subpackage in ("builders", "schemas", "annotation", "loaders", "evaluators", "cards", "tests"):
         assert f"mmfaith/{subpackage}/__init__.py" in names

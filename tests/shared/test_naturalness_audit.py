@@ -135,6 +135,9 @@ def test_matching_and_arithmetic_by_hand(toy: Path, tmp_path: Path, capsys: pyte
     assert audit.main(argv) == 0
     assert BUILT == [1, 2]
     assert capsys.readouterr().out.splitlines() == out
+    # built two at a time in child processes (a fresh work folder): the same report
+    assert audit.main([*argv, "--work", str(tmp_path / "work-jobs"), "--jobs", "2"]) == 0
+    assert capsys.readouterr().out.splitlines() == out
     # a changed recipe is rebuilt
     stamp = tmp_path / "work" / "toy-audit" / "r2.stamp.json"
     stamp.write_text(stamp.read_text().replace('"2"', '"9"'))

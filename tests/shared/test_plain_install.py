@@ -5,9 +5,11 @@ The suite itself runs in a venv with every extra, where a stray import of an opt
 This test installs the wheel into a fresh venv without extras (pip takes the dependencies from its
 cache or the configured index), checks that none of the optional packages is there, then for each
 family builds a small set, runs its reference model over HTTP on 127.0.0.1, scores, reports,
-releases, verifies and loads it. CRM scoring needs Sentence-BERT (the `crm` extra): on the plain
-install it must be one `mmfaith: error:` line naming the extra, leaving no score folder. A release
-that fails leaves no release folder either.
+releases, verifies and loads it. CRM scoring reads the text embeddings shipped in the package for
+the default suite's reference roles (its CRM build here is the suite's recipe); a text outside
+every cache needs Sentence-BERT (the `crm` extra): on the plain install it is one `mmfaith: error:`
+line naming the extra, leaving no score folder. A release that fails leaves no release folder
+either. The README's first command, `mmfaith quickstart`, profiles all four families.
 """
 from __future__ import annotations
 
@@ -24,13 +26,12 @@ import pytest
 
 pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
 
-REPO = Path(__file__).resolve().parents[2]
 OPTIONAL = ("label_studio_sdk", "sentence_transformers", "torch", "inspect_ai", "ray", "google.genai")
-# family -> (small build options, reference model); the CRM build keeps only 2 questions.
+# family -> (small build options, reference model); CRM's is the default suite's recipe (mmfaith/data/suites).
 FAMILIES = {
     "spd-faith": (["--per-tier", "1", "--multi", "0", "--controls", "1"], "oracle"),
     "vfaith": (["--per-template", "1", "--templates", "color,existence"], "oracle"),
-    "crm": (["--max-items", "2"], "grounded"),
+    "crm": (["--max-items", "8", "--seed", "0"], "grounded"),
     "mcot": (["--limit", "4"], "blind"),
 }
 LOADERS = {"spd-faith": "load_spd_faith(r, config='single')", "vfaith": "load_vfaith(r)",
@@ -38,16 +39,15 @@ LOADERS = {"spd-faith": "load_spd_faith(r, config='single')", "vfaith": "load_vf
 
 
 @pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def plain(mmfaith_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """bin/ of a fresh venv holding mmfaith's wheel and its required dependencies only."""
     root = tmp_path_factory.mktemp("plain")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(root / "wheels"), str(REPO)], check=True, cwd=root)
-    wheel = next((root / "wheels").glob("mmfaith-*.whl"))
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
     bin_dir = root / "venv" / "bin"
-    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, cwd=root,
-                   capture_output=True)
+    # --no-compile: the modules the test imports are compiled as it imports them; byte-compiling every installed
+    # module at install is half the install's CPU time (25 CPU-s instead of 52 on a 2-core machine)
+    subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", "--no-compile", str(mmfaith_wheel)],
+                   check=True, cwd=root, capture_output=True)
     yield bin_dir
     shutil.rmtree(root, ignore_errors=True)
 
@@ -96,15 +96,20 @@ def test_every_family_builds_runs_scores_reports_releases_verifies_and_loads(pla
             server.terminate()
             server.wait(timeout=30)
         assert " 0 failed" in ran.stdout
-        scored = _mmfaith(plain, tmp_path, "score", family, "--dataset", build, "--predictions",
-                          f"r-{family}/predictions.jsonl", "--from-run", "--out", f"s-{family}", ok=family != "crm")
-        if family == "crm":  # Sentence-BERT is the crm extra: one line naming it, and no half-made score dir
+        _mmfaith(plain, tmp_path, "score", family, "--dataset", build, "--predictions",
+                 f"r-{family}/predictions.jsonl", "--from-run", "--out", f"s-{family}")
+        reported = _mmfaith(plain, tmp_path, "report", f"s-{family}", "--out", f"rep-{family}")
+        assert f"  {model}" in reported.stdout and (tmp_path / f"rep-{family}" / "report.md").is_file()
+        if family == "crm":  # a text no cache holds needs Sentence-BERT, the crm extra: one line, no score dir
+            lines = [json.loads(text) for text in (tmp_path / "r-crm" / "predictions.jsonl").read_text().splitlines()]
+            cot = next(line for line in lines if line.get("probe") == "original_cot")
+            cot["response"] = "1. A chain of thought that no shipped embedding holds, about a violet tram."
+            (tmp_path / "changed.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+            scored = _mmfaith(plain, tmp_path, "score", family, "--dataset", build, "--predictions", "changed.jsonl",
+                              "--from-run", "--out", "s-changed", ok=False)
             assert scored.returncode == 2 and scored.stdout == ""
             assert scored.stderr.count("\n") == 1 and "pip install 'mmfaith[crm]'" in scored.stderr, scored.stderr
-            assert not (tmp_path / "s-crm").exists()
-        else:
-            reported = _mmfaith(plain, tmp_path, "report", f"s-{family}", "--out", f"rep-{family}")
-            assert f"  {model}" in reported.stdout and (tmp_path / f"rep-{family}" / "report.md").is_file()
+            assert not (tmp_path / "s-changed").exists()
         _mmfaith(plain, tmp_path, "release", build, "--out", f"rel-{family}", "--name", f"org/{family}",
                  "--version", "1.0.0", "--include", "all")
         verified = _mmfaith(plain, tmp_path, "verify", f"rel-{family}")
@@ -124,3 +129,12 @@ def test_a_failed_release_leaves_nothing_behind(plain: Path, tmp_path: Path) -> 
                       "--include", "all", ok=False)
     assert failed.returncode == 2 and failed.stderr.startswith("mmfaith: error: ") and failed.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
+def test_the_readme_quickstart_profiles_all_four_families(plain: Path, tmp_path: Path) -> None:
+    """`mmfaith quickstart` on the plain install: every family of the default suite scored, CRM included."""
+    done = _mmfaith(plain, tmp_path, "quickstart", "--out", "q", "--no-progress")
+    for role in ("oracle", "prior"):
+        profile = json.loads((tmp_path / "q" / "profiles" / role / "profile.json").read_text())
+        assert {name: entry["status"] for name, entry in profile["families"].items()} == {
+            "spd-faith": "ok", "vfaith": "ok", "crm": "ok", "mcot": "ok"}, done.stdout
