@@ -1,4 +1,4 @@
-"""The fixed vocabulary of basic color names, naming an object's color, and recoloring it.
+"""The fixed vocabulary of basic color names and naming an object's color (the recolour is builders/recolour.py).
 
 Vocabulary: the eleven basic color terms of Berlin and Kay (black, white, gray, red, orange,
 yellow, green, blue, purple, pink, brown), each with one sRGB prototype (the recolor target).
@@ -36,13 +36,8 @@ single "color before" describes it. A recolor target is one whose prototype, as 
 same rule names without refusal (`CERTIFIED_TARGETS`): mid-gray (L* 54) is not one, since a gray
 object that light cannot be told from a white one in shade.
 
-Recoloring keeps the object's shading: every pixel keeps its lightness offset from the object's
-mean lightness (compressed only as far as needed for 95% of the pixels to stay in [0, 100]), the mean lightness moves to
-the target's (or up to 15 L* from it, to make room for the shading), and the chroma becomes the target's plus a quarter of the pixel's own chroma offset
-(so texture survives). Because lightness moves too, white, black and gray objects change visibly,
-which a hue shift alone cannot do. A recolor moves the color only as far as the target's name
-needs: to a color the object already has, it changes nothing but the lightness band of an
-achromatic name, so such an edit is (and is gated as) invisible.
+Each name's prototype is the target of a recolour; the recolour itself (refined outline, shading kept,
+refusals) is builders/recolour.py.
 """
 from __future__ import annotations
 
@@ -103,10 +98,6 @@ SURROUND_REACH = 8
 SURROUND_BIN = 6.0
 SURROUND_MIN_SHARE = 0.02
 MIN_FOREIGN_SHARE = 0.2
-TEXTURE_CHROMA_KEPT = 0.25
-SHADING_PERCENTILE = 95.0
-LIGHTNESS_SLACK = 15.0
-ACHROMATIC_LIGHTNESS = {"black": (0.0, BLACK_MAX_L), "gray": (BLACK_MAX_L, WHITE_MIN_L), "white": (WHITE_MIN_L, 100.0)}
 
 
 def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
@@ -315,57 +306,3 @@ def distinct_targets(current: ObjectColor, min_delta_e: float, palette: tuple[st
         if name in palette and name != current.name
         and float(np.linalg.norm(PROTOTYPES_LAB[name] - current.lab)) >= min_delta_e
     ]
-
-
-def inner_feather(mask: np.ndarray, width: float) -> np.ndarray:
-    """Blend weights that ramp from 0 at the mask's edge to 1 at `width` pixels inside; 0 outside."""
-    inside = cv2.distanceTransform(mask.astype(np.uint8), cv2.DIST_L2, 3)
-    return np.clip(inside / width, 0.0, 1.0).astype(np.float32)
-
-
-def recolor(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0) -> np.ndarray:
-    """The image with the masked object recolored to `target`; pixels outside the mask are untouched.
-
-    Computed on the mask's box grown by one pixel (the feather's distance transform then sees the
-    zeros around the mask), the same bits as over the whole image.
-    """
-    out = rgb.copy()
-    box = grown_box(mask, 1)
-    if box is not None:
-        out[box] = recolor_whole(np.ascontiguousarray(rgb[box]), mask[box], target, feather)
-    return out
-
-
-def recolor_whole(rgb: np.ndarray, mask: np.ndarray, target: str, feather: float = 2.0) -> np.ndarray:
-    """`recolor` computed over every pixel of `rgb` (recolor calls it on the mask's box)."""
-    lab = rgb_to_lab(rgb[mask])
-    mean = lab.mean(axis=0)
-    if object_color(rgb, mask).name == target:
-        low, high = ACHROMATIC_LIGHTNESS.get(target, (0.0, 100.0))
-        goal = np.array([np.clip(mean[0], low, high), mean[1], mean[2]], dtype=np.float32)
-        texture = 1.0
-    else:
-        goal = PROTOTYPES_LAB[target]
-        texture = TEXTURE_CHROMA_KEPT
-    offsets = lab[:, 0] - mean[0]
-    # Robust extents of the shading above and below the mean: one specular highlight must not
-    # flatten the whole object. The target lightness may slide up to LIGHTNESS_SLACK from the
-    # prototype to make room; only what still does not fit is compressed.
-    above = float(np.percentile(np.maximum(offsets, 0.0), SHADING_PERCENTILE)) if offsets.size else 0.0
-    below = float(np.percentile(np.maximum(-offsets, 0.0), SHADING_PERCENTILE)) if offsets.size else 0.0
-    goal_lightness = float(goal[0])
-    if above + below < 100.0:
-        goal_lightness = float(np.clip(np.clip(goal_lightness, below, 100.0 - above),
-                                       goal[0] - LIGHTNESS_SLACK, goal[0] + LIGHTNESS_SLACK))
-    goal_lightness = float(np.clip(goal_lightness, 0.0, 100.0))
-    shading_scale = min(1.0, (100.0 - goal_lightness) / above if above else 1.0,
-                        goal_lightness / below if below else 1.0)
-    new_lab = np.empty_like(lab)
-    new_lab[:, 0] = np.clip(goal_lightness + offsets * shading_scale, 0.0, 100.0)
-    new_lab[:, 1:] = goal[1:] + (lab[:, 1:] - mean[1:]) * texture
-    recolored = rgb.copy()
-    recolored[mask] = lab_to_rgb(new_lab)
-    alpha = inner_feather(mask, feather)[..., None]
-    blended = rgb.astype(np.float32) * (1.0 - alpha) + recolored.astype(np.float32) * alpha
-    out = np.where(mask[..., None], np.clip(np.rint(blended), 0, 255).astype(np.uint8), rgb)
-    return out

@@ -12,9 +12,9 @@ from functools import cache
 import cv2
 import numpy as np
 
-from mmfaith.builders.colors import recolor
 from mmfaith.builders.inpainters import Inpainter
 from mmfaith.builders.mask_box import grown_box, mask_extent
+from mmfaith.builders.recolour import recolour
 
 
 @dataclass
@@ -68,7 +68,10 @@ def shift(array: np.ndarray, dx: int, dy: int) -> np.ndarray:
 
 
 def edit_color(rgb: np.ndarray, mask: np.ndarray, target: str) -> EditOutcome:
-    return EditOutcome(recolor(rgb, mask, target), allowed=mask, evidence=mask, bbox_after=mask_bbox(mask))
+    """Recolour the object (builders/recolour.py): it may change its refined outline and the soft edge around
+    it (`allowed`), and must show the change over its own pixels (`evidence`)."""
+    painted = recolour(rgb, mask, target)
+    return EditOutcome(painted.image, allowed=painted.region, evidence=painted.support, bbox_after=mask_bbox(mask))
 
 
 def edit_remove(rgb: np.ndarray, mask: np.ndarray, inpainter: Inpainter, dilation: int) -> EditOutcome:

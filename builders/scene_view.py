@@ -25,6 +25,7 @@ from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
 from mmfaith.builders.edits import dilate
 from mmfaith.builders.mask_box import grown_box, mask_extent
+from mmfaith.builders.recolour import ObjectPaint
 from mmfaith.builders.targets import TargetRules, image_detail, movable_reason, nameable_reason
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
@@ -55,6 +56,7 @@ class SceneView:
         self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
         self.instances = {inst.ann_id: inst for inst in scene.instances}
         self._colors: dict[int, ObjectColor] = {}
+        self._paints: dict[int, ObjectPaint] = {}
         self._monochrome: bool | None = None
         self._areas: dict[int, int] = {}
         self._holes: dict[int, np.ndarray] = {}
@@ -94,14 +96,22 @@ class SceneView:
         return self._unnameable[ann_id]
 
     def color_targets(self, ann_id: int) -> list[str]:
-        """Plausible target colors (category palette), far enough from a dominant color; none for an
-        object a person could not name."""
+        """Plausible target colors (category palette), far enough from a dominant color, that the object can
+        take naturally (recolour.ObjectPaint.refusal: a trustworthy outline, a reachable lightness); none for
+        an object a person could not name."""
         if self.unnameable(ann_id) is not None:
             return []
         if self._monochrome is None:
             self._monochrome = is_monochrome(self.rgb)
         palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
-        return distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
+        targets = distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
+        return [target for target in targets if self.paint(ann_id).refusal(target) is None]
+
+    def paint(self, ann_id: int) -> ObjectPaint:
+        """The object ready to be recoloured (refined outline, shading), cached."""
+        if ann_id not in self._paints:
+            self._paints[ann_id] = ObjectPaint(self.rgb, self.masks[ann_id])
+        return self._paints[ann_id]
 
     def removal_blocker(self, ann_id: int) -> str | None:
         """Why the object may not be removed or moved (targets.nameable_reason, targets.movable_reason, hole

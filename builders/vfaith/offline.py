@@ -189,10 +189,15 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
     facts = question.facts
     if question.template == "color":
         subject = question.evidence[0].ann_id
+        leaning = [o.text for o in question.options if o.text != facts["color"] and view.paint(subject).leans_to(o.text)]
+        if leaning:
+            return (f"the {facts['category']}'s own colour leans to the option {leaning[0]!r}: the photo's answer "
+                    f"{facts['color']!r} would be in doubt")
         targets = view.color_targets(subject)
         choices = [o.text for o in question.options if o.text != facts["color"] and o.text in targets]
         if not choices:
-            return "no distractor option is a plausible recolour target (category palette, 40 delta E)"
+            return ("no distractor option is a plausible recolour target (category palette, 40 delta E, a colour the "
+                    "object can take naturally: builders/recolour.py)")
         color = choices[int(rng.integers(len(choices)))]
         return _Plan(subject, color, f"Recolour the {facts['category']} from {facts['color']} to {color}.",
                      color=color, facts_edited={**facts, "color": color})

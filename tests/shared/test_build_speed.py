@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from mmfaith.builders.coco_source import CocoSource
-from mmfaith.builders.colors import recolor, recolor_whole
 from mmfaith.builders.edits import dilate
 from mmfaith.builders.gates import FILL_FLAT_RING, FILL_INNER_MARGIN, FILL_MIN_PIXELS, FILL_RING, fill_texture_ratio
 from mmfaith.builders.inpainters import HoleCache, InpainterSpec
@@ -179,18 +178,3 @@ def test_cheap_checks_first_keep_every_file_the_same_across_workers(tmp_path: Pa
     assert seconds["accepted"]["encode"] > 0 and seconds["rejected"]["plan"] > 0
     total = sum(seconds["accepted"].values()) + sum(seconds["rejected"].values())
     assert seconds["rejected_share"] == pytest.approx(sum(seconds["rejected"].values()) / total, abs=1e-3)
-
-
-def test_recolour_on_the_masks_box_equals_the_whole_image(sample) -> None:
-    source = CocoSource(*sample)
-    compared = 0
-    for image_id in source.image_ids()[:6]:
-        scene = source.scene(image_id)
-        rgb = read_rgb(scene.path, 10**8)
-        for inst in scene.instances[:4]:
-            mask = inst.mask(scene.height, scene.width)
-            if mask.any():
-                for target in ("red", "white"):
-                    assert np.array_equal(recolor(rgb, mask, target), recolor_whole(rgb, mask, target))
-                    compared += 1
-    assert compared >= 20
