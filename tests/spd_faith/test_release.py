@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from collections import Counter
 import os
 import re
 import shutil
@@ -133,13 +134,13 @@ def test_manifest_names_files_build_verification_and_version(released: Path, mix
     assert manifest["version"] == "0.1.0" and manifest["tag"] == "v0.1.0" and manifest["include"] == "all"
     assert manifest["build"]["records_sha256"] == hashlib.sha256((mixed_build / "records.jsonl").read_bytes()).hexdigest()
     assert manifest["build"]["recipe"]["seed"] == 0 and manifest["mmfaith_version"]
-    assert manifest["verification"]["released_statuses"] == {"pending": 12}
+    assert manifest["verification"]["released_statuses"] == {"pending": 9}
     assert manifest["configs"] == {"single": 6, "multi": 4, "control": 2}
     on_disk = {p for p in files_of(released) if p != "manifest.json"}
     assert set(manifest["files"]) == on_disk
     for name, entry in manifest["files"].items():
         assert entry["sha256"] == hashlib.sha256((released / name).read_bytes()).hexdigest()
-    assert sum(e.get("rows", 0) for e in manifest["files"].values()) == len(manifest["rows"]) == 12
+    assert sum(e.get("rows", 0) for e in manifest["files"].values()) == len(manifest["rows"]) == 9
 
 
 def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_valid(released: Path) -> None:
@@ -167,7 +168,7 @@ def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_va
 
 def test_tampered_shard_or_card_fails_verify(released: Path, tmp_path: Path, capsys) -> None:
     assert cli(["verify", str(released)]) == 0
-    assert "OK (4 files, 12 rows" in capsys.readouterr().out
+    assert "OK (4 files, 9 rows" in capsys.readouterr().out
     broken = tmp_path / "broken"
     shutil.copytree(released, broken)
     shard = broken / "data" / "multi" / "test-00000-of-00001.parquet"
@@ -220,7 +221,8 @@ def test_rejected_pending_and_noderivs_pairs_stay_out_unless_allowed(verified_bu
     accepted = release(verified_build, tmp_path / "accepted", include="accepted")
     manifest = json.loads((accepted / "manifest.json").read_text())
     assert manifest["excluded"] == {"noderivs": 1, "pending": 2, "rejected": 1}
-    assert manifest["configs"] == {"single": 5, "multi": 3}
+    accepted_kept = [r for r in records if r["verification"]["status"] == "accepted" and r["id"] != noderivs]
+    assert manifest["configs"] == dict(Counter(r["subset"] for r in accepted_kept))
     assert noderivs not in manifest["rows"] and rejected not in manifest["rows"]
     card = (accepted / "README.md").read_text()
     assert "Every pair here was accepted" in card and "--allow-noderivs" not in card
@@ -228,9 +230,10 @@ def test_rejected_pending_and_noderivs_pairs_stay_out_unless_allowed(verified_bu
     everything = release(verified_build, tmp_path / "all", include="all", allow_noderivs=True)
     manifest = json.loads((everything / "manifest.json").read_text())
     assert manifest["excluded"] == {"rejected": 1} and noderivs in manifest["rows"]
-    assert manifest["configs"] == {"single": 6, "multi": 3, "control": 2}
+    kept = [r for r in records if r["verification"]["status"] != "rejected"]
+    assert manifest["configs"] == dict(Counter(r["subset"] for r in kept))
     card = (everything / "README.md").read_text()
-    assert "`--allow-noderivs`" in card and "2 of its 11 pairs have `verification.status` `pending`" in card
+    assert "`--allow-noderivs`" in card and f"2 of its {len(kept)} pairs have `verification.status` `pending`" in card
     assert "| [CC-BY-NC-ND-2.0](http://creativecommons.org/licenses/by-nc-nd/2.0/) | 1 |" in card
 
 
@@ -239,8 +242,8 @@ def test_changelog_against_the_previous_release(verified_build: Path, mixed_buil
     second = release(mixed_build, tmp_path / "v2", version="1.1.0", previous=str(first))
     changes = json.loads((second / "manifest.json").read_text())["changelog"]
     assert changes["previous_version"] == "1.0.0"
-    assert len(changes["added"]) == 4 and changes["removed"] == [] and len(changes["changed"]) == 8
-    assert "Against mmfaith/spd-faith-sample v1.0.0: 4 pairs added, 0 removed, 8 changed" in (second / "README.md").read_text()
+    assert len(changes["added"]) == 4 and changes["removed"] == [] and len(changes["changed"]) == 5
+    assert "Against mmfaith/spd-faith-sample v1.0.0: 4 pairs added, 0 removed, 5 changed" in (second / "README.md").read_text()
 
 
 def test_push_uploads_one_commit_tags_it_and_never_overwrites_a_tag(
