@@ -110,8 +110,13 @@ def round_trip(label_studio: dict[str, Any], annotators: dict[str, LabelStudio],
     finally:
         del os.environ["LABEL_STUDIO_API_KEY"]
     records = _records(build)
-    singles = [r for r in records if r["subset"] == "single"]
-    multis = [r for r in records if r["subset"] == "multi"]
+    # Eight records play the roles above. The naturalness gates leave the mixed build one multi pair, so the
+    # "multi" roles go to the records after the first four pairs with differences (a control among them: the
+    # deleted task's record).
+    edited = [r for r in records if r["differences"]]
+    controls = [r for r in records if not r["differences"]]
+    singles = edited[:4]
+    multis = [edited[4], controls[0], *edited[5:7]]
     admin, ann1, ann2 = annotators[ADMIN], annotators["ann1@example.com"], annotators["ann2@example.com"]
     tasks = _tasks_by_record(admin, TITLE)
     admin.annotations.create(id=tasks[singles[0]["id"]], result=_accept(
