@@ -135,7 +135,7 @@ def test_manifest_names_files_build_verification_and_version(released: Path, mix
     assert manifest["build"]["records_sha256"] == hashlib.sha256((mixed_build / "records.jsonl").read_bytes()).hexdigest()
     assert manifest["build"]["recipe"]["seed"] == 0 and manifest["mmfaith_version"]
     assert manifest["verification"]["released_statuses"] == {"pending": 9}
-    assert manifest["configs"] == {"single": 6, "multi": 4, "control": 2}
+    assert manifest["configs"] == {"single": 6, "multi": 1, "control": 2}
     on_disk = {p for p in files_of(released) if p != "manifest.json"}
     assert set(manifest["files"]) == on_disk
     for name, entry in manifest["files"].items():
