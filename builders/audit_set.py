@@ -31,7 +31,6 @@ REASONS: tuple[str, ...] = (
     "other",                      # anything else; the note says what
 )
 VERDICTS: tuple[str, ...] = ("accept", "reject")
-SOURCES: tuple[str, ...] = ("embedded", "coco128")
 
 
 @dataclass(frozen=True)
