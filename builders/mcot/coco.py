@@ -4,7 +4,8 @@ The questions come from the shared generator (builders/coco_questions.py, docs/q
 from templates of our own: `scene_questions` with templates ("color", "relation") and
 `mcot_rules(max_subject_area)` (default 0.01: the object asked about covers less than 1 % of
 the image by its box, V*'s "small target"; and a relation's two boxes at least MIN_RELATION_GAP of
-the width apart), options shuffled with the build seed. The item's
+the width apart; colour asked only about objects of one colour, `one_color_only`), options shuffled
+with the build seed. The item's
 `targets` are the question's evidence regions (`Question.regions()`: the object, and for a relation
 the reference object too); `category` is the template ("color" stands for V*'s direct attributes,
 "relation" for its relative position). Images are read in the annotations' order.
@@ -41,8 +42,9 @@ person it was placed beside, a jug touching its twin on a shelf) and one of 64 w
 
 
 def mcot_rules(max_subject_area: float | None) -> QuestionRules:
-    """The generator's rules for MCoT: small targets under `max_subject_area` and MIN_RELATION_GAP."""
-    return QuestionRules(max_subject_area=max_subject_area, min_relation_gap=MIN_RELATION_GAP)
+    """The generator's rules for MCoT: small targets under `max_subject_area`, MIN_RELATION_GAP and colour
+    questions only about objects of one colour (coco_questions `one_color_only`)."""
+    return QuestionRules(max_subject_area=max_subject_area, min_relation_gap=MIN_RELATION_GAP, one_color_only=True)
 
 
 def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Iterator[SourceItem]:
