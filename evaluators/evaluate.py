@@ -122,8 +122,9 @@ def evaluate_family(suite: Suite, name: str, args: argparse.Namespace, model: st
             state = json.loads(saved.read_text(encoding="utf-8"))
             if state.get("predictions_sha256") == predictions_sha256:
                 return state["entry"]  # resumed: scored from these very predictions before the interruption
-        for folder in passes:
-            score_one(name, dataset, out / "runs" / folder, out / "scores" / folder, getattr(args, "seed", 0))
+        for folder in passes:  # the explorer shows the with-image score; the no-image one is read by the gain
+            score_one(name, dataset, out / "runs" / folder, out / "scores" / folder, getattr(args, "seed", 0),
+                      explorer=folder == name)
         entry = family_entry(name, dataset, out, score_dir, reference_ends(name, dataset, suite.entry(name).run, args),
                              no_image_pass(name, out, getattr(args, "seed", 0)) if len(passes) > 1 else None)
     except MmfaithError as exc:

@@ -186,16 +186,21 @@ def test_suite_files_refused_with_one_line(tmp_path: Path, capsys: pytest.Captur
                                "families": {"nope": {"build": []}}}))
     assert main(["serve-reference", "--suite", str(bad), "--model", "oracle", "--port", "0"]) == 2
     assert "unknown family 'nope'" in capsys.readouterr().err
+    bad.write_text(json.dumps({"format": "mmfaith-suite/1", "name": "x", "version": "1",
+                               "families": {"mcot": {"build": [], "no_image": "yes"}}}))
+    assert main(["serve-reference", "--suite", str(bad), "--model", "oracle", "--port", "0"]) == 2
+    assert capsys.readouterr().err == f'mmfaith: error: {bad}: not a mmfaith-suite/1 suite file: mcot: "no_image" ' \
+        'must be true or false.\n'
 
 
 def test_suite_build_writes_a_suite_file_evaluate_reads(tmp_path: Path, sample: tuple[Path, Path]) -> None:
     recipe = tmp_path / "mcot-only.json"
     recipe.write_text(json.dumps({"format": "mmfaith-suite/1", "name": "mcot-only", "version": "2",
-                                  "families": {"mcot": {"build": ["--limit", "4"], "run": []}}}))
+                                  "families": {"mcot": {"build": ["--limit", "4"], "run": [], "no_image": True}}}))
     annotations, images = sample
     assert main(["suite", "build", "--suite", str(recipe), "--coco-annotations", str(annotations), "--images",
                  str(images), "--out", str(tmp_path / "built"), "--no-progress"]) == 0
     built = load_suite(tmp_path / "built")
     assert (built.name, built.version, built.families()) == ("mcot-only", "2", ["mcot"])
-    assert built.entry("mcot").dataset == str(tmp_path / "built" / "mcot")
+    assert built.entry("mcot").dataset == str(tmp_path / "built" / "mcot") and built.entry("mcot").no_image
     assert len((tmp_path / "built" / "mcot" / "records.jsonl").read_text().splitlines()) == 4
