@@ -178,7 +178,7 @@ def no_image_lines(blind: Mapping[str, Any]) -> list[str]:
     gain = blind["multimodal_gain"]
     if gain is None:
         return lines + [f"Multimodal gain: n/a ({blind['na_reason']}).", ""]
-    keys = [key for key in gain if key != "n_items"]
+    keys = sorted(key for key in gain if key != "n_items")  # as profile.json holds them (sorted), resumed or not
     lines += [f"Multimodal gain (with the images - without, MMStar; {gain['n_items']} items paired, 95% bootstrap "
               f"CI clustered by source image; [{blind['report']}]({blind['report']})):", ""]
     lines += md_table(["metric", "gain (95% CI)"],
