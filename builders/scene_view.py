@@ -18,6 +18,8 @@ Rules and thresholds (docs/spd_faith_build.md states them):
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,12 +35,41 @@ MIN_TARGET_DELTA_E = 40.0
 PLACEMENT_TRIES = 200
 MAX_VERTICAL_SHIFT = 0.10
 BORDER_MARGIN = 2
+REMEMBERED_SCENES = 256
+"""How many scenes' object facts a process keeps (SceneFacts): a build visits each image once per quota
+and visit, and the facts (colour, nameability, recolour targets) cost far more than the visit."""
 
 
 def seeded_rng(seed: int, *labels: object) -> np.random.Generator:
     """A generator that depends only on the seed and the given labels (stable across runs and processes)."""
     digest = hashlib.sha256("/".join([str(seed), *map(str, labels)]).encode("utf-8")).digest()
     return np.random.default_rng([int(word) for word in np.frombuffer(digest, dtype="<u4")])
+
+
+@dataclass
+class SceneFacts:
+    """What a SceneView learns about a scene's objects that depends only on the image, the masks and the
+    rules: kept per process (facts_of) so every slot of the same image reuses it instead of recomputing
+    colour names, nameability and recolour refusals (the dearest part of planning)."""
+
+    colors: dict[int, ObjectColor] = field(default_factory=dict)
+    unnameable: dict[int, str | None] = field(default_factory=dict)
+    targets: dict[int, list[str]] = field(default_factory=dict)
+    blockers: dict[int, str | None] = field(default_factory=dict)
+    detail: float | None = None
+    monochrome: bool | None = None
+
+
+_FACTS: OrderedDict[tuple, SceneFacts] = OrderedDict()
+
+
+def facts_of(key: tuple) -> SceneFacts:
+    """This process's SceneFacts for a scene key (the REMEMBERED_SCENES most recently used are kept)."""
+    facts = _FACTS.pop(key, None) or SceneFacts()
+    _FACTS[key] = facts
+    while len(_FACTS) > REMEMBERED_SCENES:
+        _FACTS.popitem(last=False)
+    return facts
 
 
 class SceneView:
@@ -55,13 +86,10 @@ class SceneView:
         self.pixels = float(height * width)
         self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
         self.instances = {inst.ann_id: inst for inst in scene.instances}
-        self._colors: dict[int, ObjectColor] = {}
+        self.facts = facts_of((str(scene.path), scene.image_id, rgb.shape, dilation, rules))
         self._paints: dict[int, ObjectPaint] = {}
-        self._monochrome: bool | None = None
         self._areas: dict[int, int] = {}
         self._holes: dict[int, np.ndarray] = {}
-        self._unnameable: dict[int, str | None] = {}
-        self._detail: float | None = None
 
     def area(self, ann_id: int) -> int:
         """The object's mask's pixel count, cached."""
@@ -80,30 +108,39 @@ class SceneView:
 
     def color(self, ann_id: int) -> ObjectColor:
         """The object's color from its own pixels (colors.object_color), cached."""
-        if ann_id not in self._colors:
-            self._colors[ann_id] = object_color(self.rgb, self.masks[ann_id])
-        return self._colors[ann_id]
+        colors = self.facts.colors
+        if ann_id not in colors:
+            colors[ann_id] = object_color(self.rgb, self.masks[ann_id])
+        return colors[ann_id]
 
     def color_name(self, ann_id: int) -> str:
         return self.color(ann_id).name
 
     def unnameable(self, ann_id: int) -> str | None:
         """Why a person could not point at the object and name it (targets.nameable_reason), cached."""
-        if ann_id not in self._unnameable:
-            if self._detail is None:
-                self._detail = image_detail(self.rgb)
-            self._unnameable[ann_id] = nameable_reason(self.rgb, self.masks[ann_id], self._detail)
-        return self._unnameable[ann_id]
+        facts = self.facts
+        if ann_id not in facts.unnameable:
+            if facts.detail is None:
+                facts.detail = image_detail(self.rgb)
+            facts.unnameable[ann_id] = nameable_reason(self.rgb, self.masks[ann_id], facts.detail)
+        return facts.unnameable[ann_id]
 
     def color_targets(self, ann_id: int) -> list[str]:
         """Plausible target colors (category palette), far enough from a dominant color, that the object can
         take naturally (recolour.ObjectPaint.refusal: a trustworthy outline, a reachable lightness); none for
-        an object a person could not name."""
+        an object a person could not name. Cached per process (SceneFacts)."""
+        facts = self.facts
+        if ann_id not in facts.targets:
+            facts.targets[ann_id] = self._color_targets(ann_id)
+        return facts.targets[ann_id]
+
+    def _color_targets(self, ann_id: int) -> list[str]:
         if self.unnameable(ann_id) is not None:
             return []
-        if self._monochrome is None:
-            self._monochrome = is_monochrome(self.rgb)
-        palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
+        facts = self.facts
+        if facts.monochrome is None:
+            facts.monochrome = is_monochrome(self.rgb)
+        palette = () if facts.monochrome else self.rules.color_palette(self.instances[ann_id].category)
         targets = distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
         return [target for target in targets if self.paint(ann_id).refusal(target) is None]
 
@@ -115,7 +152,13 @@ class SceneView:
 
     def removal_blocker(self, ann_id: int) -> str | None:
         """Why the object may not be removed or moved (targets.nameable_reason, targets.movable_reason, hole
-        limit), or None."""
+        limit), or None. Cached per process (SceneFacts)."""
+        blockers = self.facts.blockers
+        if ann_id not in blockers:
+            blockers[ann_id] = self._removal_blocker(ann_id)
+        return blockers[ann_id]
+
+    def _removal_blocker(self, ann_id: int) -> str | None:
         unnameable = self.unnameable(ann_id)
         if unnameable is not None:
             return f"not nameable: {unnameable}"

@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
+from itertools import islice
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ from mmfaith.outdir import prepare_out_dir
 from mmfaith.schema import check_record
 
 MAX_VISITS = 12
+TRIES_PER_PAIR = 40
+"""A quota gives up after this many slots per pair it asks for (its stream is cut there): on a source too small
+for it (five edits on one image of a 32-image sample), visiting every image MAX_VISITS times costs hundreds of
+plans and fills for nothing."""
 
 
 @dataclass
@@ -122,8 +127,15 @@ def _serves(scene: Scene, source: CocoSource, quota: Quota, request: BuildReques
 
 
 def _slots(quota: Quota, scenes: list[Scene], seed: int) -> Iterator[tuple[Slot, Scene]]:
-    """The quota's deterministic stream: every eligible image in a seeded order, visited repeatedly."""
-    visits = 1 if quota.subset == "control" else MAX_VISITS
+    """The quota's deterministic stream: every eligible image in a seeded order, visited repeatedly, cut after
+    TRIES_PER_PAIR slots per pair asked for (controls: one visit)."""
+    if quota.subset == "control":
+        yield from _visits(quota, scenes, seed, 1)
+    else:
+        yield from islice(_visits(quota, scenes, seed, MAX_VISITS), TRIES_PER_PAIR * quota.count)
+
+
+def _visits(quota: Quota, scenes: list[Scene], seed: int, visits: int) -> Iterator[tuple[Slot, Scene]]:
     for visit in range(visits):
         order = seeded_rng(seed, "order", quota.key, visit).permutation(len(scenes))
         for index in order:

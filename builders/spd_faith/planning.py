@@ -126,7 +126,7 @@ class SceneView(SharedSceneView):
     def __init__(self, scene: Scene, rgb: np.ndarray, dilation: int, blend_radius: int,
                  rules: TargetRules = TargetRules()) -> None:
         super().__init__(scene, rgb, dilation, blend_radius, rules)
-        self._feasible: dict[int, list[str]] = {}
+        self._feasible: dict[tuple[int, str], bool] = {}
 
     def tier_of(self, ann_id: int) -> str:
         return difficulty(self.scene.instance_count, self.area_ratio(ann_id))
@@ -154,27 +154,27 @@ class SceneView(SharedSceneView):
         return hole
 
     def feasible_types(self, ann_id: int) -> list[str]:
-        """The edit types the constraints allow for this object (cached)."""
-        if ann_id not in self._feasible:
-            self._feasible[ann_id] = self._feasible_types(ann_id)
-        return self._feasible[ann_id]
+        """The edit types the constraints allow for this object."""
+        return [kind for kind in EDIT_TYPES if self.feasible(ann_id, kind)]
 
-    def _feasible_types(self, ann_id: int) -> list[str]:
+    def feasible(self, ann_id: int, kind: str) -> bool:
+        """Whether the constraints allow this edit type for this object (cached; each type is judged only
+        when asked, so a planner trying a removal never pays for the recolour's checks)."""
+        key = (ann_id, kind)
+        if key not in self._feasible:
+            self._feasible[key] = self._judge(ann_id, kind)
+        return self._feasible[key]
+
+    def _judge(self, ann_id: int, kind: str) -> bool:
         ratio = self.area_ratio(ann_id)
-        kinds = []
-        if ratio <= MAX_AREA["color"] and self.color_targets(ann_id):
-            kinds.append("color")
-        spared = None
-        for kind in ("remove", "position"):
-            if kind == "position" and (self.touches_border(ann_id)
-                                        or not self.rules.may_move(self.instances[ann_id].category)):
-                continue
-            if ratio <= MAX_AREA[kind]:
-                if spared is None:
-                    spared = self.removal_blocker(ann_id) is None and self.spares_neighbours(ann_id)
-                if spared:
-                    kinds.append(kind)
-        return kinds
+        if ratio > MAX_AREA[kind]:
+            return False
+        if kind == "color":
+            return bool(self.color_targets(ann_id))
+        if kind == "position" and (self.touches_border(ann_id)
+                                   or not self.rules.may_move(self.instances[ann_id].category)):
+            return False
+        return self.removal_blocker(ann_id) is None and self.spares_neighbours(ann_id)
 
     def concretize(self, ann_id: int, kind: str, blocked: np.ndarray, rng: np.random.Generator,
                    color: str | None = None) -> PlannedEdit | None:
@@ -215,7 +215,7 @@ def rule_plan(view: SceneView, slot: Slot, seed: int,
         edit = None
         for kind in (edit_types[int(i)] for i in preference):
             for ann_id in order:
-                if any(e.ann_id == ann_id for e in edits) or kind not in view.feasible_types(ann_id):
+                if any(e.ann_id == ann_id for e in edits) or not view.feasible(ann_id, kind):
                     continue
                 if (view.footprint(PlannedEdit(ann_id, "remove")) & blocked).any():
                     continue
