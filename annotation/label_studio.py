@@ -148,12 +148,13 @@ def push(client: LabelStudio, build_dir: Path, title: str, family: Family, files
                         unknown_tasks=sorted(t["id"] for t in existing if t["data"].get("record_id") not in known))
     new: list[dict[str, Any]] = []
     for record in records:
-        data = {**family.task_data(record, url, family.prepare(build_dir, record)),
+        helpers = family.prepare(build_dir, record) if family.prepare else {}
+        data = {**family.task_data(record, url, helpers),
                 "record_id": record["id"], "family": family.name, "images_sha256": _hashes(family, record),
                 "flag": "", "stale_annotation_ids": []}
         task = tasks.get(record["id"])
         if task is None:
-            prefilled = family.task_predictions(record) if family.task_predictions else None
+            prefilled = family.task_predictions(build_dir, record) if family.task_predictions else None
             new.append({"data": data, **({"predictions": [{"model_version": "mmfaith-build", "result": prefilled}]}
                                          if prefilled else {})})
             report.added.append(record["id"])
