@@ -14,9 +14,9 @@ rectangles that Label Studio draws (annotation/regions.py), so the push renders 
 2. push: `label_studio.push` of the N records into a new project (one import request, tasks with
    their pre-filled outlines), seconds;
 3. re-push: the same push again (every task unchanged: nothing imported), seconds;
-4. pull: a second project holds the N tasks, each with one annotation (imported with the tasks,
-   setup, not timed); `label_studio.pull` exports them and merges N verdicts into records.jsonl,
-   seconds.
+4. pull: a second project holds the N tasks, each with one annotation (a reject carrying the
+   task's outline regions; imported with the tasks, setup, not timed); `label_studio.pull` exports
+   them and merges N verdicts into records.jsonl, seconds.
 
 Beside each wall time: the CPU seconds of this process (the client: records, task JSON, the merge)
 and of the server's process group (read from /proc, so Linux only). On a loaded machine the wall
@@ -46,7 +46,8 @@ from typing import Any
 
 from mmfaith.annotation import label_studio as lsmod
 from mmfaith.annotation.server import ServerSpec, find_label_studio, start_server, stop_server, wait_ready
-from mmfaith.annotation.spd_faith.tasks import family
+from mmfaith.annotation.spd_faith.tasks import family, outlines
+from mmfaith.annotation.status import read_records
 from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.jsonl import canonical_json
 
@@ -101,13 +102,16 @@ def _timed(server: int, call: Any, *args: Any, **kwargs: Any) -> tuple[float, fl
     return time.perf_counter() - start, _cpu_s() - cpu, _group_cpu_s(server) - server_cpu, result
 
 
-def _annotated_project(client: Any, title: str, pushed_project: int) -> None:
-    """A new project holding the pushed project's tasks again, each with one annotation (a reject):
-    one import request (setup for the pull)."""
+def _annotated_project(client: Any, title: str, pushed_project: int, build: Path) -> None:
+    """A new project holding the pushed project's tasks again, each with one annotation (a reject that
+    carries the task's read-only outlines back, as Label Studio's prelabelled annotation does): one
+    import request (setup for the pull)."""
+    records = {record["id"]: record for record in read_records(build)}
     tasks = lsmod.list_tasks(client, pushed_project)
     project = client.projects.create(title=title, label_config=family().label_config())
     client.projects.import_tasks(id=project.id, request=[
-        {"data": task["data"], "annotations": [{"result": REJECT}]} for task in tasks])
+        {"data": task["data"], "annotations": [{"result": REJECT + outlines(build, records[task["data"]["record_id"]])}]}
+        for task in tasks])
 
 
 def measure(count: int, work: Path) -> dict[str, Any]:
@@ -143,7 +147,7 @@ def measure(count: int, work: Path) -> dict[str, Any]:
         assert len(report.added) == count, f"push added {len(report.added)} of {count}"
         again = timed("repush", lsmod.push, client, build, "bench", family(), files_root)
         assert len(again.unchanged) == count, f"re-push left {len(again.unchanged)} of {count} unchanged"
-        _annotated_project(client, "bench-annotated", report.project_id)
+        _annotated_project(client, "bench-annotated", report.project_id, build)
         pulled = timed("pull", lsmod.pull, client, build, "bench-annotated", family(), "any-reject")
         assert pulled.counts["rejected"] == count, f"pull: {pulled.counts}"
     finally:
