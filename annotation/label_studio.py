@@ -11,7 +11,9 @@ task shows), `flag` (why the task needs a second look, or "") and `stale_annotat
 """
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +24,8 @@ from urllib.parse import quote
 import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
+from label_studio_sdk.types.serialization_option_request import SerializationOptionRequest
+from label_studio_sdk.types.serialization_options_request import SerializationOptionsRequest
 
 from mmfaith.annotation.family import Family
 from mmfaith.annotation.merge import merge_record
@@ -148,12 +152,13 @@ def push(client: LabelStudio, build_dir: Path, title: str, family: Family, files
                         unknown_tasks=sorted(t["id"] for t in existing if t["data"].get("record_id") not in known))
     new: list[dict[str, Any]] = []
     for record in records:
-        data = {**family.task_data(record, url, family.prepare(build_dir, record)),
+        helpers = family.prepare(build_dir, record) if family.prepare else {}
+        data = {**family.task_data(record, url, helpers),
                 "record_id": record["id"], "family": family.name, "images_sha256": _hashes(family, record),
                 "flag": "", "stale_annotation_ids": []}
         task = tasks.get(record["id"])
         if task is None:
-            prefilled = family.task_predictions(record) if family.task_predictions else None
+            prefilled = family.task_predictions(build_dir, record) if family.task_predictions else None
             new.append({"data": data, **({"predictions": [{"model_version": "mmfaith-build", "result": prefilled}]}
                                          if prefilled else {})})
             report.added.append(record["id"])
@@ -199,9 +204,33 @@ class PullReport:
     skipped: list[tuple[str, int, int]] = field(default_factory=list)
 
 
+EXPORT_WAIT_S = 600.0
+
+
 def export_tasks(client: LabelStudio, project_id: int) -> list[dict[str, Any]]:
-    """The project's tasks with their annotations (Label Studio's JSON export, synchronous)."""
-    return _api("export the project", client.projects.exports.as_json, project_id)
+    """The project's tasks with their annotations, through an export snapshot (made, waited for,
+    downloaded as JSON, deleted). Drafts, predictions and annotators come as ids only and the
+    annotation history is left out: the pull reads none of them, and the server's export then costs
+    about 40 % less CPU than the full synchronous export (docs/annotation.md, Speed)."""
+    exports = client.projects.exports
+    options = SerializationOptionsRequest(drafts=SerializationOptionRequest(only_id=True),
+                                          predictions=SerializationOptionRequest(only_id=True),
+                                          annotations_completed_by=SerializationOptionRequest(only_id=True),
+                                          include_annotation_history=False)
+    snapshot = _api("export the project", exports.create, id=project_id, serialization_options=options)
+    try:
+        waited = time.monotonic()
+        while snapshot.status not in ("completed", "failed") and time.monotonic() - waited < EXPORT_WAIT_S:
+            time.sleep(0.2)  # a server with a job queue makes the snapshot in the background
+            snapshot = _api("follow the export", exports.get, id=project_id, export_pk=snapshot.id)
+        if snapshot.status != "completed":
+            raise MmfaithError(f"Label Studio's export {snapshot.id} of project {project_id} ended {snapshot.status!r} "
+                               f"(waited {EXPORT_WAIT_S:.0f} s at most); see the server's log.")
+        body = b"".join(_api("download the export", exports.download, id=project_id, export_pk=snapshot.id,
+                             export_type="JSON"))
+    finally:
+        _api("delete the export", exports.delete, id=project_id, export_pk=snapshot.id)
+    return _api("read the export", json.loads, body)
 
 
 def _user_names(client: LabelStudio) -> dict[int, str]:

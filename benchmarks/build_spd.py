@@ -4,7 +4,7 @@ One build (a fresh `python -m mmfaith build spd-faith ... --no-progress` subproc
 temporary folder, nothing cached between runs): by default the paper mix of the 128-image COCO
 sample ../shared/data/coco128 when it is there (else the embedded 32-image sample), `--paper-mix
 200 --controls 10 --workers 2`, the default inpainter (`auto`: PatchMatch when patchmatch-cython
-imports). It prints the figures of benchmarks/build_timing.py: pairs/s over the wall time, CPU
+imports). It prints the figures of benchmarks/_build_timing.py: pairs/s over the wall time, CPU
 seconds per pair and the rate with a whole core per worker (the machine is shared: compare that
 one across runs), CPU seconds per stage (plan, inpaint, gates, encode) of kept and rejected
 candidates and the rejected share, and the goal line (issue 32: >= 8 pairs/s on 2 workers).
@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 
-from build_timing import add_build_options, coco_arguments, print_run, run_build
+from _build_timing import add_build_options, coco_arguments, print_run, run_build
 
 GOAL_PAIRS_PER_S = 8.0
 

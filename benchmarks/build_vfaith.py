@@ -5,7 +5,7 @@ One build (a fresh `python -m mmfaith build vfaith ... --no-progress` subprocess
 temporary folder): by default 100 pairs (25 per template) of ../shared/data/coco128 when it is
 there (else the embedded 32-image sample, which has too few relation questions for 25),
 `--workers 2`, the default inpainter (`auto`: PatchMatch when patchmatch-cython imports). It prints
-the figures of benchmarks/build_timing.py (pairs/s over the wall time, CPU seconds per pair and
+the figures of benchmarks/_build_timing.py (pairs/s over the wall time, CPU seconds per pair and
 the rate with a whole core per worker, CPU seconds per stage of kept and rejected candidates, the
 rejected share), the goal line (issue 32: >= 4 pairs/s on 2 workers), the top rejection reasons
 and the gold-letter balance.
@@ -26,7 +26,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from build_timing import add_build_options, coco_arguments, print_run, run_build
+from _build_timing import add_build_options, coco_arguments, print_run, run_build
 
 GOAL_PAIRS_PER_S = 4.0
 

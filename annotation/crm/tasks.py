@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.annotation.family import Family
+from mmfaith.annotation.regions import rectangle
 from mmfaith.annotation.votes import VERDICTS, Misfit, Vote
 
 NAME = "crm"
@@ -42,13 +43,14 @@ def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: di
 
 
 def rectangles(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The record's regions as pre-filled Label Studio rectangles (percent of the image, ids kept)."""
-    width, height = record["width"], record["height"]
-    return [{"id": region["id"], "from_name": "evidence", "to_name": "image", "type": "rectanglelabels",
-             "original_width": width, "original_height": height, "image_rotation": 0,
-             "value": {"x": region["bbox"][0] / width * 100, "y": region["bbox"][1] / height * 100,
-                       "width": region["bbox"][2] / width * 100, "height": region["bbox"][3] / height * 100,
-                       "rotation": 0, "rectanglelabels": ["evidence"]}} for region in record["regions"]]
+    """The record's regions as pre-filled editable Label Studio rectangles (percent of the image, ids kept)."""
+    size = (record["width"], record["height"])
+    return [rectangle(region["id"], "evidence", "image", region["bbox"], size, "evidence") for region in record["regions"]]
+
+
+def prefilled(build_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Family's task_predictions: `rectangles` (the record holds the image's size)."""
+    return rectangles(record)
 
 
 def _box(item: dict[str, Any], record: dict[str, Any]) -> list[float]:
@@ -110,11 +112,7 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
                 notes=(text[0] or "").strip() or None, edits=edits, time=time)
 
 
-def _no_helpers(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
-    return {}
-
-
 def family() -> Family:
     """CRM as a Family for the generic push/pull machinery."""
     return Family(name=NAME, schema="crm_item", label_config=label_config, image_fields=IMAGE_FIELDS,
-                  prepare=_no_helpers, task_data=task_data, read_vote=read_vote, task_predictions=rectangles)
+                  task_data=task_data, read_vote=read_vote, task_predictions=prefilled)

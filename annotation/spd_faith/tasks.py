@@ -2,8 +2,11 @@
 
 Contract with annotation/spd_faith/labeling.xml (control names): `verdict` (one of accept|reject),
 `reasons` (one or more of REASONS, only with reject), `notes` and `caption` (free text),
-`description_<i>` (the corrected standardized description of differences[i]), and `outline`
-(the view toggle, carries no verdict). Anything else in a result is a Misfit. People never edit
+`description_<i>` (the corrected standardized description of differences[i]), `outline`
+(the view toggle, carries no verdict), and `outline_a` / `outline_b`: the edited regions as
+read-only rectangles numbered like the differences, pre-filled at push (`outlines`) and drawn by
+Label Studio on the outlined views, so a push renders no image; an annotation carries them back
+unchanged and the pull ignores them. Anything else in a result is a Misfit. People never edit
 the structured gold (types, categories, colors, boxes): the task shows it as text only.
 """
 from __future__ import annotations
@@ -14,9 +17,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from PIL import Image, ImageDraw
-
-from mmfaith.annotation.family import HELPER_PNG_LEVEL, Family
+from mmfaith.annotation.family import Family
+from mmfaith.annotation.regions import image_size, rectangle
 from mmfaith.annotation.votes import Misfit, Vote, controls_of, verdict_of
 from mmfaith.annotation.votes import choices_of as _choices
 from mmfaith.annotation.votes import text_of as _texts
@@ -24,8 +26,8 @@ from mmfaith.annotation.votes import text_of as _texts
 NAME = "spd-faith"
 REASONS = ("artifact", "invisible change", "unnatural", "other")
 IMAGE_FIELDS = {"image_a": "image_a_sha256", "image_b": "image_b_sha256"}
-OUTLINE_DIR = "annotation/outlined"
 OUTLINE_TOGGLE = "Outline the edited regions"
+OUTLINE_CONTROLS = ("outline_a", "outline_b")
 _DESCRIPTION = re.compile(r"^description_(\d+)$")
 
 
@@ -34,33 +36,20 @@ def label_config() -> str:
     return files("mmfaith.annotation.spd_faith").joinpath("labeling.xml").read_text(encoding="utf-8")
 
 
-def render_outlines(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
-    """Write copies of both images with each difference's box outlined and numbered, under
-    BUILD_DIR/annotation/outlined/, named by the image's sha256 so a changed image gets new
-    copies; existing copies are kept. Returns {"outlined_a": relpath, "outlined_b": relpath}.
-    The record's own image files are only read."""
-    out: dict[str, str] = {}
-    for side, key in (("a", "image_a"), ("b", "image_b")):
-        rel = f"{OUTLINE_DIR}/{record['id']}_{record[IMAGE_FIELDS[key]][:12]}_{side}.png"
-        target = build_dir / rel
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with Image.open(build_dir / record[key]) as src:
-                image = src.convert("RGB")
-            draw = ImageDraw.Draw(image)
-            width = max(2, round(max(image.size) / 200))
-            for number, diff in enumerate(record["differences"], start=1):
-                box = diff["bbox_before"] if side == "a" or diff["bbox_after"] is None else diff["bbox_after"]
-                if box is None:  # an official GitHub-layout import records no boxes
-                    continue
-                x, y, w, h = box
-                draw.rectangle((x, y, x + w, y + h), outline=(255, 0, 0), width=width)
-                draw.text((x + width + 2, y + width + 2), str(number), fill=(255, 0, 0))
-            tmp = target.with_name(target.name + ".tmp")
-            image.save(tmp, format="PNG", compress_level=HELPER_PNG_LEVEL)
-            tmp.replace(target)
-        out[f"outlined_{side}"] = rel
-    return out
+def outlines(build_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each difference's box as a read-only rectangle labelled with its number, drawn by Label Studio
+    on the outlined views of both images: on A the box before, on B the box after (the box before
+    when the difference records none). A difference without boxes (an official GitHub-layout import)
+    has none. Only the images' headers are read (for their sizes)."""
+    sizes = {side: image_size(build_dir / record[f"image_{side}"]) for side in ("a", "b")}
+    regions = []
+    for side in ("a", "b"):
+        for number, diff in enumerate(record["differences"], start=1):
+            box = diff["bbox_before"] if side == "a" or diff["bbox_after"] is None else diff["bbox_after"]
+            if box is not None:
+                regions.append(rectangle(f"{side}{number}", f"outline_{side}", f"outlined_{side}", box, sizes[side],
+                                         str(number), readonly=True))
+    return regions
 
 
 def _planned_line(number: int, diff: dict[str, Any]) -> str:
@@ -80,14 +69,13 @@ def _planned_line(number: int, diff: dict[str, Any]) -> str:
 
 def task_data(record: dict[str, Any], url: Callable[[str], str], extra_files: dict[str, str]) -> dict[str, Any]:
     """The task's `data` for one record. `url` maps a path relative to the build dir to the URL
-    Label Studio serves it from; `extra_files` are render_outlines' paths."""
+    Label Studio serves it from; no helper files (`extra_files` is empty): the outlined views show
+    the same two images, with `outlines` drawn on them by Label Studio."""
     diffs = record["differences"]
     planned = "\n".join(_planned_line(n, d) for n, d in enumerate(diffs, start=1)) or "none: a control pair, the images are identical"
     return {
         "image_a": url(record["image_a"]),
         "image_b": url(record["image_b"]),
-        "outlined_a": url(extra_files["outlined_a"]),
-        "outlined_b": url(extra_files["outlined_b"]),
         "planned": planned,
         "differences": [{"planned": _planned_line(n, d), "description": d["description"]}
                         for n, d in enumerate(diffs, start=1)],
@@ -101,6 +89,8 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
     (unknown control, wrong type, value outside the config, no verdict, reject without reason,
     reasons on an accept, a description for a difference the record lacks, an empty description)."""
     kinds = {"verdict": "choices", "reasons": "choices", "outline": "choices", "notes": "textarea", "caption": "textarea"}
+    result = [item for item in result if not (isinstance(item, dict) and item.get("from_name") in OUTLINE_CONTROLS
+                                              and item.get("type") == "rectanglelabels")]
     seen = controls_of(result, lambda name: "textarea" if _DESCRIPTION.match(name) else kinds.get(name))
     for name in seen:
         match = _DESCRIPTION.match(name)
@@ -126,5 +116,5 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
 
 def family() -> Family:
     """SPD-Faith as a Family for the generic push/pull machinery."""
-    return Family(name=NAME, schema="spd_faith_pair", label_config=label_config, image_fields=IMAGE_FIELDS, prepare=render_outlines,
-                  task_data=task_data, read_vote=read_vote)
+    return Family(name=NAME, schema="spd_faith_pair", label_config=label_config, image_fields=IMAGE_FIELDS,
+                  task_data=task_data, read_vote=read_vote, task_predictions=outlines)

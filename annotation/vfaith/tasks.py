@@ -132,10 +132,6 @@ def read_vote(result: list[dict[str, Any]], record: dict[str, Any], annotation_i
     return Vote(annotation_id, annotator, "accept", (), notes or None, edits, time)
 
 
-def _no_helpers(build_dir: Path, record: dict[str, Any]) -> dict[str, str]:
-    return {}
-
-
 def _perception_follows(build_dir: Path, pairs: list[dict[str, Any]], now: str) -> None:
     """Bring perception.jsonl up to date with the pulled pairs (module docstring); rewritten only on a change."""
     from mmfaith.builders.vfaith.perception import apply_pair_verification
@@ -155,4 +151,4 @@ def _perception_follows(build_dir: Path, pairs: list[dict[str, Any]], now: str) 
 def family() -> Family:
     """VFaith as a Family for the generic push/pull machinery."""
     return Family(name=NAME, schema="vfaith_pair", label_config=label_config, image_fields=IMAGE_FIELDS,
-                  prepare=_no_helpers, task_data=task_data, read_vote=read_vote, after_pull=_perception_follows)
+                  task_data=task_data, read_vote=read_vote, after_pull=_perception_follows)

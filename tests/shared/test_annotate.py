@@ -27,7 +27,8 @@ from mmfaith.annotation import label_studio as lsmod
 from mmfaith.annotation.agreement import cohen_kappa, fleiss_kappa
 from mmfaith.annotation.merge import decide, merge_record
 from mmfaith.annotation.server import find_label_studio
-from mmfaith.annotation.spd_faith.tasks import family, label_config, read_vote
+from mmfaith.annotation.regions import rectangle
+from mmfaith.annotation.spd_faith.tasks import family, label_config, outlines, read_vote
 from mmfaith.annotation.votes import Misfit, Vote
 from mmfaith.cli import main
 from mmfaith.errors import MmfaithError
@@ -94,7 +95,8 @@ def round_trip(label_studio: dict[str, Any], annotators: dict[str, LabelStudio],
                tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Push the build, annotate as three people, keep a copy of the records before the pull.
 
-    single[0]: admin accepts and corrects the description and writes a caption.
+    single[0]: admin accepts and corrects the description and writes a caption; the result carries the
+               pre-filled read-only outlines back, as Label Studio's prelabelled annotation does.
     single[1]: ann1 rejects (artifact, unnatural).
     single[2]: ann1 accepts, ann2 rejects (invisible change): the disagreement.
     single[3]: ann1 and admin accept.
@@ -120,7 +122,7 @@ def round_trip(label_studio: dict[str, Any], annotators: dict[str, LabelStudio],
     admin, ann1, ann2 = annotators[ADMIN], annotators["ann1@example.com"], annotators["ann2@example.com"]
     tasks = _tasks_by_record(admin, TITLE)
     admin.annotations.create(id=tasks[singles[0]["id"]], result=_accept(
-        description_0="The object is gone.", caption="A street scene with a bus."))
+        description_0="The object is gone.", caption="A street scene with a bus.") + outlines(build, singles[0]))
     ann1.annotations.create(id=tasks[singles[1]["id"]], result=_reject("artifact", "unnatural"))
     ann1.annotations.create(id=tasks[singles[2]["id"]], result=_accept())
     ann2.annotations.create(id=tasks[singles[2]["id"]], result=_reject("invisible change"))
@@ -156,14 +158,21 @@ def test_push_creates_the_project_with_the_config_and_one_task_per_record(
     assert data["images_sha256"] == {"image_a": record["image_a_sha256"], "image_b": record["image_b_sha256"]}
     # the server serves the image through local-files storage, to a logged-in client only
     auth = {"Authorization": f"Token {label_studio['token']}"}
-    for key in ("image_a", "image_b", "outlined_a"):
+    for key in ("image_a", "image_b"):
         reply = httpx.get(label_studio["url"] + data[key], headers=auth)
         assert reply.status_code == 200 and reply.headers["content-type"] == "image/png"
     assert httpx.get(label_studio["url"] + data["image_b"], headers=auth).content == \
         (round_trip["build"] / record["image_b"]).read_bytes()
     assert httpx.get(label_studio["url"] + data["image_b"]).status_code == 401
-    assert all(v.startswith("/data/local-files/") for d in tasks.values() for k, v in d.items()
-               if k.startswith(("image_", "outlined_")))
+    assert all(v.startswith("/data/local-files/") for d in tasks.values() for k, v in d.items() if k.startswith("image_"))
+    # the edited regions reach the server as read-only rectangles (one per difference and image) that Label
+    # Studio draws on the outlined views: no helper image is written
+    task = admin.tasks.get(id=str(next(t["id"] for t in lsmod.list_tasks(admin, project.id)
+                                       if t["data"]["record_id"] == record["id"])))
+    assert [p.result for p in task.predictions] == [outlines(round_trip["build"], record)]
+    assert len(task.predictions[0].result) == 2 * len(record["differences"])
+    assert all(region["readonly"] for region in task.predictions[0].result)
+    assert not (round_trip["build"] / "annotation").exists()
 
 
 def test_pull_merges_verdicts_corrections_and_reports_every_bad_case(
@@ -421,6 +430,7 @@ RECORD = {"differences": [{"description": "d0"}, {"description": "d1"}], "captio
     (_accept() + [{"from_name": "bbox", "type": "rectanglelabels", "value": {}}], "unknown control 'bbox'"),
     (_accept() + [{"from_name": "caption", "type": "choices", "value": {}}], "caption: expected type textarea"),
     (_accept() + _accept()[:1], "verdict: given twice"),
+    (_accept() + [{"from_name": "outline_a", "type": "choices", "value": {}}], "unknown control 'outline_a'"),
 ])
 def test_annotations_that_do_not_fit_the_config_are_misfits(result: list, why: str) -> None:
     with pytest.raises(Misfit, match=why):
@@ -430,7 +440,9 @@ def test_annotations_that_do_not_fit_the_config_are_misfits(result: list, why: s
 def test_a_fitting_annotation_becomes_a_vote() -> None:
     vote = read_vote(_accept(description_1="new", caption="cap") +
                      [{"from_name": "outline", "type": "choices", "value": {"choices": ["Outline the edited regions"]}},
-                      {"from_name": "notes", "type": "textarea", "value": {"text": [" looks fine "]}}],
+                      {"from_name": "notes", "type": "textarea", "value": {"text": [" looks fine "]}}] +
+                     [rectangle(f"{side}{n}", f"outline_{side}", f"outlined_{side}", [1, 2, 3, 4], (10, 10), str(n),
+                                readonly=True) for side in "ab" for n in (1, 2)],  # the outlines carry no vote
                      RECORD, 7, "a@x", "t")
     assert vote == Vote(7, "a@x", "accept", (), "looks fine", {"differences.1.description": "new", "caption": "cap"}, "t")
 
@@ -473,7 +485,7 @@ def test_kappas_match_textbook_values() -> None:
 def test_the_label_config_is_package_data_and_names_every_control() -> None:
     text = label_config()
     for name in ('name="verdict"', 'name="reasons"', 'name="caption"', 'name="description_{{idx}}"',
-                 'name="outline"', 'value="artifact"', 'value="invisible change"', 'value="unnatural"', 'value="other"'):
+                 'name="outline"', 'name="outline_a"', 'name="outline_b"', 'value="artifact"', 'value="invisible change"', 'value="unnatural"', 'value="other"'):
         assert name in text
 
 

@@ -428,23 +428,29 @@ def test_what_the_official_release_leaves_unknown_is_refused_in_mmfaiths_own_bui
 
 def test_annotation_tasks_are_made_for_imported_records_with_and_without_boxes(hub, tmp_path: Path) -> None:
     """Re-verification of an import: the Label Studio task data and outlines (no server needed)."""
-    from mmfaith.annotation.spd_faith.tasks import render_outlines, task_data
+    from mmfaith.annotation.spd_faith.tasks import outlines, task_data
 
     _, _, build = hub
     multi = records(build)["official-multi_diff-4"]
-    files = render_outlines(build, multi)
-    data = task_data(multi, lambda rel: f"/data/{rel}", files)
+    data = task_data(multi, lambda rel: f"/data/{rel}", {})
     assert data["caption"].startswith("Three changes")
     assert data["planned"].splitlines()[1] == "2. position: knife, box before [270.0, 285.0, 140.0, 90.0]"
-    with Image.open(build / files["outlined_a"]) as outlined:  # the boxes are drawn in red
-        assert np.asarray(outlined)[285, 270:410, 0].max() == 255
+    assert not any(key.startswith("outlined") for key in data)  # no helper image: Label Studio draws the outlines
+    with Image.open(build / multi["image_a"]) as image:
+        width, height = image.size
+    regions = {region["id"]: region for region in outlines(build, multi)}
+    assert sorted(regions) == ["a1", "a2", "a3", "b1", "b2", "b3"]  # three differences, both images
+    knife = regions["b2"]  # the import records no box after: B shows the box before, numbered 2, locked
+    assert (knife["from_name"], knife["to_name"], knife["readonly"]) == ("outline_b", "outlined_b", True)
+    assert knife["value"]["rectanglelabels"] == ["2"] and (knife["original_width"], knife["original_height"]) == (width, height)
+    # percent of the image, by hand from the box [270, 285, 140, 90] px
+    assert [knife["value"][k] for k in ("x", "y", "width", "height")] == pytest.approx(
+        [270 / width * 100, 285 / height * 100, 140 / width * 100, 90 / height * 100])
     pixels = make_github_layout(tmp_path / "github")
     assert pixels and import_official(str(tmp_path / "github" / "spd_faith.jsonl"), tmp_path / "b").accepted == 4
     easy = records(tmp_path / "b")["official-easy-785_easy"]
-    files = render_outlines(tmp_path / "b", easy)  # no boxes recorded: nothing drawn, no error
-    with Image.open(tmp_path / "b" / files["outlined_a"]) as outlined, Image.open(tmp_path / "b" / easy["image_a"]) as plain:
-        assert np.array_equal(np.asarray(outlined.convert("RGB")), np.asarray(plain.convert("RGB")))
-    assert task_data(easy, str, files)["planned"] == "1. color: person, colors not recorded, box not recorded"
+    assert outlines(tmp_path / "b", easy) == []  # no boxes recorded: nothing outlined, no error
+    assert task_data(easy, str, {})["planned"] == "1. color: person, colors not recorded, box not recorded"
 
 
 FROM_HUB_ID = """
