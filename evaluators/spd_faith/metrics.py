@@ -310,7 +310,8 @@ def headline_beside(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: 
     """`headline_beside_from_sums` over every item (differing and control), with cluster-bootstrap intervals
     (`components`: the items' `item_components` when already made)."""
     components = _components(items, components)
-    block: dict[str, Any] = {name: _scalar(value) for name, value in headline_beside_from_sums(_sums(components)).items()}
+    block: dict[str, Any] = {name: _scalar(value)
+                             for name, value in headline_beside_from_sums(_sums(components)).items()}
     bounds = stats.bootstrap_ci(components, [i["cluster"] for i in items], headline_beside_from_sums, n_bootstrap, seed)
     block["ci95"] = {name: _interval(value) for name, value in sorted(bounds.items())}
     return block
