@@ -18,6 +18,12 @@ Templates (`Question.facts` in brackets):
   hides it). Distractors: colours plausible for the category first (targets.COLOR_PALETTES), then
   other basic colours; each at least DEFAULT_MIN_DELTA_E (CIE76) from the object's colour and
   carried by less than SECONDARY_SHARE of its pixels, so no distractor is also a fair answer.
+  With `one_color_only` (CRM and MCoT, whose annotator judges the object's colour on the whole
+  image, not on an edit), an object on which any other name holds SECONDARY_SHARE of the pixels
+  gets no question at all: a yellow-and-black ball, a phone whose screen shows a blue picture, a
+  dark glossy roof half blue half gray, a canopy bed, banana slices between yellow and cream (issue
+  29's audit of both families). Achromatic shading does not count: gray on a white or black object
+  (and white or black on a gray one) is its shade, not a second colour.
 - count: "How many {objects} are there?" [category, count], 1 to max_count instances. Options are
   n consecutive numbers from 0 up that hold the count, so the gold can sit at every rank (smallest
   and largest included, as far as 0 allows); with `count_holds_one_less` (VFaith: a removal of one
@@ -90,6 +96,8 @@ from mmfaith.vocabulary import COLOR_NAMES
 TEMPLATES: tuple[str, ...] = ("color", "count", "existence", "relation")
 LETTERS = "ABCDEFGHIJ"
 SECONDARY_SHARE = 0.15
+SHADES = {"white": {"gray"}, "black": {"gray"}, "gray": {"white", "black"}}
+"""The names an achromatic object's own shading takes (module docstring, `one_color_only`)."""
 RELATION_SURFACES = frozenset({"dining table", "bed", "couch", "bench"})
 FITTED_APPLIANCES = frozenset({"oven", "refrigerator"})
 MIN_FITTED_AREA = 0.01
@@ -114,6 +122,7 @@ class QuestionRules:
     max_subject_area: float | None = None
     n_options: int = 4
     count_holds_one_less: bool = False
+    one_color_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -357,6 +366,8 @@ def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int
         return None
     shares = np.bincount(name_labs(rgb_to_lab(rgb[mask])), minlength=len(COLOR_NAMES)) / float(mask.sum())
     secondary = {name for name, share in zip(COLOR_NAMES, shares) if share >= SECONDARY_SHARE}
+    if rules.one_color_only and second_color(current.name, secondary) is not None:
+        return None
     plausible = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, palette, COLOR_NAMES)
                  if c not in secondary]
     others = [c for c in distinct_targets(current, DEFAULT_MIN_DELTA_E, COLOR_NAMES, COLOR_NAMES)
@@ -379,6 +390,13 @@ def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int
     verb = "are" if inst.category in PLURAL_ONLY else "is"
     return Question(key, "color", f"What color {verb} the {name}?", options, answer, (inst,),
                     {"category": inst.category, "color": current.name})
+
+
+def second_color(name: str, frequent: set[str]) -> str | None:
+    """A colour name among `frequent` (those on at least SECONDARY_SHARE of an object's pixels) other than
+    `name` and its achromatic shades (gray for black and white; black and white for gray), or None."""
+    others = sorted(frequent - SHADES.get(name, set()) - {name})
+    return others[0] if others else None
 
 
 def _count_question(view: _SceneView, category: str, insts: tuple[Instance, ...], seed: int,

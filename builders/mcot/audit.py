@@ -40,6 +40,7 @@ from mmfaith.builders.coco_questions import QuestionRules
 from mmfaith.builders.coco_source import CocoSource, embedded_sample
 from mmfaith.builders.colors import MIN_DOMINANT_SHARE, name_labs, rgb_to_lab
 from mmfaith.builders.mcot.build import EMBEDDED_ORIGIN, IMAGES
+from mmfaith.builders.mcot.coco import mcot_rules
 from mmfaith.builders.mcot.preview import TARGET_COLORS
 from mmfaith.builders.targets import PEOPLE
 from mmfaith.images import png_bytes
@@ -110,7 +111,7 @@ def item_key(record: dict[str, Any]) -> str:
 def audit_items(build_dir: Path) -> Iterator[AuditItem]:
     """Every question of an MCoT build from the COCO source as an `AuditItem` (module docstring)."""
     recipe = read_json_object(build_dir / "build.json", "").get("recipe", {})
-    rules = QuestionRules(max_subject_area=recipe.get("rules", {}).get("max_subject_area"))
+    rules = mcot_rules(recipe.get("rules", {}).get("max_subject_area"))
     for _, record in read_jsonl(build_dir / "records.jsonl"):
         key = item_key(record)
         yield AuditItem(key=key, kind=record["category"], gates=_gates(build_dir, record, rules, recipe.get("origin", "")),

@@ -2,8 +2,10 @@
 
 The questions come from the shared generator (builders/coco_questions.py, docs/questions.md), never
 from templates of our own: `scene_questions` with templates ("color", "relation") and
-`QuestionRules(max_subject_area=...)` (default 0.01: the object asked about covers less than 1 % of
-the image by its box, V*'s "small target"), options shuffled with the build seed. The item's
+`mcot_rules(max_subject_area)` (default 0.01: the object asked about covers less than 1 % of
+the image by its box, V*'s "small target"; and a relation's two boxes at least MIN_RELATION_GAP of
+the width apart; colour asked only about objects of one colour, `one_color_only`), options shuffled
+with the build seed. The item's
 `targets` are the question's evidence regions (`Question.regions()`: the object, and for a relation
 the reference object too); `category` is the template ("color" stands for V*'s direct attributes,
 "relation" for its relative position). Images are read in the annotations' order.
@@ -33,6 +35,16 @@ if TYPE_CHECKING:
     from mmfaith.builders.mcot.build import McotBuildRequest
 
 TEMPLATES = ("color", "relation")
+MIN_RELATION_GAP = 0.03
+"""The relation's gap for MCoT's small targets (the generator's default is 2 %): issue 29's audit rejected
+three of the five relations whose boxes lay 2-2.5 % of the width apart (a backpack strap worn by the
+person it was placed beside, a jug touching its twin on a shelf) and one of 64 wider ones for that reason."""
+
+
+def mcot_rules(max_subject_area: float | None) -> QuestionRules:
+    """The generator's rules for MCoT: small targets under `max_subject_area`, MIN_RELATION_GAP and colour
+    questions only about objects of one colour (coco_questions `one_color_only`)."""
+    return QuestionRules(max_subject_area=max_subject_area, min_relation_gap=MIN_RELATION_GAP, one_color_only=True)
 
 
 def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Iterator[SourceItem]:
@@ -45,7 +57,7 @@ def coco_items(request: McotBuildRequest, rejected: list[dict[str, Any]]) -> Ite
     if not 0 < request.max_subject_area <= 1:
         raise MmfaithError(f"--max-subject-area must be in (0, 1], not {request.max_subject_area}.")
     source = CocoSource(annotations, images)
-    rules = QuestionRules(max_subject_area=request.max_subject_area)
+    rules = mcot_rules(request.max_subject_area)
     balance, cap = QuestionBalance(), GoldCap(request.gold_margin)
     for image_id in source.image_ids():
         scene = source.scene(image_id)
