@@ -18,6 +18,7 @@ sized scores run warm).
     python benchmarks/score_scale.py                                  # every family at 10k, 100k, 1M items
     python benchmarks/score_scale.py --sizes 10000 --families vfaith  # a quick run
     python benchmarks/score_scale.py --sizes 100000 --no-explorer     # the scoring alone, without explorer pages
+    python benchmarks/score_scale.py --sizes 1000000 --families vfaith --no-explorer --build-workers 8
 """
 from __future__ import annotations
 
@@ -49,11 +50,13 @@ def _mmfaith(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "mmfaith", *args], check=True, stdout=subprocess.DEVNULL)
 
 
-def _small_build(name: str, folder: Path) -> None:
-    """A small build and the oracle's and always-A model's predictions in `folder` (build/, oracle.jsonl, always-a.jsonl)."""
+def _small_build(name: str, folder: Path, workers: int | None) -> None:
+    """A small build (on `workers` processes: the same bytes whatever their number) and the oracle's and always-A
+    model's predictions in `folder` (build/, oracle.jsonl, always-a.jsonl)."""
     build = folder / "build"
     if not (build / "build.json").is_file():
-        _mmfaith("build", name, "--out", str(build), "--no-progress", *BUILD_ARGS[name])
+        pool = ["--workers", str(workers)] if workers else []
+        _mmfaith("build", name, "--out", str(build), "--no-progress", *BUILD_ARGS[name], *pool)
     if not (folder / "oracle.jsonl").is_file():
         dataset = family(name).parts().open_dataset(build)
         oracle = family(name).reference_models[0][0]  # each family's first reference model reads the gold
@@ -141,6 +144,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000, help="replicates (score's and report's default)")
     parser.add_argument("--no-explorer", action="store_true",
                         help="score and report with --no-explorer (the scoring alone, without the explorer pages)")
+    parser.add_argument("--build-workers", type=int, default=None,
+                        help="worker processes of the small builds (default: the build's own); scores are one process")
     parser.add_argument("--work", type=Path, default=None,
                         help="folder for the builds (kept; small builds are reused); default: a temporary one")
     args = parser.parse_args()
@@ -151,7 +156,7 @@ def main() -> None:
     for name in args.families:
         small = work / name / "small"
         small.mkdir(parents=True, exist_ok=True)
-        _small_build(name, small)
+        _small_build(name, small, args.build_workers)
         embed = _embed_seconds(name, small)
         for size in args.sizes:
             big = work / name / str(size)

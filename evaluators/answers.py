@@ -94,13 +94,23 @@ def last_tag(text: str | None) -> str | None:
     spans = _boxed_spans(text or "") + [(m.start(), m.group(1)) for m in _ANSWER_TAG.finditer(text or "")]
     return max(spans)[1].strip() if spans else None
 
+_EMPHASIS = re.compile(r"[*_`$]")
+_ARTICLE = re.compile(r"^(?:a|an|the)\s+")
+_PUNCTUATION = re.compile(r"[^\w\s]")
+_BARE_LABEL = re.compile(r"[(\[]?([A-Za-z])[)\]]?[.):]?")
+_LABEL_WITH_TEXT = re.compile(r"\(?([A-Za-z])(?:[.):]\s*|\s+)(.+)", re.DOTALL)
+_NOT_SAME = re.compile(r"\bnot (?:the same|identical)\b", re.IGNORECASE)
+_FENCE = re.compile(r"```.*?```", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+"""Patterns the readers apply to every answer, compiled once (a scorer reads hundreds of thousands)."""
+
 
 def plain(text: str) -> str:
     """A short answer without its dress: LaTeX wrappers, Markdown emphasis, `$`, a leading "Answer:"/"Option"."""
     value = text
     while _LATEX_WRAP.search(value):
         value = _LATEX_WRAP.sub(r"\1", value)
-    value = re.sub(r"[*_`$]", "", value).strip()
+    value = _EMPHASIS.sub("", value).strip()
     previous = None
     while previous != value:
         previous, value = value, _LEAD_WORDS.sub("", value).strip()
@@ -110,7 +120,7 @@ def plain(text: str) -> str:
 def normalised(text: str) -> str:
     """Lower case, punctuation as spaces, whitespace collapsed, a leading article dropped, a number word as
     digits, a colour synonym as its basic colour term (mmfaith/vocabulary.normalize_color: "grey" -> "gray")."""
-    value = re.sub(r"^(?:a|an|the)\s+", "", " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split()))
+    value = _ARTICLE.sub("", " ".join(_PUNCTUATION.sub(" ", text.lower()).split()))
     if value in NUMBER_WORDS:
         return str(NUMBER_WORDS[value])
     return (normalize_color(value) if value and " " not in value else None) or value
@@ -131,10 +141,10 @@ def _part_label(part: str, options: Sequence[dict[str, Any]]) -> str | None:
     `_TWO` for a label with another option's text ("B. red" where red is A)."""
     labels = _labels(options)
     value = plain(part)
-    bare = re.fullmatch(r"[(\[]?([A-Za-z])[)\]]?[.):]?", value)
+    bare = _BARE_LABEL.fullmatch(value)
     if bare:
         return labels.get(bare.group(1).upper())
-    with_text = re.fullmatch(r"\(?([A-Za-z])(?:[.):]\s*|\s+)(.+)", value, re.DOTALL)
+    with_text = _LABEL_WITH_TEXT.fullmatch(value)
     if with_text and with_text.group(1).upper() in labels:
         label = labels[with_text.group(1).upper()]
         named = _by_text(with_text.group(2), options)
@@ -259,7 +269,7 @@ _YES_NO = re.compile(r"\b(yes|no)\b(?!\s+(?:visible |obvious |apparent |noticeab
 def _state(text: str) -> bool | None:
     """True when a statement says the pictures are the same, False when it says they differ, None else."""
     value = plain(text)
-    negated_same = re.search(r"\bnot (?:the same|identical)\b", value, re.IGNORECASE)
+    negated_same = _NOT_SAME.search(value)
     if _SAME.search(value) and not negated_same:
         return True
     if negated_same or _DIFFERENT.search(value):
@@ -297,8 +307,8 @@ def read_yes_no(text: str | None, asks: str = "different", rule: str = "default"
 
 
 def _final_sentence(text: str) -> str:
-    body = re.sub(r"```.*?```", " ", text, flags=re.DOTALL).strip()
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", body) if s.strip()]
+    body = _FENCE.sub(" ", text).strip()
+    sentences = [s for s in _SENTENCE_END.split(body) if s.strip()]
     return sentences[-1] if sentences else ""
 
 

@@ -40,20 +40,34 @@ Statistic = Callable[[Sums], Mapping[str, np.ndarray]]
 CONFIDENCE = 0.95
 CHUNK_CELLS = 1 << 22
 """Cluster draws per chunk of replicates (32 MiB of int64 draws, as much again in weights)."""
+BLOCK_ITEMS = 1 << 16
+"""Items whose components are read into one array at a time (at most 64 K x keys floats)."""
 
 
 def _cluster_sums(components: Sequence[Mapping[str, float]], clusters: Sequence[str],
                   keys: Sequence[str], order: Sequence[str]) -> np.ndarray:
-    """Matrix (cluster, key) of the components summed within each cluster, clusters in `order`
-    (each cell summed in item order)."""
+    """Matrix (cluster, key) of the components summed within each cluster, clusters in `order`.
+
+    Items are grouped by their keys (a family's items have a few layouts: scored, control...), and each
+    group's values are read `BLOCK_ITEMS` items at a time as one array (no per-key pass over every item),
+    each cell summed in item order within a block and group."""
     row = {cluster: i for i, cluster in enumerate(order)}
     rows = np.fromiter((row[cluster] for cluster in clusters), dtype=np.int64, count=len(clusters))
     if rows.size != len(components):
         raise ValueError(f"{len(components)} items but {rows.size} clusters")
+    column = {key: j for j, key in enumerate(keys)}
+    by_layout: dict[tuple[str, ...], list[int]] = {}
+    for i, item in enumerate(components):
+        by_layout.setdefault(tuple(item), []).append(i)
     matrix = np.zeros((len(order), len(keys)))
-    for column, key in enumerate(keys):
-        values = np.fromiter((item.get(key, 0.0) for item in components), dtype=np.float64, count=len(components))
-        matrix[:, column] = np.bincount(rows, weights=values, minlength=len(order))
+    for layout, members in by_layout.items():
+        columns = [column[key] for key in layout]
+        for start in range(0, len(members), BLOCK_ITEMS):
+            block = members[start:start + BLOCK_ITEMS]
+            values = np.array([tuple(components[i].values()) for i in block], dtype=np.float64)
+            where = rows[block]
+            for k, j in enumerate(columns):
+                matrix[:, j] += np.bincount(where, weights=values[:, k], minlength=len(order))
     return matrix
 
 
@@ -85,7 +99,7 @@ def _interval(values: np.ndarray) -> tuple[float, float] | None:
 def _replicates(components: Sequence[Mapping[str, float]], clusters: Sequence[str], statistic: Statistic,
                 n: int, seed: int, order: Sequence[str]) -> tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]:
     """(point estimate, replicates) of every metric the statistic computes."""
-    keys = sorted({key for item in components for key in item})
+    keys = sorted(set().union(*components))
     matrix = _cluster_sums(components, clusters, keys, order)
     point = statistic({key: matrix[:, i].sum(keepdims=True) for i, key in enumerate(keys)})
     totals = _replicate_totals(matrix, n, seed)

@@ -40,8 +40,11 @@ considering step steps first second third next finally therefore thus hence corr
 appear appears visible locate locating located observe observing examine examining focus focusing whether""".split())
 
 
+_WORD = re.compile(r"[a-z]+")
+
+
 def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z]+", text.lower())
+    return _WORD.findall(text.lower())
 
 
 def content_words(text: str) -> set[str]:

@@ -78,10 +78,9 @@ def final_answer(text: str | None, options: list[dict[str, Any]]) -> str | None:
     return ABSTAIN if is_abstention(text) else "text:" + normalised(text)
 
 
-def flipped(record: dict[str, Any], unit: Unit, threshold: float) -> bool | None:
-    """AFR's per-unit flip (module docstring); None unless both answers were read."""
-    original = final_answer(unit.original_answer, record["options"])
-    masked = final_answer(unit.masked_answer, record["options"])
+def flipped(record: dict[str, Any], unit: Unit, original: str | None, masked: str | None,
+            threshold: float) -> bool | None:
+    """AFR's per-unit flip (module docstring) from the unit's two `final_answer`s; None unless both were read."""
     if original is None or masked is None:
         return None
     if record["options"] or ABSTAIN in (original, masked):
@@ -89,9 +88,11 @@ def flipped(record: dict[str, Any], unit: Unit, threshold: float) -> bool | None
     return unit.answer_similarity is None or unit.answer_similarity < threshold
 
 
-def correct(record: dict[str, Any], answer: str | None, gold_similarity: float | None, threshold: float) -> bool:
+def correct(record: dict[str, Any], answer: str | None, final: str | None, gold_similarity: float | None,
+            threshold: float) -> bool:
+    """Whether an answer (`final`: its `final_answer`) is the gold: the option, or similar enough free text."""
     if record["options"]:
-        return final_answer(answer, record["options"]) == record["answer"]
+        return final == record["answer"]
     return gold_similarity is not None and gold_similarity >= threshold and not is_abstention(answer)
 
 
@@ -105,7 +106,9 @@ def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit
                step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD) -> dict[str, Any]:
     """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from."""
     mode, style = variant.split("-", 1)
-    flip = flipped(record, unit, answer_threshold)
+    original, masked = (final_answer(text, record["options"]) for text in (unit.original_answer,
+                                                                           unit.masked_answer))
+    flip = flipped(record, unit, original, masked, answer_threshold)
     sdr = step_disruption(unit.step_similarity, len(unit.original_steps), len(unit.masked_steps), step_threshold)
     has_gold = record["answer"] is not None
     best = unit.step_similarity.max(axis=1).round(4).tolist() if unit.masked_steps else [None] * len(unit.original_steps)
@@ -116,18 +119,18 @@ def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit
         "best_similarity": best,
         "answer_similarity": None if unit.answer_similarity is None else round(unit.answer_similarity, 4),
         "gold_similarity": [None if s is None else round(s, 4) for s in unit.gold_similarity],
-        "original_final": final_answer(unit.original_answer, record["options"]),
-        "masked_final": final_answer(unit.masked_answer, record["options"]),
+        "original_final": original,
+        "masked_final": masked,
         "flagged_steps": unit.flagged_steps,
         "components": {
             "sdr": sdr or 0.0, "sdr_n": float(sdr is not None), "n": 1.0,
             "flip": float(bool(flip)), "flip_n": float(flip is not None),
-            "abstained": float(final_answer(unit.masked_answer, record["options"]) == ABSTAIN),
+            "abstained": float(masked == ABSTAIN),
             "hallucinated": float(bool(unit.flagged_steps) and mode == "specific"),
             "hr_n": float(mode == "specific"), "gold_n": float(has_gold),
-            "correct_original": float(has_gold and correct(record, unit.original_answer, unit.gold_similarity[0],
-                                                            answer_threshold)),
-            "correct_masked": float(has_gold and correct(record, unit.masked_answer, unit.gold_similarity[1],
+            "correct_original": float(has_gold and correct(record, unit.original_answer, original,
+                                                            unit.gold_similarity[0], answer_threshold)),
+            "correct_masked": float(has_gold and correct(record, unit.masked_answer, masked, unit.gold_similarity[1],
                                                           answer_threshold)),
         },
     }

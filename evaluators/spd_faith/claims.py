@@ -165,8 +165,11 @@ class Judge(Protocol):
     def judge_all(self, cases: Sequence[JudgeCase]) -> list[Judgement]: ...
 
 
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
 def _tokens(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower().replace("'s ", " ")).split()
+    return _NON_WORD.sub(" ", text.lower().replace("'s ", " ")).split()
 
 
 class _Lexicon(dict[tuple[str, ...], str]):
@@ -245,11 +248,13 @@ def _color_after(tokens: list[str], skip: range = range(0)) -> tuple[str | None,
     return (named_after, True) if named_after else (plain, False)
 
 
+@lru_cache(maxsize=4096)  # a response's object and type fields repeat: a few dozen names make most of them
 def normalize_category(text: str, extra: tuple[str, ...] = ()) -> str:
     """The category (of `extra`, else COCO) the text mentions first, or `other`."""
     return _first_category(_tokens(text), extra)[0]
 
 
+@lru_cache(maxsize=4096)
 def normalize_type(text: str) -> str:
     """color | remove | position for the first type word in the text, or `other`."""
     mentions = _mentions(_tokens(text), _TYPE_LEXICON)

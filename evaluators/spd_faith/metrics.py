@@ -305,11 +305,14 @@ def headline_beside_from_sums(sums: Mapping[str, np.ndarray]) -> dict[str, np.nd
             "false_alarm_rate": _ratio(get("false_alarm"), get("false_alarm_n"))}
 
 
-def headline_beside(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """`headline_beside_from_sums` over every item (differing and control), with cluster-bootstrap intervals."""
-    block: dict[str, Any] = {name: _scalar(value) for name, value in headline_beside_from_sums(_sums(items)).items()}
-    bounds = stats.bootstrap_ci([item_components(i) for i in items], [i["cluster"] for i in items],
-                                headline_beside_from_sums, n_bootstrap, seed)
+def headline_beside(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int,
+                    components: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """`headline_beside_from_sums` over every item (differing and control), with cluster-bootstrap intervals
+    (`components`: the items' `item_components` when already made)."""
+    components = _components(items, components)
+    block: dict[str, Any] = {name: _scalar(value)
+                             for name, value in headline_beside_from_sums(_sums(components)).items()}
+    bounds = stats.bootstrap_ci(components, [i["cluster"] for i in items], headline_beside_from_sums, n_bootstrap, seed)
     block["ci95"] = {name: _interval(value) for name, value in sorted(bounds.items())}
     return block
 
@@ -348,10 +351,16 @@ def _scalar(value: Any) -> float | None:
     return round(value, _DECIMALS) if np.isfinite(value) else None
 
 
-def _sums(items: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+def _components(items: Sequence[Mapping[str, Any]],
+                components: Sequence[Mapping[str, float]] | None) -> Sequence[Mapping[str, float]]:
+    """The items' `item_components`: `components` when given (made once by `summarize` for every block)."""
+    return [item_components(item) for item in items] if components is None else components
+
+
+def _sums(components: Sequence[Mapping[str, float]]) -> dict[str, np.ndarray]:
     total: Counter[str] = Counter()
-    for item in items:
-        total.update(item_components(item))
+    for parts in components:
+        total.update(parts)
     return {key: np.array([value]) for key, value in total.items()}
 
 
@@ -359,20 +368,22 @@ def _interval(bounds: tuple[float, float] | None) -> list[float] | None:
     return None if bounds is None else [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
 
 
-def _ci(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, list[float] | None]:
-    """Cluster-bootstrap 95% intervals of the headline metrics of scored items."""
-    bounds = stats.bootstrap_ci([item_components(i) for i in items], [i["cluster"] for i in items],
-                                headline_from_sums, n_bootstrap, seed)
+def _ci(items: Sequence[Mapping[str, Any]], components: Sequence[Mapping[str, float]], n_bootstrap: int,
+        seed: int) -> dict[str, list[float] | None]:
+    """Cluster-bootstrap 95% intervals of the headline metrics of scored items (`components`: theirs)."""
+    bounds = stats.bootstrap_ci(components, [i["cluster"] for i in items], headline_from_sums, n_bootstrap, seed)
     return {name: _interval(value) for name, value in sorted(bounds.items())}
 
 
-def scored_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Every metric of a group of items with differences (n_items 0: every rate null)."""
+def scored_block(items: Sequence[Mapping[str, Any]],
+                 components: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """Every metric of a group of items with differences (n_items 0: every rate null; `components`: the items'
+    `item_components` when already made)."""
     if not items:
         return {"n_items": 0, **{name: None for name in CI_METRICS},
                 "TF1_by_type": {t: {"precision": None, "recall": None, "f1": None} for t in CLAIM_TYPES},
                 "DRF_errors": {name: 0 for name in DRF_ERRORS}, "n_left_out": {metric: 0 for metric in LEFT_OUT}}
-    sums = _sums(items)
+    sums = _sums(_components(items, components))
     block: dict[str, Any] = {"n_items": len(items)}
     block.update({name: _scalar(value) for name, value in headline_from_sums(sums).items()})
     block["TF1_by_type"] = {t: {k: _scalar(v) for k, v in _f1(sums[f"tp_{t}"], sums[f"claims_{t}"],
@@ -387,12 +398,13 @@ def control_from_sums(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key: _ratio(sums[key], sums[f"{key}_n"]) for key in ("false_alarm", *(f"fa_{p}" for p in ALARM_PROBES))}
 
 
-def control_block(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """False-alarm rates of the control items."""
+def control_block(items: Sequence[Mapping[str, Any]],
+                  components: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """False-alarm rates of the control items (`components`: their `item_components` when already made)."""
     if not items:
         return {"n_items": 0, "false_alarm_rate": None, "false_alarm_by_probe": {p: None for p in ALARM_PROBES},
                 "n_left_out": 0}
-    sums = _sums(items)
+    sums = _sums(_components(items, components))
     rates = {key: _scalar(value) for key, value in control_from_sums(sums).items()}
     return {"n_items": len(items), "false_alarm_rate": rates["false_alarm"],
             "false_alarm_by_probe": {p: rates[f"fa_{p}"] for p in ALARM_PROBES},
@@ -407,15 +419,21 @@ def answer_counts(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int
 
 def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
     """overall, by_difficulty (each with its ci95), ci95 of overall, control, and the answer counts."""
-    scored = [item for item in items if item["num_differences"] > 0]
-    by_group = {group: [item for item in scored if item["group"] == group] for group in GROUPS}
+    components = [item_components(item) for item in items]  # made once, read by every block
+    scored = [k for k, item in enumerate(items) if item["num_differences"] > 0]
+    control = [k for k, item in enumerate(items) if item["num_differences"] == 0]
+
+    def pick(ks: Sequence[int]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, float]]]:
+        return [items[k] for k in ks], [components[k] for k in ks]
+
+    by_group = {group: pick([k for k in scored if items[k]["group"] == group]) for group in GROUPS}
     return {
-        "overall": scored_block(scored),
-        "ci95": _ci(scored, n_bootstrap, seed),
-        "by_difficulty": {group: {**scored_block(members), "ci95": _ci(members, n_bootstrap, seed)}
+        "overall": scored_block(*pick(scored)),
+        "ci95": _ci(*pick(scored), n_bootstrap, seed),
+        "by_difficulty": {group: {**scored_block(*members), "ci95": _ci(*members, n_bootstrap, seed)}
                           for group, members in by_group.items()},
-        "control": control_block([item for item in items if item["num_differences"] == 0]),
-        "headline": headline_beside(items, n_bootstrap, seed),
+        "control": control_block(*pick(control)),
+        "headline": headline_beside(items, n_bootstrap, seed, components),
         "counts": {"n_items": len(items), "n_scored": len(scored), "n_control": len(items) - len(scored),
                    **answer_counts(items)},
     }

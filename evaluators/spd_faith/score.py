@@ -48,7 +48,7 @@ from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
-from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, RuleJudge
+from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, Judgement, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import (DEFINITIONS_VERSION, SUMMARY_FIELDS, Answer, judge_case, score_item,
                                                   summarize)
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
@@ -58,6 +58,8 @@ from mmfaith.jsonl import canonical_json
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
 
+JUDGE_CHUNK = 4096
+"""Pairs judged and scored at a time: memory holds one chunk's cases and judgements, not every pair's."""
 
 SCORED_FIELDS = ("id", "subset", "difficulty", "num_differences", "differences", "image_a_sha256", "image_b_sha256",
                  "source.dataset", "source.file_name", "source.official")
@@ -178,19 +180,24 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
                     {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
     judge = _judge(request)
-    answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
-               for pair in dataset.pairs]
-    cases = [judge_case(pair.record, by_probe) for pair, by_probe in zip(dataset.pairs, answers)]
-    judgements = judge.judge_all(cases)
     spool = ItemSpool(out, SUMMARY_FIELDS)
-    items = [spool.keep(score_item(pair.record, pair.source_key, by_probe, judgement))
-             for pair, by_probe, judgement in zip(dataset.pairs, answers, judgements)]
-    agreement = None
-    if request.judge_agreement:
-        answered = [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
-        agreement = claim_agreement(RuleJudge().judge_all(cases), judgements, answered)
-    n_answered = sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
-    del answers, cases, judgements  # what the items hold is all the rest needs: memory is the items' (docs/scale.md)
+    items: list[dict[str, Any]] = []
+    n_answered = 0
+    compared: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] = ([], [], [])
+    for start in range(0, len(dataset.pairs), JUDGE_CHUNK):  # a chunk's cases and judgements held at a time
+        pairs = dataset.pairs[start:start + JUDGE_CHUNK]
+        answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
+                   for pair in pairs]
+        cases = [judge_case(pair.record, by_probe) for pair, by_probe in zip(pairs, answers)]
+        judgements = judge.judge_all(cases)
+        items.extend(spool.keep(score_item(pair.record, pair.source_key, by_probe, judgement))
+                     for pair, by_probe, judgement in zip(pairs, answers, judgements))
+        n_answered += sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
+        if request.judge_agreement:
+            compared[0].extend(RuleJudge().judge_all(cases))
+            compared[1].extend(judgements)
+            compared[2].extend({probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases)
+    agreement = claim_agreement(*compared) if request.judge_agreement else None
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
                                "provenance": _provenance(request, dataset, predictions, judge),
                                **summarize(items, request.n_bootstrap, request.seed)}

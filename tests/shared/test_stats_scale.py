@@ -46,3 +46,22 @@ def test_chunked_replicates_equal_all_at_once() -> None:
     expected = weights @ matrix
     for cells in (10, 37 * 3, 37 * 64, 1 << 22):
         assert np.array_equal(stats._replicate_totals(matrix, 250, 11, chunk_cells=cells), expected)
+
+
+def test_cluster_sums_of_mixed_layouts_equal_the_sums_by_hand() -> None:
+    """Items of several key layouts (keys shared between layouts, given in another order, some missing) summed
+    per (cluster, key) as the definition says: the sum of the key's values over the cluster's items, 0 where none
+    has the key. Computed by hand below; with a block smaller than a layout's items, blocks add up the same."""
+    components = [{"n": 1.0, "right": 1.0}, {"right": 0.0, "n": 1.0, "alarm": 1.0}, {"n": 1.0, "right": 1.0},
+                  {"alarm": 0.0}, {"n": 1.0, "right": 0.5}]
+    clusters = ["b", "a", "a", "b", "b"]
+    keys, order = ["alarm", "n", "right"], ["a", "b"]
+    # a: items 1, 2 -> alarm 1, n 2, right 0 + 1; b: items 0, 3, 4 -> alarm 0, n 2, right 1 + 0.5
+    by_hand = np.array([[1.0, 2.0, 1.0], [0.0, 2.0, 1.5]])
+    assert np.array_equal(stats._cluster_sums(components, clusters, keys, order), by_hand)
+    previous = stats.BLOCK_ITEMS
+    try:
+        stats.BLOCK_ITEMS = 1
+        assert np.array_equal(stats._cluster_sums(components, clusters, keys, order), by_hand)
+    finally:
+        stats.BLOCK_ITEMS = previous
