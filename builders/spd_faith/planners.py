@@ -116,8 +116,8 @@ class LlmPlanner:
                                  if k in self.edit_types and f"{inst.ann_id}:{k}" not in used]
                    for inst in candidates}
         numbered = [ann_id for ann_id, kinds in options.items() if kinds]
-        if len(numbered) < slot.num_edits:
-            return PlanResult(None, provenance, "no object satisfies the constraints")
+        if len(numbered) < slot.num_edits:  # the model is not asked, so nothing fell back
+            return PlanResult(None, {**provenance, "fallback": None}, "no object satisfies the constraints")
         lines = []
         for number, ann_id in enumerate(numbered, start=1):
             allowed = ", ".join(options[ann_id])

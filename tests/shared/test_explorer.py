@@ -29,7 +29,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 CONTROLS, PER_TIER, MULTI = 1, 1, 1
-PAIRS = 3 * PER_TIER + MULTI + CONTROLS
+"""What the quickstart asks for. What it gets is read from its build's records (_pairs, _controls): under the
+builder's naturalness gates (issue 29) the embedded sample yields fewer (3 single pairs and 1 control, no multi:
+its multi/2 quota comes out empty), so the expected counts are derived from the build, not from these numbers."""
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -50,6 +52,22 @@ def browser():
         launched = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield launched
         launched.close()
+
+
+def _records(quickstart: Path) -> list[dict]:
+    """The quickstart build's records, as the build wrote them."""
+    lines = (quickstart / "build" / "records.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _pairs(quickstart: Path) -> int:
+    """Every pair of the build: each explorer shows them all."""
+    return len(_records(quickstart))
+
+
+def _controls(quickstart: Path) -> int:
+    """The build's control pairs (no difference)."""
+    return sum(1 for record in _records(quickstart) if record["num_differences"] == 0)
 
 
 def _open(browser, folder: Path, hash_: str = ""):
@@ -77,30 +95,33 @@ def _broken_images(page) -> list[str]:
 @pytest.mark.parametrize("where", ["report", "scores/oracle", "scores/blind", "scores/prior-no-image"])
 def test_each_quickstart_explorer_opens_from_disk_whole(quickstart: Path, browser, where: str) -> None:
     folder = quickstart / where
+    pairs = _pairs(quickstart)
     page, requests, errors = _open(browser, folder)
     assert errors == []
-    assert _count(page) == PAIRS
-    assert page.locator("article.item").count() == PAIRS
+    assert _count(page) == pairs
+    assert page.locator("article.item").count() == pairs
     assert _broken_images(page) == []
-    assert page.locator("article.item img").count() == 2 * PAIRS  # original and edited of every pair
+    assert page.locator("article.item img").count() == 2 * pairs  # original and edited of every pair
     inside = folder.resolve().as_uri() + "/"
     assert [url for url in requests if not url.startswith(inside)] == []
     page.close()
 
 
 def test_a_filter_and_a_metric_link_select_the_items_their_definition_names(quickstart: Path, browser) -> None:
+    pairs, controls = _pairs(quickstart), _controls(quickstart)
+    assert controls >= 1 and pairs > controls  # the filter and the DS link each need items to show
     page, _, _ = _open(browser, quickstart / "report")
     page.select_option("select[name=model]", "blind")
     page.select_option("select[name=verdict]", "right")
-    page.wait_for_function(f"document.getElementById('count').dataset.count === '{CONTROLS}'")
+    page.wait_for_function(f"document.getElementById('count').dataset.count === '{controls}'")
     assert {page.locator("article.item .chip", has_text="subset:").first.text_content()} == {"subset: control"}
     page.select_option("select[name=model]", "oracle")
     page.select_option("select[name=verdict]", "wrong")
     page.wait_for_function("document.getElementById('count').dataset.count === '0'")
     page.click("button.clear")
-    page.wait_for_function(f"document.getElementById('count').dataset.count === '{PAIRS}'")
+    page.wait_for_function(f"document.getElementById('count').dataset.count === '{pairs}'")
     page.locator("a.metric[data-metric=DS]").first.click()
-    page.wait_for_function(f"document.getElementById('count').dataset.count === '{PAIRS - CONTROLS}'")
+    page.wait_for_function(f"document.getElementById('count').dataset.count === '{pairs - controls}'")
     assert "metric=DS" in page.url
     page.close()
 
@@ -155,7 +176,7 @@ def test_packing_gives_back_the_items_it_packed(quickstart: Path) -> None:
 
     data = read_page_data(quickstart / "report")  # the report's items, replies and traces joined back in
     assert unpack(pack(data["items"], data["models"]), data["models"]) == data["items"]
-    assert len(data["items"]) == PAIRS and len(data["models"]) == 5
+    assert len(data["items"]) == _pairs(quickstart) and len(data["models"]) == 5
 
 
 def test_view_of_a_folder_that_is_none_of_the_three_is_one_line(tmp_path: Path, capsys) -> None:
@@ -183,7 +204,7 @@ def test_the_profile_leaderboard_links_each_family_to_its_explorer(quickstart: P
     assert "the server refused" in page.locator("table.board[data-family=vfaith]").text_content()
     page.locator("table.board[data-family=spd-faith] a", has_text="explore").click()
     page.wait_for_selector("body[data-ready='1']")
-    assert _count(page) == PAIRS
+    assert _count(page) == _pairs(quickstart)
     page.close()
 
 

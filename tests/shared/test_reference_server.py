@@ -20,11 +20,13 @@ from mmfaith.evaluators.image_payload import side_by_side, split_side_by_side
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.answers import read_count, read_yes_no
 from mmfaith.evaluators.spd_faith.parse import parse_claims
-from mmfaith.evaluators.spd_faith.prompts import prompt_text
+from mmfaith.evaluators.spd_faith.prompts import PROBES, prompt_text
 from mmfaith.evaluators.spd_faith.run import RunRequest, RunSummary, pair_order, run_spd_faith
 from mmfaith.images import sha256_bytes
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
 from mmfaith.schema import schema_errors
+
+from tests.conftest import read_records
 
 
 # -- helpers shared with test_spd_run.py ----------------------------------------------------------
@@ -119,10 +121,12 @@ def test_protocol_routes_and_openai_style_errors(dataset: SpdDataset) -> None:
 
 
 def test_many_concurrent_connections_are_served(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
+    expected = len(read_records(mixed_build)) * len(PROBES)
+    assert expected * 0.2 > 3.0  # one after another, they would take longer than the bound below
     with ReferenceServer(dataset, "blind", family="spd-faith", latency_s=0.2) as server:
-        summary = run_against(server, mixed_build, tmp_path, concurrency=48)
-    # 48 requests held 0.2 s each: served together, not one after another (9.6 s).
-    assert summary.answered == 48 and summary.elapsed_s < 3.0
+        summary = run_against(server, mixed_build, tmp_path, concurrency=expected)
+    # `expected` requests (every pair's probes) held 0.2 s each: served together, not one after another.
+    assert summary.answered == expected and summary.elapsed_s < 3.0
 
 
 # -- the three models ------------------------------------------------------------------------------
@@ -130,7 +134,7 @@ def test_many_concurrent_connections_are_served(dataset: SpdDataset, mixed_build
 def test_the_oracle_answers_the_gold_in_every_probe(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
     with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         summary = run_against(server, mixed_build, tmp_path)
-    assert (summary.answered, summary.failed) == (48, 0)
+    assert (summary.answered, summary.failed) == (len(read_records(mixed_build)) * len(PROBES), 0)
     lines = prediction_lines(tmp_path)
     assert [e for line in lines for e in schema_errors("prediction", line)] == []
     found = answers(tmp_path)

@@ -130,6 +130,19 @@ def rule_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str,
     return build(tmp_path_factory.mktemp("rule"), "--planner", "rule")
 
 
+NO_OBJECT = "no object satisfies the constraints"
+
+
+def asked_entries(rejected: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The planner provenance of the rejections for which the model was asked, in a build where every
+    answer fell back. The others carry `fallback: None` (nothing fell back: the model was never asked)
+    and must be exactly the plan-stage "no object satisfies the constraints" rejections."""
+    unasked = [r for r in rejected if "planner" in r and r["planner"]["fallback"] is None]
+    assert [r["slot"] for r in unasked] == \
+           [r["slot"] for r in rejected if r["stage"] == "plan" and r["reason"] == NO_OBJECT]
+    return [r["planner"] for r in rejected if "planner" in r and r["planner"]["fallback"] is not None]
+
+
 def assert_same_as_rule_build(records: list[dict[str, Any]], rejected: list[dict[str, Any]],
                               rule_build: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
     """A build whose every plan fell back makes exactly the rule planner's pairs (same slots, same ids)."""
@@ -214,7 +227,9 @@ def test_unusable_answer_falls_back_to_rule_planner(tmp_path: Path, case: str, r
 
     assert sent, "the planner never asked the model"
     assert len(records) == 3  # the pairs are still made
-    for entry in [r["build"]["planner"] for r in records] + [r["planner"] for r in rejected if "planner" in r]:
+    asked = [r["build"]["planner"] for r in records] + asked_entries(rejected)
+    assert len(sent) == len(asked)  # one request per call that asked the model (a 200 is not retried)
+    for entry in asked:
         assert entry["name"] == "llm" and entry["model"] == "test-model" and entry["prompt_sha256"] == PROMPT_SHA256
         assert re.fullmatch(reason, entry["fallback"]), entry["fallback"]
     assert_same_as_rule_build(records, rejected, rule_build)
@@ -259,7 +274,7 @@ def test_gemini_server_error_falls_back(tmp_path: Path, rule_build) -> None:
                                                               "--planner-max-retries", "0"))
         sent = server.completion_requests()
     assert len(records) == 3
-    planner_calls = len(records) + sum(1 for r in rejected if "planner" in r)
+    planner_calls = len(records) + len(asked_entries(rejected))  # calls that asked the model
     assert len(sent) == planner_calls  # --planner-max-retries 0: one request per call
     for record in records:
         assert record["build"]["planner"]["provider"] == "gemini"
@@ -312,6 +327,20 @@ def test_revisits_offer_the_model_only_options_not_yet_taken(tmp_path: Path) -> 
         assert main(["build", "spd-faith", "--out", str(out), "--per-tier", "6", "--no-progress",
                      *llm_args(server.openai_base_url)]) == 0
     records, rejected = read_jsonl(out / "records.jsonl"), read_jsonl(out / "rejected.jsonl")
-    assert len(records) == 18
+    # The sample cannot fill every tier's 6 pairs (the build reports the shortfall); what it made is all in
+    # records.jsonl, and no slot was lost to a duplicate.
+    counts = json.loads((out / "build.json").read_text())["counts"]
+    tiers = sorted(f"single/{t}" for t in ("easy", "medium", "hard"))
+    assert {t: counts["accepted"].get(t, 0) + counts.get("shortfall", {}).get(t, 0) for t in tiers} == \
+           {t: 6 for t in tiers}
+    made = {t: sum(1 for r in records if r["build"]["slot"].startswith(t + "/")) for t in tiers}
+    assert made == {t: counts["accepted"].get(t, 0) for t in tiers}
     assert [r for r in rejected if r["stage"] == "duplicate"] == []
+    # Revisits happened (an image with more than one pair), and each took an option not taken before.
+    taken: dict[str, list[tuple[int, str]]] = {}
+    for record in records:
+        image = record["build"]["slot"].split("/")[2]
+        taken.setdefault(image, []).extend((e["ann_id"], e["type"]) for e in record["build"]["plan"])
+    assert any(len(options) > 1 for options in taken.values()), taken
+    assert all(len(options) == len(set(options)) for options in taken.values()), taken
     assert all(r["build"]["planner"]["fallback"] is None for r in records)

@@ -22,12 +22,12 @@ import pytest
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.answers import read_count
-from mmfaith.evaluators.spd_faith.prompts import probe_of_prompt, prompt_text
+from mmfaith.evaluators.spd_faith.prompts import PROBES, probe_of_prompt, prompt_text
 from mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, open_spd_dataset
 from mmfaith.schema import schema_errors
 
-from tests.conftest import kill_after_lines
+from tests.conftest import kill_after_lines, read_records
 from tests.shared.test_reference_server import answers, prediction_lines, run_against
 
 Step = tuple[Any, ...]
@@ -135,6 +135,7 @@ def dataset(mixed_build: Path) -> SpdDataset:
 def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: SpdDataset, mixed_build: Path,
                                                                     tmp_path: Path) -> None:
     complete, interrupted = tmp_path / "complete", tmp_path / "interrupted"
+    expected = len(read_records(mixed_build)) * len(PROBES)  # every pair's probes
     with ReferenceServer(dataset, "oracle", family="spd-faith", latency_s=0.04) as server:
         run_against(server, mixed_build, complete, concurrency=4)
         code = (f"from pathlib import Path\nfrom mmfaith.evaluators.spd_faith.run import RunRequest, run_spd_faith\n"
@@ -143,19 +144,20 @@ def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: S
         process = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
         predictions = interrupted / "predictions.jsonl"
         killed_at = kill_after_lines(process, predictions, 10, timeout_s=60)  # a torn line is repaired on resume
-        assert 10 <= killed_at < 48
+        assert 10 <= killed_at < expected
         requests_before = server.requests_seen
         summary = run_against(server, mixed_build, interrupted, concurrency=2)
         resumed_requests = server.requests_seen - requests_before
 
-    assert (summary.answered, summary.failed) == (48, 0)
-    assert resumed_requests == summary.requests == 48 - killed_at  # answered calls are not asked again
+    assert (summary.answered, summary.failed) == (expected, 0)
+    assert resumed_requests == summary.requests == expected - killed_at  # answered calls are not asked again
     assert max(answered_counts(interrupted).values()) == 1
     done, reference = answers(interrupted), answers(complete)
     assert done.keys() == reference.keys()
     assert {k: v["response"] for k, v in done.items()} == {k: v["response"] for k, v in reference.items()}
     run = json.loads((interrupted / "run.json").read_text())
-    assert len(run["sessions"]) == 2 and run["counts"] == {"expected": 48, "answered": 48, "skipped": 0, "failed": 0}
+    assert len(run["sessions"]) == 2 and run["counts"] == {"expected": expected, "answered": expected, "skipped": 0,
+                                                        "failed": 0}
 
 
 def test_a_run_dir_of_other_settings_is_refused(dataset: SpdDataset, mixed_build: Path, tmp_path: Path) -> None:
@@ -240,7 +242,8 @@ def test_a_dry_run_sends_nothing(dataset: SpdDataset, mixed_build: Path, tmp_pat
         summary = run_against(server, mixed_build, out, dry_run=True, layout="side-by-side")
         assert server.requests_seen == 0
     printed = capsys.readouterr().out.splitlines()
-    assert summary.requests == 48 and len(printed) == 49 and not out.exists()
+    expected = len(read_records(mixed_build)) * len(PROBES)  # every pair's probes
+    assert summary.requests == expected and len(printed) == expected + 1 and not out.exists()
     assert "nothing sent" in printed[-1] and "prompt tokens" in printed[-1]
     first = json.loads(printed[0])
     content = first["request"]["messages"][0]["content"]
@@ -255,7 +258,8 @@ def test_each_image_is_encoded_once_per_run(dataset: SpdDataset, mixed_build: Pa
     with ReferenceServer(dataset, "oracle", family="spd-faith") as server:
         separate = run_against(server, mixed_build, tmp_path / "separate")
         merged = run_against(server, mixed_build, tmp_path / "merged", layout="side-by-side", limit=4)
-    assert separate.requests == 48 and separate.images_encoded == len(distinct)
+    assert separate.requests == len(read_records(mixed_build)) * len(PROBES)
+    assert separate.images_encoded == len(distinct)
     assert merged.requests == 16 and merged.images_encoded == 4  # one canvas per pair, for its four probes
     assert separate.image_cpu_s > 0
     run = json.loads((tmp_path / "merged" / "run.json").read_text())
