@@ -127,6 +127,7 @@ class SceneView(SharedSceneView):
                  rules: TargetRules = TargetRules()) -> None:
         super().__init__(scene, rgb, dilation, blend_radius, rules)
         self._feasible: dict[tuple[int, str], bool] = {}
+        self._spared_by: dict[int, bool] = {}
 
     def tier_of(self, ann_id: int) -> str:
         return difficulty(self.scene.instance_count, self.area_ratio(ann_id))
@@ -174,7 +175,14 @@ class SceneView(SharedSceneView):
         if kind == "position" and (self.touches_border(ann_id)
                                    or not self.rules.may_move(self.instances[ann_id].category)):
             return False
-        return self.removal_blocker(ann_id) is None and self.spares_neighbours(ann_id)
+        return self._spared(ann_id)
+
+    def _spared(self, ann_id: int) -> bool:
+        """Whether the object may be taken from its place (no removal blocker, neighbours spared): what a
+        removal and a move both need, judged once for both."""
+        if ann_id not in self._spared_by:
+            self._spared_by[ann_id] = self.removal_blocker(ann_id) is None and self.spares_neighbours(ann_id)
+        return self._spared_by[ann_id]
 
     def concretize(self, ann_id: int, kind: str, blocked: np.ndarray, rng: np.random.Generator,
                    color: str | None = None) -> PlannedEdit | None:
