@@ -68,6 +68,10 @@ GROUND_RING_OUTER = 12
 MAX_GROUND_DELTA_E = 15.0
 FILL_REACH = FILL_RING + int(4 * FILL_BLOTCH_SIGMA) + 1
 """How far around a hole the fill measures read pixels (ring, Sobel kernel, blur)."""
+RECORDED_FILL_GATES = (("fill_texture", "min_fill_texture", "above"), ("fill_surround", "min_fill_surround", "above"),
+                       ("fill_blotch", "max_fill_blotch", "below"), ("ground_delta_e", "max_ground_delta_e", "below"))
+"""The fill and ground gates as builds record them in `build.gates`: (figure, its limit's field, which side of
+the limit passes); the audits read them back in this order."""
 
 
 def mean_delta_e(original: np.ndarray, edited: np.ndarray, region: np.ndarray) -> float:

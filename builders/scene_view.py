@@ -182,9 +182,20 @@ class SceneView:
         return None
 
     def touches_border(self, ann_id: int) -> bool:
-        extent = mask_extent(self.masks[ann_id])
-        assert extent is not None, "an editable object has pixels"
-        top, bottom, left, right = extent
-        height, width = self.masks[ann_id].shape
-        return bool(top < BORDER_MARGIN or left < BORDER_MARGIN
-                    or bottom >= height - BORDER_MARGIN or right >= width - BORDER_MARGIN)
+        """True when the object's mask lies within BORDER_MARGIN of the image border."""
+        return _near_border(self.masks[ann_id])
+
+    def hole_touches_border(self, ann_id: int) -> bool:
+        """True when the object's hole (its mask grown by the dilation) lies within BORDER_MARGIN of the image
+        border: the object is cut by the border, or its outline stops a few pixels short of it (COCO polygons
+        often do, and a removal then leaves a strip of the object along the border)."""
+        return _near_border(self.hole(ann_id))
+
+
+def _near_border(mask: np.ndarray) -> bool:
+    extent = mask_extent(mask)
+    assert extent is not None, "an editable object has pixels"
+    top, bottom, left, right = extent
+    height, width = mask.shape
+    return bool(top < BORDER_MARGIN or left < BORDER_MARGIN
+                or bottom >= height - BORDER_MARGIN or right >= width - BORDER_MARGIN)

@@ -10,8 +10,8 @@ sample. Every kept pair is an `AuditItem`:
   the same key; a change of the rendering gives a new key (the verdict was on the old pixels).
 - `kind`: the template (color, count, existence, relation).
 - `gates`: the pixel gates as the build recorded them (mean delta E over the cue above
-  `min_delta_e`, changed pixels outside the allowed region at most 0, a filled hole's texture ratio
-  above `min_fill_texture`).
+  `min_delta_e`, changed pixels outside the allowed region at most 0, a filled hole's texture ratio,
+  surround uniformity and blotch within their limits, a move's ground delta E), each that was judged.
 - `images`: the photo, then the made image (the edited one, or the original of a reversed pair).
 - `lines`: the question, the options, the gold on each image, the edit, the cue's box and the
   perception statements with the ones true of the made image marked, so the card shows every gold the
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.builders.audit_set import AuditItem, AuditPart, AuditRecipe, GateReading
+from mmfaith.builders.gates import RECORDED_FILL_GATES
 from mmfaith.builders.vfaith.presentation import PHOTO_SIDES, source_photo
 from mmfaith.jsonl import read_jsonl
 
@@ -74,9 +75,9 @@ def _gates(gates: dict[str, Any]) -> tuple[GateReading, ...]:
     readings = [GateReading("delta_e", float(gates["delta_e"]), float(gates["min_delta_e"]), "above"),
                 GateReading("outside_changed_pixels", float(gates["outside_changed_pixels"]),
                             float(gates["outside_tolerance"]), "below")]
-    if gates.get("fill_texture") is not None:
-        readings.append(GateReading("fill_texture", float(gates["fill_texture"]), float(gates["min_fill_texture"]),
-                                    "above"))
+    for gate, limit, passes in RECORDED_FILL_GATES:
+        if gates.get(gate) is not None:
+            readings.append(GateReading(gate, float(gates[gate]), float(gates[limit]), passes))
     return tuple(readings)
 
 
