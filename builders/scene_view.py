@@ -13,12 +13,19 @@ Rules and thresholds (docs/spd_faith_build.md states them):
 - a move stays on the same ground line (a vertical shift of at most MAX_VERTICAL_SHIFT, 10% of the
   height), overlaps no other instance, nor the object's own old (dilated) place; PLACEMENT_TRIES
   (200) seeded draws are tried;
-- an object within BORDER_MARGIN (2 px) of the border is cut by it and is never moved.
+- an object within BORDER_MARGIN (2 px) of the border is cut by it and is never moved;
+- `removal_refusal` (what SPD-Faith's and VFaith's removals and moves obey) adds two rules of
+  issue 29's audit to the shared ones: an object whose hole (its mask grown by the dilation) reaches
+  the border is never removed or moved (the fill has the photo on one side only, and where COCO's
+  outline stops a few pixels short of the border a strip of the object stays: a frisbee's edge),
+  nor one whose mirror image lies right below it (reflections.mirror_score >= MIRROR_LIMIT: the
+  reflection of a bottle on a glass table would stay).
 """
 from __future__ import annotations
 
 import hashlib
 
+import cv2
 import numpy as np
 
 from mmfaith.builders.coco_source import Scene
@@ -26,6 +33,7 @@ from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome
 from mmfaith.builders.edits import dilate
 from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.builders.recolour import ObjectPaint
+from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
 from mmfaith.builders.targets import TargetRules, image_detail, movable_reason, nameable_reason
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
@@ -58,6 +66,7 @@ class SceneView:
         self._colors: dict[int, ObjectColor] = {}
         self._paints: dict[int, ObjectPaint] = {}
         self._monochrome: bool | None = None
+        self._gray: np.ndarray | None = None
         self._areas: dict[int, int] = {}
         self._holes: dict[int, np.ndarray] = {}
         self._unnameable: dict[int, str | None] = {}
@@ -126,6 +135,23 @@ class SceneView:
         boxes = {ann: inst.bbox for ann, inst in self.instances.items()}
         crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
         return movable_reason(ann_id, self.masks, boxes, crowd)
+
+    def removal_refusal(self, ann_id: int) -> str | None:
+        """Why the object may not be removed or moved away (module docstring), or None when it may: the shared
+        rules (removal_blocker, spares_neighbours), then its hole reaching the border, then its reflection."""
+        blocker = self.removal_blocker(ann_id)
+        if blocker is not None:
+            return blocker
+        if not self.spares_neighbours(ann_id):
+            return "its hole would damage a neighbour"
+        if self.hole_touches_border(ann_id):
+            return "cut by the image border, or its outline stops just short of it"
+        if self._gray is None:
+            self._gray = cv2.cvtColor(self.rgb, cv2.COLOR_RGB2GRAY)
+        mirror = mirror_score(self._gray, self.masks[ann_id])
+        if mirror >= MIRROR_LIMIT:
+            return f"its reflection would remain (mirror score {mirror:.2f} >= {MIRROR_LIMIT})"
+        return None
 
     def others_union(self, ann_id: int) -> np.ndarray:
         union = np.zeros(self.rgb.shape[:2], dtype=bool)

@@ -13,10 +13,12 @@ Constraints on an edit (all on the instance mask, never on the box alone):
 - remove: a <= 0.15, the dilated hole covers at most the inpainter's hole limit of the image
   (targets.MAX_HOLE_AREA), the object carries no other object and is not partly hidden
   (targets.movable_reason), and the mask grown by the inpainting dilation covers at most 2% of any
-  other instance's mask (so no neighbour is damaged).
-- position: a <= 0.10, the same hole, support, hiding and neighbour rules, not a fixed, hung, worn or
-  perched object (targets.NOT_MOVED), the object is not cut by the image border (a cut
-  edge pasted mid-frame is an obvious artifact), and a place exists on the same ground line (a
+  other instance's mask (so no neighbour is damaged) and does not reach the image border, and no
+  reflection of the object lies below it (SceneView.removal_refusal; issue 29's audit: a strip of a
+  frisbee left at the border, a bottle's reflection in a glass table).
+- position: a <= 0.10, the same hole, support, hiding, neighbour, border and reflection rules (a cut
+  edge pasted mid-frame is an obvious artifact), not a fixed, hung, worn or
+  perched object (targets.NOT_MOVED), and a place exists on the same ground line (a
   vertical shift of at most 10% of the image height, so objects do not float) where the object,
   grown by the blend radius, overlaps no other annotated instance (crowd regions included), not
   its own old (dilated) place, and no other edit of the same pair.
@@ -166,12 +168,11 @@ class SceneView(SharedSceneView):
             kinds.append("color")
         spared = None
         for kind in ("remove", "position"):
-            if kind == "position" and (self.touches_border(ann_id)
-                                        or not self.rules.may_move(self.instances[ann_id].category)):
+            if kind == "position" and not self.rules.may_move(self.instances[ann_id].category):
                 continue
             if ratio <= MAX_AREA[kind]:
                 if spared is None:
-                    spared = self.removal_blocker(ann_id) is None and self.spares_neighbours(ann_id)
+                    spared = self.removal_refusal(ann_id) is None
                 if spared:
                     kinds.append(kind)
         return kinds

@@ -13,9 +13,10 @@ For every question the shared generator asks about the scene (builders/coco_ques
 The objects obey the shared target rules (builders/targets.py, builders/scene_view.py): a recolour
 target is in the category's palette and at least 40 delta E from the object's colour; a removed or
 moved object carries nothing, is not partly hidden, fits the inpainter's hole limit, spares its
-neighbours, is not cut by the image border and has no reflection right below it (issue 29's audit:
-a strip left at the border, a bottle's reflection in a glass table after "no bottle"); a moved
-object is not fixed in place, and lands on free ground of the same kind (gates.ground_delta_e).
+neighbours, its hole does not reach the image border and it has no reflection right below it
+(SceneView.removal_refusal; issue 29's audit: a strip left at the border, a bottle's reflection in
+a glass table after "no bottle"); a moved object is not fixed in place, and lands on free ground of
+the same kind (gates.ground_delta_e).
 
 Gates, all recorded in `build.gates` (a failure is a rejection with its stage and reason):
 - `answer`: the edited answer is an option and differs from the original; and the edited image
@@ -41,7 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
 from mmfaith.builders.coco_questions import Question, QuestionRules, scene_questions
@@ -51,7 +51,6 @@ from mmfaith.builders.edits import EditOutcome, dilate, edit_color, edit_move, e
 from mmfaith.builders.gates import (MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, fill_reading,
                                     ground_delta_e, mean_delta_e, outside_changes)
 from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
-from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
 from mmfaith.builders.scene_view import SceneView, seeded_rng
 from mmfaith.builders.stage_clock import StageClock
 from mmfaith.builders.targets import TargetRules
@@ -210,7 +209,7 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         return _Plan(subject, color, f"Recolour the {facts['category']} from {facts['color']} to {color}.",
                      color=color, facts_edited={**facts, "color": color})
     if question.template in ("count", "existence"):
-        refusals = {inst.ann_id: _removal_refusal(view, inst.ann_id) for inst in question.evidence}
+        refusals = {inst.ann_id: view.removal_refusal(inst.ann_id) for inst in question.evidence}
         removable = [ann for ann, refusal in refusals.items() if refusal is None]
         if not removable:
             return f"no {facts['category']} may be removed: " + "; ".join(
@@ -223,26 +222,6 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
     if question.template == "relation":
         return _relation_plan(question, view, settings, rng)
     return f"unknown template {question.template!r}"
-
-
-def _removal_refusal(view: SceneView, ann_id: int) -> str | None:
-    """Why this object may not be removed (count, existence) or moved away (relation), or None when it may: the shared removal
-    rules (nameable, hole limit, carries or hides behind nothing, spares its neighbours), then two of issue 29's
-    audit: an object whose hole reaches the image border (SceneView.hole_touches_border: the fill has the photo on
-    one side only, and a strip of the object stays at the border where its outline stops short of it), and an object whose mirror image lies right below
-    it (reflections.mirror_score at least MIRROR_LIMIT: its reflection would remain, so "no bottle" or "one
-    bottle fewer" would be wrong)."""
-    blocker = view.removal_blocker(ann_id)
-    if blocker is not None:
-        return blocker
-    if not view.spares_neighbours(ann_id):
-        return "its hole would damage a neighbour"
-    if view.hole_touches_border(ann_id):
-        return "cut by the image border, or its outline stops just short of it"
-    mirror = mirror_score(cv2.cvtColor(view.rgb, cv2.COLOR_RGB2GRAY), view.masks[ann_id])
-    if mirror >= MIRROR_LIMIT:
-        return f"its reflection would remain (mirror score {mirror:.2f} >= {MIRROR_LIMIT})"
-    return None
 
 
 def _relation_plan(question: Question, view: SceneView, settings: OfflineSettings,
@@ -258,7 +237,7 @@ def _relation_plan(question: Question, view: SceneView, settings: OfflineSetting
         if not view.rules.may_move(category):
             reasons.append(f"a {category} is fixed, hung, worn or perched where it is and is never moved")
             continue
-        refusal = _removal_refusal(view, mover.ann_id)
+        refusal = view.removal_refusal(mover.ann_id)
         if refusal is not None:
             reasons.append(f"the {category} may not be moved: {refusal}")
             continue
