@@ -30,7 +30,8 @@ import numpy as np
 
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
-from mmfaith.builders.edits import dilate
+from mmfaith.builders.edits import dilate, shift
+from mmfaith.builders.gates import ground_delta_e
 from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.builders.recolour import ObjectPaint
 from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
@@ -152,6 +153,12 @@ class SceneView:
         if mirror >= MIRROR_LIMIT:
             return f"its reflection would remain (mirror score {mirror:.2f} >= {MIRROR_LIMIT})"
         return None
+
+    def moved_ground(self, ann_id: int, offset: tuple[int, int]) -> float | None:
+        """gates.ground_delta_e of moving the object by `offset`: the ground under it where it stood and where it
+        would be pasted (its old hole left out), in the photo; None when either is not seen."""
+        mask = self.masks[ann_id]
+        return ground_delta_e(self.rgb, mask, shift(mask, *offset), self.hole(ann_id))
 
     def others_union(self, ann_id: int) -> np.ndarray:
         union = np.zeros(self.rgb.shape[:2], dtype=bool)

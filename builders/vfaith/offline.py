@@ -30,7 +30,7 @@ Gates, all recorded in `build.gates` (a failure is a rejection with its stage an
   kind of ground (ground delta E <= MAX_GROUND_DELTA_E).
 The checks run from cheap to dear, and the first that fails rejects: a move's new box and its new
 ground are judged before the move is made (no hole is filled for a relation that would not flip or
-a move that would float; such a rejection has no gate measures), then the edit, the pixel gates, a
+a move that would float; such a rejection has no pixel gate measures), then the edit, the pixel gates, a
 recolour's reading, and the PNG encoding.
 
 Everything depends only on the arguments, so a pair made in a worker is byte-identical to one made
@@ -47,9 +47,9 @@ import numpy as np
 from mmfaith.builders.coco_questions import Question, QuestionRules, scene_questions
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import object_color
-from mmfaith.builders.edits import EditOutcome, dilate, edit_color, edit_move, edit_remove, mask_bbox, shift
+from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox, shift
 from mmfaith.builders.gates import (MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, fill_reading,
-                                    ground_delta_e, mean_delta_e, outside_changes)
+                                    mean_delta_e, outside_changes)
 from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
 from mmfaith.builders.scene_view import SceneView, seeded_rng
 from mmfaith.builders.stage_clock import StageClock
@@ -336,15 +336,15 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
     if question.template == "relation":
         with clock.stage("plan"):
             wrong = _relation_answer_holds(question, plan, view, settings)
-            mask = view.masks[plan.ann_id]
             assert plan.offset is not None
-            ground = ground_delta_e(view.rgb, mask, shift(mask, *plan.offset), dilate(mask, settings.dilation))
+            ground = view.moved_ground(plan.ann_id, plan.offset)
         if wrong is not None:
             reject("answer", wrong, None)
             return
         if ground is not None and ground > MAX_GROUND_DELTA_E:
             reject("gate", f"the moved {view.instances[plan.ann_id].category} would stand on other ground: "
-                   f"ground delta E {ground} > {MAX_GROUND_DELTA_E}", None)
+                   f"ground delta E {ground} > {MAX_GROUND_DELTA_E}",
+                   {"ground_delta_e": ground, "max_ground_delta_e": MAX_GROUND_DELTA_E})
             return
     with clock.stage("inpaint"):
         edit = _apply(plan, question.template, view, settings)
