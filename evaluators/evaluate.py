@@ -9,7 +9,12 @@ Contract
 2. runs it through the shared engine exactly as `mmfaith run FAMILY --dataset D --out
    OUT/runs/FAMILY SUITE_RUN_ARGS...` with evaluate's shared options (one progress bar per family);
 3. scores it as `mmfaith score FAMILY ... --from-run --out OUT/scores/FAMILY`;
-4. reads the family's reference ends (`reference_ends`: the prior and the ceiling model run and
+4. when the suite's entry asks the no-image pass (``"no_image": true``) and evaluate itself was not
+   given --no-image: runs the same probes without the images into OUT/runs/FAMILY.no-image, scores
+   them into OUT/scores/FAMILY.no-image, and writes the family's own comparison of the two score
+   dirs into OUT/scores/FAMILY.gain (`mmfaith report`: MMStar's multimodal gain, paired per item
+   with its 95% bootstrap interval; `no_image_pass`);
+5. reads the family's reference ends (`reference_ends`: the prior and the ceiling model run and
    scored on the same dataset with the same arguments, cached by content) and writes the family's
    entry of the profile to OUT/families/FAMILY.json.
 
@@ -19,8 +24,9 @@ docs/evaluate.md), profile.md and profile.png are written (`profile.write_profil
 status is 0 when every family succeeded, 1 otherwise.
 
 A killed evaluate resumes: each run dir resumes where it stopped, and a family whose entry was
-scored from the same predictions (same sha256: OUT/families/FAMILY.json) is not scored again. Nothing in the profile
-depends on when or in how many sessions it was made, so a resumed evaluate writes the same bytes.
+scored from the same predictions (the same sha256 of each pass's: OUT/families/FAMILY.json) is not
+scored again. Nothing in the profile depends on when or in how many sessions it was made, so a
+resumed evaluate writes the same bytes.
 With `--serve MODEL`, one vLLM server (or `--replicas` of them) serves every family.
 """
 from __future__ import annotations
@@ -101,18 +107,26 @@ def evaluate_family(suite: Suite, name: str, args: argparse.Namespace, model: st
     predictions_sha256 = None
     try:
         dataset = suite_dataset(suite, name, progress=not args.no_progress)
-        run_dir, score_dir = out / "runs" / name, out / "scores" / name
-        summary = run_one(name, dataset, suite.entry(name).run, args, model, base_urls, run_dir, serve)
-        if summary.failed:
-            raise MmfaithError(f"{summary.failed} requests failed (see {run_dir / 'predictions.jsonl'}); re-run the "
-                               "same command to retry them.")
-        predictions_sha256 = _sha256(run_dir / "predictions.jsonl")
+        passes = {name: args}
+        if suite.entry(name).no_image and not args.no_image:
+            passes[f"{name}.no-image"] = argparse.Namespace(**{**vars(args), "no_image": True})
+        for folder, options in passes.items():
+            run_dir = out / "runs" / folder
+            summary = run_one(name, dataset, suite.entry(name).run, options, model, base_urls, run_dir, serve)
+            if summary.failed:
+                raise MmfaithError(f"{summary.failed} requests failed (see {run_dir / 'predictions.jsonl'}); re-run "
+                                   "the same command to retry them.")
+        predictions_sha256 = {folder: _sha256(out / "runs" / folder / "predictions.jsonl") for folder in passes}
+        score_dir = out / "scores" / name
         if saved.is_file() and (score_dir / "metrics.json").is_file():
             state = json.loads(saved.read_text(encoding="utf-8"))
             if state.get("predictions_sha256") == predictions_sha256:
                 return state["entry"]  # resumed: scored from these very predictions before the interruption
-        score_one(name, dataset, run_dir, score_dir, getattr(args, "seed", 0))
-        entry = family_entry(name, dataset, out, score_dir, reference_ends(name, dataset, suite.entry(name).run, args))
+        for folder in passes:  # the explorer shows the with-image score; the no-image one is read by the gain
+            score_one(name, dataset, out / "runs" / folder, out / "scores" / folder, getattr(args, "seed", 0),
+                      explorer=folder == name)
+        entry = family_entry(name, dataset, out, score_dir, reference_ends(name, dataset, suite.entry(name).run, args),
+                             no_image_pass(name, out, getattr(args, "seed", 0)) if len(passes) > 1 else None)
     except MmfaithError as exc:
         print(f"mmfaith: {name} failed: {exc}", flush=True)
         entry = failed_entry(name, str(exc))
@@ -149,6 +163,19 @@ def score_one(family: str, dataset: str, run_dir: Path, score_dir: Path, seed: i
     score = args.handler if explorer else families.get(family).parts().score
     if score(args) != 0:
         raise MmfaithError(f"scoring {predictions} failed; run `mmfaith score {family}` on it to see why.")
+
+
+def no_image_pass(family: str, out: Path, seed: int) -> dict[str, Any]:
+    """The no-image pass of a family's profile entry (module docstring, step 4): the family's own comparison of
+    OUT/scores/FAMILY and OUT/scores/FAMILY.no-image into OUT/scores/FAMILY.gain, read back by
+    `profile.no_image_block`."""
+    from mmfaith.evaluators.profile import no_image_block
+
+    scores = out / "scores"
+    with_image, without, gain = scores / family, scores / f"{family}.no-image", scores / f"{family}.gain"
+    comparison = families.get(family).part("compare", "comparison report")([with_image, without], gain, 1000, seed,
+                                                                          False)
+    return no_image_block(family, out, without, gain, comparison)
 
 
 def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: argparse.Namespace) -> dict[str, Any]:

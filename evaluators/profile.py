@@ -7,7 +7,10 @@ profile.json (format "mmfaith-profile/1"; docs/evaluate.md is the reference, `mm
     {"format", "model", "suite": {"name", "version"},
      "families": {FAMILY: {"status": "ok"|"failed", "error", "dataset", "score_dir" (relative to the
                   profile), "headline": [{"key", "name", "value", "ci95", "better", "na_reason"}],
-                  "parse_rate", "prior": {key: value}, "oracle": {key: value}}},
+                  "parse_rate", "prior": {key: value}, "oracle": {key: value},
+                  "no_image": null | {"score_dir", "report", "values": {key: value},
+                                      "multimodal_gain": {"n_items", KEY: {"difference", "ci95"}} | null,
+                                      "na_reason"}}},
      "provenance": {...}}
 
 A headline row is one metric the family declares (`Family.metrics`), read from the score's
@@ -15,6 +18,10 @@ metrics.json: its `overall` block (a dotted key from that block of metrics.json)
 scored per mode (CRM's `by_mode`), once per mode with the key "MODE.KEY". `value` null carries a
 `na_reason`; `ci95` null where the score gives no interval. `prior` and `oracle` are the same keys'
 values for the family's prior and ceiling models on the same dataset (`evaluate.reference_ends`).
+`no_image` is null unless the suite asked the family's no-image pass: then `values` are the headline
+values of the model asked without the images, and `multimodal_gain` the family's own report's gain
+(with - without, paired per item, 95% bootstrap CI clustered by source image; its keys are the
+family's BLIND_KEYS), null with `na_reason` when no item is shared.
 
 `write_profile(out, model, suite, entries, provenance)` writes profile.json, profile.md (one
 table per family: metric, value, 95% CI, better, prior, oracle) and profile.png (every headline
@@ -78,19 +85,37 @@ def values(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     return {row["key"]: row["value"] for row in rows}
 
 
-def family_entry(name: str, dataset: str, out: Path, score_dir: Path, ends: Mapping[str, Any]) -> dict[str, Any]:
-    """One family's profile entry from its score dir and its reference ends ({"prior", "oracle"}: {key: value})."""
-    metrics = json.loads((score_dir / "metrics.json").read_text(encoding="utf-8"))
+def _read_metrics(score_dir: Path) -> dict[str, Any]:
+    return json.loads((score_dir / "metrics.json").read_text(encoding="utf-8"))
+
+
+def family_entry(name: str, dataset: str, out: Path, score_dir: Path, ends: Mapping[str, Any],
+                 no_image: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One family's profile entry from its score dir, its reference ends ({"prior", "oracle"}: {key: value}) and its
+    no-image pass (`no_image_block`; None when the suite did not ask it)."""
+    metrics = _read_metrics(score_dir)
     return {"status": "ok", "error": None, "dataset": dataset, "score_dir": str(score_dir.relative_to(out)),
             "headline": headline(families.get(name), metrics),
             "parse_rate": (metrics.get("answers") or {}).get("parse_rate"),
-            "prior": dict(ends["prior"]), "oracle": dict(ends["oracle"])}
+            "prior": dict(ends["prior"]), "oracle": dict(ends["oracle"]), "no_image": no_image}
+
+
+def no_image_block(name: str, out: Path, score_dir: Path, gain_dir: Path,
+                   comparison: Mapping[str, Any]) -> dict[str, Any]:
+    """A profile entry's `no_image` (module docstring) from the no-image score dir and the family's comparison of
+    the with- and the no-image score dirs (its `multimodal_gain`, evaluators/blind_gain.py)."""
+    gains = comparison.get("multimodal_gain") or []
+    overall = gains[0]["overall"] if gains else None
+    return {"score_dir": str(score_dir.relative_to(out)), "report": str((gain_dir / "report.md").relative_to(out)),
+            "values": values(headline(families.get(name), _read_metrics(score_dir))),
+            "multimodal_gain": overall,
+            "na_reason": None if overall else "no scored item is shared by the with- and the no-image runs"}
 
 
 def failed_entry(name: str, error: str) -> dict[str, Any]:
     """The entry of a family that failed: its error, no values."""
     return {"status": "failed", "error": error, "dataset": None, "score_dir": None, "headline": [], "parse_rate": None,
-            "prior": {}, "oracle": {}}
+            "prior": {}, "oracle": {}, "no_image": None}
 
 
 def write_profile(out: Path, model: str, suite: Any, entries: Mapping[str, Mapping[str, Any]],
@@ -126,13 +151,36 @@ def profile_markdown(profile: Mapping[str, Any]) -> str:
         if entry["status"] != "ok":
             lines += [f"failed: {entry['error']}", ""]
             continue
+        blind = entry.get("no_image")
         rows = [[row["name"], fmt(row["value"], row["na_reason"] or ""),
                  "n/a (no interval in the score)" if row["ci95"] is None else
                  f"[{row['ci95'][0]:.3f}, {row['ci95'][1]:.3f}]",
                  _BETTER.get(row["better"], row["better"]),
+                 *([fmt(blind["values"].get(row["key"]), "undefined without the images")] if blind else []),
                  fmt(entry["prior"].get(row["key"]), "undefined for the prior"),
                  fmt(entry["oracle"].get(row["key"]), "undefined for the oracle")] for row in entry["headline"]]
         parse = "n/a" if entry["parse_rate"] is None else f"{entry['parse_rate']:.1%}"
-        lines += md_table(["metric", "value", "95% CI", "better", "prior", "oracle"], rows)
+        lines += md_table(["metric", "value", "95% CI", "better", *(["no image"] if blind else []), "prior", "oracle"],
+                          rows)
         lines += ["", f"Parse rate {parse}; dataset `{entry['dataset']}`; full score: `{entry['score_dir']}/`.", ""]
+        if blind:
+            lines += no_image_lines(blind)
     return "\n".join(lines)
+
+
+def no_image_lines(blind: Mapping[str, Any]) -> list[str]:
+    """profile.md's lines on a family's no-image pass: what a blind model scores, and the multimodal gain."""
+    from mmfaith.evaluators.blind_gain import UNDEFINED
+    from mmfaith.evaluators.report_tables import fmt_ci, md_table
+
+    lines = ["What a blind model scores: `no image` is this model asked the same probes without the images "
+             f"(`{blind['score_dir']}/`), `prior` the family's blind guess.", ""]
+    gain = blind["multimodal_gain"]
+    if gain is None:
+        return lines + [f"Multimodal gain: n/a ({blind['na_reason']}).", ""]
+    keys = sorted(key for key in gain if key != "n_items")  # as profile.json holds them (sorted), resumed or not
+    lines += [f"Multimodal gain (with the images - without, MMStar; {gain['n_items']} items paired, 95% bootstrap "
+              f"CI clustered by source image; [{blind['report']}]({blind['report']})):", ""]
+    lines += md_table(["metric", "gain (95% CI)"],
+                      [[key, fmt_ci(gain[key]["difference"], gain[key]["ci95"], UNDEFINED)] for key in keys])
+    return lines + [""]

@@ -4,7 +4,8 @@ One panel per family that was scored; in each, one column per headline metric. T
 position in the metric's declared range (0 its low end, 1 its high end; a count metric, which has
 no upper bound, is shown as a share of the largest of the three values). A grey bar spans prior to
 oracle, a triangle marks each end, and the model's value is a dot labelled with its raw value;
-an undefined value is written "n/a" in place of the dot.
+an undefined value is written "n/a" in place of the dot. Where the suite asked the family's
+no-image pass, a grey cross marks the model's value without the images (what it scores blind).
 """
 from __future__ import annotations
 
@@ -55,6 +56,10 @@ def profile_figure(profile: Mapping[str, Any]) -> Figure:
                 axes.scatter([x], [floor], marker="v", color="#C44E52", zorder=2, label="prior" if x == 0 else None)
             if ceiling is not None:
                 axes.scatter([x], [ceiling], marker="^", color="#55A868", zorder=2, label="oracle" if x == 0 else None)
+            blind = _position((entry.get("no_image") or {}).get("values", {}).get(row["key"]), span)
+            if blind is not None:
+                axes.scatter([x], [blind], marker="x", color="#555555", zorder=2,
+                             label="model, no image" if not labels else None)
             shown = _position(row["value"], span)
             if shown is None:
                 axes.text(x, 0.5, NA, ha="center", va="center", fontsize="small", color="dimgray")

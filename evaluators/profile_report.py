@@ -10,10 +10,14 @@ Contract
   intervals of the differences and McNemar p-values where items are shared);
 - comparison.json: ``{"format": "mmfaith-comparison/1", "models", "profiles", "suite",
   "families": {FAMILY: {"leaderboard": {MODEL: {key: value}}, "ci95": {MODEL: {key: [lo, hi]}},
-  "report": "FAMILY/report.md" | null, "pairs": n, "na_reason": {MODEL: why}}}, "overall": {MODEL:
-  {FAMILY: share | null, "overall": share | null}}}``;
+  "report": "FAMILY/report.md" | null, "pairs": n, "na_reason": {MODEL: why},
+  "no_image": {MODEL: {key: value}}, "multimodal_gain": {MODEL: {"n_items", KEY: {"difference", "ci95"}} |
+  null}}}, "overall": {MODEL: {FAMILY: share | null, "overall": share | null}}}`` (`no_image` and
+  `multimodal_gain` hold the models whose profile has the family's no-image pass);
 - report.md: the overall table, then one leaderboard per family (metric rows, model columns,
-  value with its 95% interval, better direction), each with a link to the family's pairwise report;
+  value with its 95% interval, better direction; a model's no-image values as a column of their
+  own, "MODEL (no image)", and its multimodal gain below), each with a link to the family's pairwise
+  report;
 - overall.png: the overall share per family and model.
 
 The overall share of a model in a family is the mean, over the family's headline metrics with a
@@ -108,7 +112,10 @@ def _family(name: str, dirs: Sequence[Path], profiles: Sequence[Mapping[str, Any
     block: dict[str, Any] = {
         "leaderboard": {label: {row["key"]: row["value"] for row in entry["headline"]} for label, _, entry in scored},
         "ci95": {label: {row["key"]: row["ci95"] for row in entry["headline"]} for label, _, entry in scored},
-        "na_reason": absent, "report": None, "pairs": 0, "pairs_reason": None}
+        "na_reason": absent, "report": None, "pairs": 0, "pairs_reason": None,
+        "no_image": {label: entry["no_image"]["values"] for label, _, entry in scored if entry.get("no_image")},
+        "multimodal_gain": {label: entry["no_image"]["multimodal_gain"] for label, _, entry in scored
+                            if entry.get("no_image")}}
     if len(scored) < 2:
         block["pairs_reason"] = "fewer than two profiles scored this family"
         return block
@@ -151,10 +158,14 @@ def _markdown(comparison: Mapping[str, Any], profiles: Sequence[Mapping[str, Any
         scored = list(block["leaderboard"])
         if scored:
             first = next(p for label, p in zip(labels, profiles) if label == scored[0])["families"][name]["headline"]
+            blind = list(block.get("no_image", {}))
             table = [[row["name"], row["better"],
                       *(fmt_ci(block["leaderboard"][label].get(row["key"]), block["ci95"][label].get(row["key"]),
-                               "undefined for this model") for label in scored)] for row in first]
-            lines += md_table(["metric", "better", *scored], table) + [""]
+                               "undefined for this model") for label in scored),
+                      *(fmt(block["no_image"][label].get(row["key"]), "undefined without the images")
+                        for label in blind)] for row in first]
+            lines += md_table(["metric", "better", *scored, *(f"{label} (no image)" for label in blind)], table)
+            lines += [""] + _gain_lines(block.get("multimodal_gain", {}))
         for label, why in block["na_reason"].items():
             lines.append(f"- {label}: n/a ({why})")
         if block["report"]:
@@ -164,6 +175,23 @@ def _markdown(comparison: Mapping[str, Any], profiles: Sequence[Mapping[str, Any
             lines.append(f"Pairs: n/a ({block['pairs_reason']}).")
         lines.append("")
     return "\n".join(lines)
+
+
+def _gain_lines(gains: Mapping[str, Any]) -> list[str]:
+    """One line per model with a no-image pass: its multimodal gain per key with the 95% interval."""
+    from mmfaith.evaluators.blind_gain import UNDEFINED
+    from mmfaith.evaluators.report_tables import fmt, fmt_ci
+
+    lines = []
+    for label, gain in gains.items():
+        if gain is None:
+            lines.append(f"- {label}: multimodal gain {fmt(None, 'no scored item shared by the two runs')}.")
+            continue
+        cells = [f"{key} {fmt_ci(value['difference'], value['ci95'], UNDEFINED)}" for key, value in gain.items()
+                 if key != "n_items"]
+        lines.append(f"- {label}: multimodal gain (with the images - without, {gain['n_items']} items, 95% CI): "
+                     + "; ".join(cells) + ".")
+    return lines + ([""] if lines else [])
 
 
 def _overall_figure(comparison: Mapping[str, Any], names: Sequence[str], out: Path) -> None:

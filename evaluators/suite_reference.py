@@ -9,10 +9,15 @@ zoom-oracle), `prior` each family's prior, any other name the families' own mode
 (`blind`: SPD-Faith and MCoT). A request goes to each family's model in the suite's order until one
 resolves it (each resolves only its own dataset's probes, by images and text); a request none
 resolves is refused with every family's reason. An error names the families when none has the role.
+
+A request without images (`run --no-image`, the suite's no-image pass) that a family's model of the
+role cannot resolve (it finds its item by the images) is answered by that family's `prior`: without
+the image, what the question's text alone allows is all any role can know. So the oracle's
+multimodal gain is the distance from the prior to the ceiling, and the prior's is 0.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mmfaith import families
@@ -22,6 +27,7 @@ from mmfaith.evaluators.run_engine import ReferenceModel
 from mmfaith.suite import Suite, suite_dataset
 
 ORACLE = "oracle"
+PRIOR = "prior"
 
 
 def role_model(family: families.Family, role: str) -> str | None:
@@ -42,20 +48,23 @@ class SuiteReferenceModel:
 
     name: str
     models: list[tuple[str, ReferenceModel]]
+    blind: dict[str, ReferenceModel] = field(default_factory=dict)
+    """Each family's prior, answering the requests without images its role's model cannot resolve."""
 
     def answer(self, text: str, images: list[bytes], body: dict[str, Any]) -> str | dict[str, Any]:
         reasons = []
         for family, model in self.models:
-            try:
-                return model.answer(text, images, body)
-            except RequestRefused as refused:
-                reasons.append(f"{family}: {refused}")
+            for tried in (model, *([self.blind[family]] if not images and family in self.blind else [])):
+                try:
+                    return tried.answer(text, images, body)
+                except RequestRefused as refused:
+                    reasons.append(f"{family}: {refused}")
         raise RequestRefused(400, "no family of the suite resolves this request (" + "; ".join(reasons) + ")")
 
 
 def suite_reference_model(suite: Suite, role: str, progress: bool = True) -> SuiteReferenceModel:
     """The role's model over every family of the suite that has it (module docstring)."""
-    models = []
+    models, blind = [], {}
     for name in suite.families():
         family = families.get(name)
         model = role_model(family, role)
@@ -63,7 +72,9 @@ def suite_reference_model(suite: Suite, role: str, progress: bool = True) -> Sui
             parts = family.parts()
             dataset = parts.open_dataset(suite_dataset(suite, name, progress))
             models.append((name, parts.reference_model(model, dataset)))
+            if model != PRIOR and role_model(family, PRIOR) is not None:
+                blind[name] = parts.reference_model(PRIOR, dataset)
     if not models:
         raise MmfaithError(f"--model {role}: no family of suite {suite.name} has that reference model; roles: "
                            f"{', '.join(suite_roles(suite))}.")
-    return SuiteReferenceModel(role, models)
+    return SuiteReferenceModel(role, models, blind)

