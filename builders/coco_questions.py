@@ -58,7 +58,12 @@ stricter (issue 29's audit: stacks of books, rows of benches, handbags and bottl
 were counts nobody could check, and their unannotated twins stayed visible under CRM's masks):
 every instance of the category must cover at least min_counted_area (1 %). An absent object is
 asked about only when the scene holds no crowd region and no instance under min_counted_area of
-its supercategory (a motorcycle cannot be ruled out among dozens of tiny annotated cars). Sizes
+its supercategory (a motorcycle cannot be ruled out among dozens of tiny annotated cars), and only
+when the category's instances across the source usually cover min_counted_area (their median box
+area; `CategoryContext.typical_area`): a category that is mostly small (traffic lights, handbags,
+cars, bottles, cups in COCO) stands unannotated in the background of many scenes, so "no traffic
+light" at night among many small lights, or "no handbag" in a dense crowd, cannot be confirmed
+(issue 29's CRM audit). Sizes
 are box areas over the image area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
@@ -267,6 +272,14 @@ class CategoryContext:
         for categories in by_image.values():
             self.together.update((a, b) for a in categories for b in categories if a != b)
         self.supercategory = {c["name"]: c.get("supercategory") for c in source.coco.dataset["categories"]}
+        areas: dict[str, list[float]] = {}
+        for ann in source.coco.dataset["annotations"]:
+            image = source.coco.imgs[ann["image_id"]]
+            if not ann.get("iscrowd"):
+                areas.setdefault(source.categories[ann["category_id"]], []).append(
+                    ann["bbox"][2] * ann["bbox"][3] / float(image["width"] * image["height"]))
+        self.typical_area = {category: float(np.median(values)) for category, values in sorted(areas.items())}
+        """Each category's median instance box area over the image area, across the source (crowd left out)."""
 
     def plausible_absent(self, scene: Scene,
                          min_counted_area: float = QuestionRules.min_counted_area) -> dict[str, dict[str, int]]:
@@ -274,12 +287,15 @@ class CategoryContext:
         co-occur with a present one in other images (strength: how many; the scene cannot hold the pair,
         it lacks the absent one) or share its supercategory (strength at least 1). A category whose
         supercategory has a crowd region or an instance under `min_counted_area` of the image in the scene is
-        left out: another one, unannotated, could hide among those (module docstring)."""
+        left out: another one, unannotated, could hide among those; so is a category whose instances across the
+        source are usually smaller than that (`typical_area`; one without instances in the source counts as
+        small): it stands unannotated in the background of many scenes (module docstring)."""
         present = sorted({inst.category for inst in scene.instances})
         cluttered = {self.supercategory.get(inst.category) for inst in scene.instances
                      if inst.iscrowd or _area(inst, scene) < min_counted_area} - {None}
+        small = {category for category in self.supercategory if self.typical_area.get(category, 0.0) < min_counted_area}
         found: dict[str, dict[str, int]] = {}
-        for absent in sorted(set(self.supercategory) - set(present) - self._of(cluttered)):
+        for absent in sorted(set(self.supercategory) - set(present) - self._of(cluttered) - small):
             links = {}
             for category in present:
                 shared = self.together[(absent, category)]

@@ -31,7 +31,11 @@ pavement, skin on the sand. Two measures, on the edited image (the ring's pixels
   only copied shapes and colours remain; at most MAX_FILL_BLOTCH.
 Calibrated on the labelled SPD-Faith audit (benchmarks/audit/spd-faith.jsonl): the clean fills (a
 planter or a kite on a lawn) read surround 0.83-0.91 and blotch 3.6-4.7; every fill a person
-rejected as a blotch, smear or cut structure read surround below 0.8 or blotch above 12. Neither
+rejected as a blotch, smear or cut structure read surround below 0.8 or blotch above 12. VFaith's
+audit (benchmarks/audit/vfaith.jsonl) then found rejects inside that gap: a person removed above the
+hips with the legs left standing (surround 0.805, blotch 9.41), a player leaving a person-shaped
+streak on a lawn (0.80), a dog removed from a skirting board smeared along it (blotch 9.28); the
+limits sit inside the accepted side's margin (0.82, 8). Neither
 is judged (None, passes) when the hole's inside has fewer than FILL_MIN_PIXELS pixels.
 
 Ground (moves): a moved object must stand on the same kind of ground as before (a planter moved
@@ -60,14 +64,18 @@ FILL_RING = 12
 FILL_MIN_PIXELS = 150
 FILL_FLAT_RING = 6.0
 FILL_SURROUND_DELTA_E = 25.0
-MIN_FILL_SURROUND = 0.8
+MIN_FILL_SURROUND = 0.82
 FILL_BLOTCH_SIGMA = 3.0
-MAX_FILL_BLOTCH = 10.0
+MAX_FILL_BLOTCH = 8.0
 GROUND_RING_INNER = 3
 GROUND_RING_OUTER = 12
 MAX_GROUND_DELTA_E = 15.0
 FILL_REACH = FILL_RING + int(4 * FILL_BLOTCH_SIGMA) + 1
 """How far around a hole the fill measures read pixels (ring, Sobel kernel, blur)."""
+RECORDED_FILL_GATES = (("fill_texture", "min_fill_texture", "above"), ("fill_surround", "min_fill_surround", "above"),
+                       ("fill_blotch", "max_fill_blotch", "below"), ("ground_delta_e", "max_ground_delta_e", "below"))
+"""The fill and ground gates as builds record them in `build.gates`: (figure, its limit's field, which side of
+the limit passes); the audits read them back in this order."""
 
 
 def mean_delta_e(original: np.ndarray, edited: np.ndarray, region: np.ndarray) -> float:

@@ -13,7 +13,12 @@ Rules and thresholds (docs/spd_faith_build.md states them):
 - a move stays on the same ground line (a vertical shift of at most MAX_VERTICAL_SHIFT, 10% of the
   height), overlaps no other instance, nor the object's own old (dilated) place; PLACEMENT_TRIES
   (200) seeded draws are tried;
-- an object within BORDER_MARGIN (2 px) of the border is cut by it and is never moved.
+- `removal_refusal` (what SPD-Faith's and VFaith's removals and moves obey) adds two rules of
+  issue 29's audit to the shared ones: an object whose hole (its mask grown by the dilation) comes
+  within BORDER_MARGIN (2 px) of the border is never removed or moved (the fill has the photo on
+  one side only, and where COCO's outline stops a few pixels short of the border a strip of the
+  object stays: a frisbee's edge), nor one whose mirror image lies right below it (reflections.mirror_score >= MIRROR_LIMIT: the
+  reflection of a bottle on a glass table would stay).
 """
 from __future__ import annotations
 
@@ -21,13 +26,16 @@ import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
-from mmfaith.builders.edits import dilate
+from mmfaith.builders.edits import dilate, shift
+from mmfaith.builders.gates import ground_delta_e
 from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.builders.recolour import ObjectPaint
+from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
 from mmfaith.builders.targets import TargetRules, image_detail, movable_reason, nameable_reason
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
@@ -50,12 +58,14 @@ def seeded_rng(seed: int, *labels: object) -> np.random.Generator:
 class SceneFacts:
     """What a SceneView learns about a scene's objects that depends only on the image, the masks and the
     rules: kept per process (facts_of) so every slot of the same image reuses it instead of recomputing
-    colour names, nameability and recolour refusals (the dearest part of planning)."""
+    colour names, nameability, recolour and removal refusals (the dearest part of planning)."""
 
     colors: dict[int, ObjectColor] = field(default_factory=dict)
     unnameable: dict[int, str | None] = field(default_factory=dict)
     targets: dict[int, list[str]] = field(default_factory=dict)
     blockers: dict[int, str | None] = field(default_factory=dict)
+    refusals: dict[int, str | None] = field(default_factory=dict)
+    mirrors: dict[int, float] = field(default_factory=dict)
     detail: float | None = None
     monochrome: bool | None = None
 
@@ -88,6 +98,7 @@ class SceneView:
         self.instances = {inst.ann_id: inst for inst in scene.instances}
         self.facts = facts_of((str(scene.path), scene.image_id, rgb.shape, dilation, rules))
         self._paints: dict[int, ObjectPaint] = {}
+        self._gray: np.ndarray | None = None
         self._areas: dict[int, int] = {}
         self._holes: dict[int, np.ndarray] = {}
 
@@ -170,6 +181,44 @@ class SceneView:
         crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
         return movable_reason(ann_id, self.masks, boxes, crowd)
 
+    def removal_refusal(self, ann_id: int) -> str | None:
+        """Why the object may not be removed or moved away (module docstring), or None when it may: the shared
+        rules (removal_blocker, spares_neighbours), then its hole reaching the border, then its reflection.
+        Cached per process (SceneFacts)."""
+        refusals = self.facts.refusals
+        if ann_id not in refusals:
+            refusals[ann_id] = self._removal_refusal(ann_id)
+        return refusals[ann_id]
+
+    def _removal_refusal(self, ann_id: int) -> str | None:
+        blocker = self.removal_blocker(ann_id)
+        if blocker is not None:
+            return blocker
+        if not self.spares_neighbours(ann_id):
+            return "its hole would damage a neighbour"
+        if self.hole_touches_border(ann_id):
+            return "cut by the image border, or its outline stops just short of it"
+        mirror = self.mirror(ann_id)
+        if mirror >= MIRROR_LIMIT:
+            return f"its reflection would remain (mirror score {mirror:.2f} >= {MIRROR_LIMIT})"
+        return None
+
+    def mirror(self, ann_id: int) -> float:
+        """reflections.mirror_score of the object: how much the image right below it mirrors it. Cached per
+        process (SceneFacts)."""
+        mirrors = self.facts.mirrors
+        if ann_id not in mirrors:
+            if self._gray is None:
+                self._gray = cv2.cvtColor(self.rgb, cv2.COLOR_RGB2GRAY)
+            mirrors[ann_id] = mirror_score(self._gray, self.masks[ann_id])
+        return mirrors[ann_id]
+
+    def moved_ground(self, ann_id: int, offset: tuple[int, int]) -> float | None:
+        """gates.ground_delta_e of moving the object by `offset`: the ground under it where it stood and where it
+        would be pasted (its old hole left out), in the photo; None when either is not seen."""
+        mask = self.masks[ann_id]
+        return ground_delta_e(self.rgb, mask, shift(mask, *offset), self.hole(ann_id))
+
     def others_union(self, ann_id: int) -> np.ndarray:
         union = np.zeros(self.rgb.shape[:2], dtype=bool)
         for other_id, mask in self.masks.items():
@@ -224,10 +273,14 @@ class SceneView:
                 return new_left - left, new_top - top
         return None
 
-    def touches_border(self, ann_id: int) -> bool:
-        extent = mask_extent(self.masks[ann_id])
+    def hole_touches_border(self, ann_id: int) -> bool:
+        """True when the object's hole (its mask grown by the dilation) lies within BORDER_MARGIN of the image
+        border: the object is cut by the border, or its outline stops a few pixels short of it (COCO polygons
+        often do, and a removal then leaves a strip of the object along the border)."""
+        hole = self.hole(ann_id)
+        extent = mask_extent(hole)
         assert extent is not None, "an editable object has pixels"
         top, bottom, left, right = extent
-        height, width = self.masks[ann_id].shape
+        height, width = hole.shape
         return bool(top < BORDER_MARGIN or left < BORDER_MARGIN
                     or bottom >= height - BORDER_MARGIN or right >= width - BORDER_MARGIN)

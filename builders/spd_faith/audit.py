@@ -28,6 +28,7 @@ from PIL import Image, ImageDraw
 
 from mmfaith.builders.audit_set import AuditItem, AuditPart, AuditRecipe, GateReading
 from mmfaith.builders.colors import MIN_DOMINANT_SHARE
+from mmfaith.builders.gates import RECORDED_FILL_GATES
 from mmfaith.builders.preview_sheet import outline
 from mmfaith.builders.spd_faith.preview import TYPE_COLORS
 from mmfaith.jsonl import read_jsonl
@@ -68,10 +69,7 @@ def kind(record: dict[str, Any]) -> str:
 def gate_readings(gates: dict[str, Any]) -> tuple[GateReading, ...]:
     """The readings closest to their limits over the pair's edits (module docstring)."""
     readings = [GateReading("delta_e", min(gates["delta_e"]), gates["min_delta_e"], "above")]
-    for gate, limit, passes in (("fill_texture", "min_fill_texture", "above"),
-                                ("fill_surround", "min_fill_surround", "above"),
-                                ("fill_blotch", "max_fill_blotch", "below"),
-                                ("ground_delta_e", "max_ground_delta_e", "below")):
+    for gate, limit, passes in RECORDED_FILL_GATES:
         values = [value for value in gates.get(gate) or [] if value is not None]
         if values:
             closest = min(values) if passes == "above" else max(values)

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from mmfaith.builders.coco_source import Scene
-from mmfaith.builders.edits import EditOutcome, dilate, edit_color, edit_move, edit_remove, mask_bbox, shift
+from mmfaith.builders.edits import EditOutcome, dilate, edit_color, edit_move, edit_remove, mask_bbox
 from mmfaith.builders.gates import (FILL_REACH, MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, FillReading,
-                                    fill_reading, ground_delta_e, mean_delta_e, outside_changes)
+                                    fill_reading, mean_delta_e, outside_changes)
 from mmfaith.builders.inpainters import Inpainter, InpainterSpec, process_inpainter
 from mmfaith.builders.spd_faith.planners import PlannerSpec, SlotPlanner
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot, plan_signature
@@ -139,12 +139,6 @@ def _fill_gates(readings: list[FillReading | None], min_fill_texture: float) -> 
             "fill_blotch": [r and r.blotch for r in readings], "min_fill_texture": min_fill_texture,
             "min_fill_surround": MIN_FILL_SURROUND, "max_fill_blotch": MAX_FILL_BLOTCH, "fill_measure": FILL_MEASURE,
             "surround_measure": SURROUND_MEASURE, "blotch_measure": BLOTCH_MEASURE}
-
-
-def _ground(view: SceneView, edit: PlannedEdit, dilation: int) -> float | None:
-    """gates.ground_delta_e of a move: the ground under the object where it stood and where it is pasted."""
-    mask = view.masks[edit.ann_id]
-    return ground_delta_e(view.rgb, mask, shift(mask, *(edit.offset or (0, 0))), dilate(mask, dilation))
 
 
 def _own_failure(view: SceneView, edits: list[PlannedEdit], index: int, outcome: EditOutcome,
@@ -275,7 +269,8 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256:
             allowed |= outcome.allowed
         outside_pixels, outside_max = outside_changes(rgb, edited, allowed)
         fills = [None if o.hole is None else fill_reading(edited, o.hole) for o in outcomes]
-        grounds = [_ground(view, e, settings.dilation) if e.type == "position" else None for e in plan.edits]
+        grounds = [view.moved_ground(e.ann_id, e.offset or (0, 0)) if e.type == "position" else None
+                   for e in plan.edits]
     shares = [round(view.color(e.ann_id).share, 3) if e.type == "color" else None for e in plan.edits]
     gates = {"delta_e": delta_es, "outside_changed_pixels": outside_pixels,
              **_fill_gates(fills, settings.min_fill_texture), "ground_delta_e": grounds,

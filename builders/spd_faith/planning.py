@@ -13,10 +13,12 @@ Constraints on an edit (all on the instance mask, never on the box alone):
 - remove: a <= 0.15, the dilated hole covers at most the inpainter's hole limit of the image
   (targets.MAX_HOLE_AREA), the object carries no other object and is not partly hidden
   (targets.movable_reason), and the mask grown by the inpainting dilation covers at most 2% of any
-  other instance's mask (so no neighbour is damaged).
-- position: a <= 0.10, the same hole, support, hiding and neighbour rules, not a fixed, hung, worn or
-  perched object (targets.NOT_MOVED), the object is not cut by the image border (a cut
-  edge pasted mid-frame is an obvious artifact), and a place exists on the same ground line (a
+  other instance's mask (so no neighbour is damaged) and does not reach the image border, and no
+  reflection of the object lies below it (SceneView.removal_refusal; issue 29's audit: a strip of a
+  frisbee left at the border, a bottle's reflection in a glass table).
+- position: a <= 0.10, the same hole, support, hiding, neighbour, border and reflection rules (a cut
+  edge pasted mid-frame is an obvious artifact), not a fixed, hung, worn or
+  perched object (targets.NOT_MOVED), and a place exists on the same ground line (a
   vertical shift of at most 10% of the image height, so objects do not float) where the object,
   grown by the blend radius, overlaps no other annotated instance (crowd regions included), not
   its own old (dilated) place, and no other edit of the same pair.
@@ -127,7 +129,6 @@ class SceneView(SharedSceneView):
                  rules: TargetRules = TargetRules()) -> None:
         super().__init__(scene, rgb, dilation, blend_radius, rules)
         self._feasible: dict[tuple[int, str], bool] = {}
-        self._spared_by: dict[int, bool] = {}
 
     def tier_of(self, ann_id: int) -> str:
         return difficulty(self.scene.instance_count, self.area_ratio(ann_id))
@@ -172,17 +173,9 @@ class SceneView(SharedSceneView):
             return False
         if kind == "color":
             return bool(self.color_targets(ann_id))
-        if kind == "position" and (self.touches_border(ann_id)
-                                   or not self.rules.may_move(self.instances[ann_id].category)):
+        if kind == "position" and not self.rules.may_move(self.instances[ann_id].category):
             return False
-        return self._spared(ann_id)
-
-    def _spared(self, ann_id: int) -> bool:
-        """Whether the object may be taken from its place (no removal blocker, neighbours spared): what a
-        removal and a move both need, judged once for both."""
-        if ann_id not in self._spared_by:
-            self._spared_by[ann_id] = self.removal_blocker(ann_id) is None and self.spares_neighbours(ann_id)
-        return self._spared_by[ann_id]
+        return self.removal_refusal(ann_id) is None
 
     def concretize(self, ann_id: int, kind: str, blocked: np.ndarray, rng: np.random.Generator,
                    color: str | None = None) -> PlannedEdit | None:

@@ -1,8 +1,9 @@
 """VFaith's part of the naturalness audit (builders/audit_set.py, docs/audit.md).
 
 Recipes: offline builds of the embedded COCO sample (every template, three seeds: the seed draws the
-questions tried per image, the recolour target and the instance removed) and one of the 128-image
-sample. Every kept pair is an `AuditItem`:
+questions tried per image, the recolour target and the instance removed) and two of the 128-image
+sample (every template; and the removal and move templates alone, more questions tried per image, so
+that the few removals and moves the gates let through are seen). Every kept pair is an `AuditItem`:
 
 - `key`: the question's slot (template, image id, annotation ids), the gold on the photo and on the
   made image, and the first 12 hex digits of the made image's sha256. It does not depend on the
@@ -10,8 +11,8 @@ sample. Every kept pair is an `AuditItem`:
   the same key; a change of the rendering gives a new key (the verdict was on the old pixels).
 - `kind`: the template (color, count, existence, relation).
 - `gates`: the pixel gates as the build recorded them (mean delta E over the cue above
-  `min_delta_e`, changed pixels outside the allowed region at most 0, a filled hole's texture ratio
-  above `min_fill_texture`).
+  `min_delta_e`, changed pixels outside the allowed region at most 0, a filled hole's texture ratio,
+  surround uniformity and blotch within their limits, a move's ground delta E), each that was judged.
 - `images`: the photo, then the made image (the edited one, or the original of a reversed pair).
 - `lines`: the question, the options, the gold on each image, the edit, the cue's box and the
   perception statements with the ones true of the made image marked, so the card shows every gold the
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.builders.audit_set import AuditItem, AuditPart, AuditRecipe, GateReading
+from mmfaith.builders.gates import RECORDED_FILL_GATES
 from mmfaith.builders.vfaith.presentation import PHOTO_SIDES, source_photo
 from mmfaith.jsonl import read_jsonl
 
@@ -35,6 +37,8 @@ RECIPES: tuple[AuditRecipe, ...] = (
     AuditRecipe("embedded-s1", "embedded", (*EVERY_TEMPLATE, "--seed", "1")),
     AuditRecipe("embedded-s2", "embedded", (*EVERY_TEMPLATE, "--seed", "2")),
     AuditRecipe("coco128-s0", "coco128", ("--per-template", "25", "--per-image", "2", "--seed", "0")),
+    AuditRecipe("coco128-edits-s1", "coco128", ("--templates", "count,existence,relation", "--per-template", "25",
+                                                "--per-image", "4", "--seed", "1")),
 )
 
 
@@ -74,9 +78,9 @@ def _gates(gates: dict[str, Any]) -> tuple[GateReading, ...]:
     readings = [GateReading("delta_e", float(gates["delta_e"]), float(gates["min_delta_e"]), "above"),
                 GateReading("outside_changed_pixels", float(gates["outside_changed_pixels"]),
                             float(gates["outside_tolerance"]), "below")]
-    if gates.get("fill_texture") is not None:
-        readings.append(GateReading("fill_texture", float(gates["fill_texture"]), float(gates["min_fill_texture"]),
-                                    "above"))
+    for gate, limit, passes in RECORDED_FILL_GATES:
+        if gates.get(gate) is not None:
+            readings.append(GateReading(gate, float(gates[gate]), float(gates[limit]), passes))
     return tuple(readings)
 
 

@@ -12,8 +12,11 @@ For every question the shared generator asks about the scene (builders/coco_ques
 
 The objects obey the shared target rules (builders/targets.py, builders/scene_view.py): a recolour
 target is in the category's palette and at least 40 delta E from the object's colour; a removed or
-moved object carries nothing, is not partly hidden, fits the inpainter's hole limit and spares its
-neighbours; a moved object is not fixed in place nor cut by the border, and lands on free ground.
+moved object carries nothing, is not partly hidden, fits the inpainter's hole limit, spares its
+neighbours, its hole does not reach the image border and it has no reflection right below it
+(SceneView.removal_refusal; issue 29's audit: a strip left at the border, a bottle's reflection in
+a glass table after "no bottle"); a moved object is not fixed in place, and lands on free ground of
+the same kind (gates.ground_delta_e).
 
 Gates, all recorded in `build.gates` (a failure is a rejection with its stage and reason):
 - `answer`: the edited answer is an option and differs from the original; and the edited image
@@ -21,11 +24,14 @@ Gates, all recorded in `build.gates` (a failure is a rejection with its stage an
   used (colors.object_color, dominant), a moved subject's new box is on the other side of the
   reference by the generator's gap (QuestionRules.min_relation_gap);
 - `gate`: nothing outside the edit's allowed region changed (0 pixels), the change inside is
-  visible (mean delta E over the cue >= min_delta_e), a filled hole is not a smear
-  (gates.fill_texture_ratio >= min_fill_texture).
-The checks run from cheap to dear, and the first that fails rejects: a move's new box is judged
-before the move is made (no hole is filled for a relation that would not flip; its rejection has
-no gate measures), then the edit, the pixel gates, a recolour's reading, and the PNG encoding.
+  visible (mean delta E over the cue >= min_delta_e), a filled hole is neither a smear nor a blotch
+  of copied content nor cut across several surfaces (gates.fill_reading: texture >= min_fill_texture,
+  surround >= MIN_FILL_SURROUND, blotch <= MAX_FILL_BLOTCH), and a moved object stands on the same
+  kind of ground (ground delta E <= MAX_GROUND_DELTA_E).
+The checks run from cheap to dear, and the first that fails rejects: a move's new box and its new
+ground are judged before the move is made (no hole is filled for a relation that would not flip or
+a move that would float; such a rejection has no pixel gate measures), then the edit, the pixel gates, a
+recolour's reading, and the PNG encoding.
 
 Everything depends only on the arguments, so a pair made in a worker is byte-identical to one made
 in the main process, and ids are a hash of (dataset, image, question key, edit).
@@ -42,7 +48,8 @@ from mmfaith.builders.coco_questions import Question, QuestionRules, scene_quest
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import object_color
 from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox, shift
-from mmfaith.builders.gates import fill_texture_ratio, mean_delta_e, outside_changes
+from mmfaith.builders.gates import (MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, fill_reading,
+                                    mean_delta_e, outside_changes)
 from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
 from mmfaith.builders.scene_view import SceneView, seeded_rng
 from mmfaith.builders.stage_clock import StageClock
@@ -202,11 +209,11 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         return _Plan(subject, color, f"Recolour the {facts['category']} from {facts['color']} to {color}.",
                      color=color, facts_edited={**facts, "color": color})
     if question.template in ("count", "existence"):
-        candidates = [inst.ann_id for inst in question.evidence]
-        removable = [ann for ann in candidates if view.removal_blocker(ann) is None and view.spares_neighbours(ann)]
+        refusals = {inst.ann_id: view.removal_refusal(inst.ann_id) for inst in question.evidence}
+        removable = [ann for ann, refusal in refusals.items() if refusal is None]
         if not removable:
-            return (f"no {facts['category']} may be removed (it carries or hides behind others, its hole is too "
-                    "large, or it would damage a neighbour)")
+            return f"no {facts['category']} may be removed: " + "; ".join(
+                f"annotation {ann}: {refusal}" for ann, refusal in refusals.items())
         ann_id = removable[int(rng.integers(len(removable)))]
         count = facts["count"] - 1
         target = "no" if question.template == "existence" else str(count)
@@ -230,12 +237,9 @@ def _relation_plan(question: Question, view: SceneView, settings: OfflineSetting
         if not view.rules.may_move(category):
             reasons.append(f"a {category} is fixed, hung, worn or perched where it is and is never moved")
             continue
-        if view.touches_border(mover.ann_id):
-            reasons.append(f"the {category} is cut by the image border")
-            continue
-        blocker = view.removal_blocker(mover.ann_id)
-        if blocker is not None or not view.spares_neighbours(mover.ann_id):
-            reasons.append(f"the {category} may not be moved: {blocker or 'its hole would damage a neighbour'}")
+        refusal = view.removal_refusal(mover.ann_id)
+        if refusal is not None:
+            reasons.append(f"the {category} may not be moved: {refusal}")
             continue
         offset = _crossing_offset(view, mover.ann_id, still.bbox, side, settings, rng)
         if offset is None:
@@ -328,11 +332,19 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
         outcome.rejection = {**base, "id": record_id, "stage": stage, "reason": reason, "plan": plan_json,
                              "gates": gates}
 
+    ground = None
     if question.template == "relation":
         with clock.stage("plan"):
             wrong = _relation_answer_holds(question, plan, view, settings)
+            assert plan.offset is not None
+            ground = view.moved_ground(plan.ann_id, plan.offset)
         if wrong is not None:
             reject("answer", wrong, None)
+            return
+        if ground is not None and ground > MAX_GROUND_DELTA_E:
+            reject("gate", f"the moved {view.instances[plan.ann_id].category} would stand on other ground: "
+                   f"ground delta E {ground} > {MAX_GROUND_DELTA_E}",
+                   {"ground_delta_e": ground, "max_ground_delta_e": MAX_GROUND_DELTA_E})
             return
     with clock.stage("inpaint"):
         edit = _apply(plan, question.template, view, settings)
@@ -340,16 +352,19 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
     with clock.stage("gates"):
         delta_e = round(mean_delta_e(rgb, edit.image, edit.evidence), 3)
         outside_pixels, outside_max = outside_changes(rgb, edit.image, edit.allowed)
-        fill = None if edit.hole is None else fill_texture_ratio(edit.image, edit.hole)
+        fill = None if edit.hole is None else fill_reading(edit.image, edit.hole)
     gates = {"measure": GATE_MEASURE, "delta_e": delta_e, "min_delta_e": settings.min_delta_e,
-             "outside_changed_pixels": outside_pixels, "outside_tolerance": 0, "fill_texture": fill,
-             "min_fill_texture": settings.min_fill_texture, "dilation": settings.dilation,
-             "blend_radius": settings.blend_radius}
+             "outside_changed_pixels": outside_pixels, "outside_tolerance": 0,
+             "fill_texture": fill and fill.texture, "min_fill_texture": settings.min_fill_texture,
+             "fill_surround": fill and fill.surround, "min_fill_surround": MIN_FILL_SURROUND,
+             "fill_blotch": fill and fill.blotch, "max_fill_blotch": MAX_FILL_BLOTCH,
+             "ground_delta_e": ground, "max_ground_delta_e": MAX_GROUND_DELTA_E,
+             "dilation": settings.dilation, "blend_radius": settings.blend_radius}
     reasons = []
     if delta_e < settings.min_delta_e:
         reasons.append(f"the edit is invisible: mean delta E {delta_e} < {settings.min_delta_e}")
-    if fill is not None and fill < settings.min_fill_texture:
-        reasons.append(f"the filled hole is a smear: texture ratio {fill} < {settings.min_fill_texture}")
+    if fill is not None:
+        reasons.extend(f"the filled hole {problem}" for problem in fill.problems(settings.min_fill_texture))
     if outside_pixels:
         reasons.append(f"{outside_pixels} pixels changed outside the edited region (largest change {outside_max})")
     if reasons:
