@@ -13,12 +13,18 @@ Rules and thresholds (docs/spd_faith_build.md states them):
 - a move stays on the same ground line (a vertical shift of at most MAX_VERTICAL_SHIFT, 10% of the
   height), overlaps no other instance, nor the object's own old (dilated) place; PLACEMENT_TRIES
   (200) seeded draws are tried;
-- an object within BORDER_MARGIN (2 px) of the border is cut by it and is never moved.
+- an object within BORDER_MARGIN (2 px) of the border is cut by it and is never moved;
+- an object whose mask holds another object's mirror image is a glass or polished surface (a glass
+  table under a bottle) and is never recoloured: the recolour would paint the reflection and what is
+  seen through it. The other object's reflection is read by reflections.mirror_score (at least
+  MIRROR_LIMIT) and lies in the mask when the mask covers at least MIRROR_HOLD_SHARE (half) of the
+  other object's box mirrored below its bottom.
 """
 from __future__ import annotations
 
 import hashlib
 
+import cv2
 import numpy as np
 
 from mmfaith.builders.coco_source import Scene
@@ -26,6 +32,7 @@ from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome
 from mmfaith.builders.edits import dilate
 from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.builders.recolour import ObjectPaint
+from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
 from mmfaith.builders.targets import TargetRules, image_detail, movable_reason, nameable_reason
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
@@ -33,6 +40,7 @@ MIN_TARGET_DELTA_E = 40.0
 PLACEMENT_TRIES = 200
 MAX_VERTICAL_SHIFT = 0.10
 BORDER_MARGIN = 2
+MIRROR_HOLD_SHARE = 0.5
 
 
 def seeded_rng(seed: int, *labels: object) -> np.random.Generator:
@@ -62,6 +70,7 @@ class SceneView:
         self._holes: dict[int, np.ndarray] = {}
         self._unnameable: dict[int, str | None] = {}
         self._detail: float | None = None
+        self._mirrored: dict[int, bool] = {}
 
     def area(self, ann_id: int) -> int:
         """The object's mask's pixel count, cached."""
@@ -99,13 +108,35 @@ class SceneView:
         """Plausible target colors (category palette), far enough from a dominant color, that the object can
         take naturally (recolour.ObjectPaint.refusal: a trustworthy outline, a reachable lightness); none for
         an object a person could not name."""
-        if self.unnameable(ann_id) is not None:
+        if self.unnameable(ann_id) is not None or self.holds_reflection(ann_id):
             return []
         if self._monochrome is None:
             self._monochrome = is_monochrome(self.rgb)
         palette = () if self._monochrome else self.rules.color_palette(self.instances[ann_id].category)
         targets = distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
         return [target for target in targets if self.paint(ann_id).refusal(target) is None]
+
+    def mirrored(self, ann_id: int) -> bool:
+        """True when the object's mirror image lies right below it (reflections.mirror_score), cached."""
+        if ann_id not in self._mirrored:
+            gray = cv2.cvtColor(np.ascontiguousarray(self.rgb), cv2.COLOR_RGB2GRAY)
+            self._mirrored[ann_id] = mirror_score(gray, self.masks[ann_id]) >= MIRROR_LIMIT
+        return self._mirrored[ann_id]
+
+    def holds_reflection(self, ann_id: int) -> bool:
+        """True when the object's mask holds another object's mirror image (module docstring): it is glass or
+        polished, and a recolour would paint the reflection."""
+        mask = self.masks[ann_id]
+        height = mask.shape[0]
+        for other_id, inst in self.instances.items():
+            if other_id == ann_id or inst.iscrowd:
+                continue
+            x, y, w, h = inst.bbox
+            left, right, bottom = max(0, int(x)), int(np.ceil(x + w)), int(np.ceil(y + h))
+            below = mask[bottom:min(height, bottom + int(np.ceil(h))), left:right]
+            if below.size and float(below.mean()) >= MIRROR_HOLD_SHARE and self.mirrored(other_id):
+                return True
+        return False
 
     def paint(self, ann_id: int) -> ObjectPaint:
         """The object ready to be recoloured (refined outline, shading), cached."""
