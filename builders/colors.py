@@ -23,10 +23,18 @@ every recolor) uses the object's own pixels only, and refuses rather than guesse
    anything between is refused: a white microwave, toilet or truck in shade measures like a light
    gray object, and only the scene tells them apart; a black body is refused too when its lit
    part (L* >= LIT_MIN_L, 15, at least MIN_LIT_SHARE, 10%, of it) is colored (median chroma >= 12:
-   dark wood in a dim room);
+   dark wood in a dim room), or when it is lit enough for a hue to show (median L* >= DARK_HUE_MIN_L,
+   10) and its median chroma reaches DARK_COLOURED_CHROMA (6.5): a navy suitcase, a chocolate glaze,
+   a dark patterned box read as dark colors to a person, while black plastic, a black horse or a
+   black umbrella stay under 6.5 (below L* 10 a chroma is sensor noise); a white body is refused
+   when at least TWO_TONE_SHARE (15%) of it is black (L* < BLACK_MAX_L): a white-and-tabby cat, a
+   white horse with dark legs and tack, a black-and-white bag have no one name;
 4. otherwise the chromatic pixels are named one by one; the top name is the object's and `share`
    its fraction of the body; when the runner-up holds at least SPLIT_RATIO (0.6) of the top's
-   pixels (a blue-rimmed yellow frisbee) the object is refused;
+   pixels (a blue-rimmed yellow frisbee) the object is refused, and so it is when the median color of
+   its chromatic pixels does not keep the top name under small moves (`clearly_named`, NAMING_MOVES:
+   CLEAR_LIGHTNESS 6 L* either way, CLEAR_CHROMA 35 % more chroma): a rust-orange couch lies between
+   brown and red, and a careful annotator would hesitate over either;
 5. see-through and blending: when at least MIN_FOREIGN_SHARE (20%) of the body has one of its
    surroundings' colors (`surround_colored`) and the rest alone reads another name (the wall between
    a chair's spindles, the pavement inside a bicycle's frame), the object is refused.
@@ -93,11 +101,17 @@ GRAY_BODY_MAX_TOP_L = 55.0
 SPLIT_RATIO = 0.6
 LIT_MIN_L = 15.0
 MIN_LIT_SHARE = 0.1
+DARK_HUE_MIN_L = 10.0
+DARK_COLOURED_CHROMA = 6.5
+TWO_TONE_SHARE = 0.15
 SURROUND_GAP = 3
 SURROUND_REACH = 8
 SURROUND_BIN = 6.0
 SURROUND_MIN_SHARE = 0.02
 MIN_FOREIGN_SHARE = 0.2
+CLEAR_LIGHTNESS = 6.0
+CLEAR_CHROMA = 0.35
+CLEAR_HUE = 8.0
 
 
 def rgb_to_lab(rgb: np.ndarray) -> np.ndarray:
@@ -141,6 +155,28 @@ def name_labs(labs: np.ndarray) -> np.ndarray:
 def name_lab(lab: np.ndarray) -> str:
     """The vocabulary name of one CIELAB color (module docstring gives the rule)."""
     return COLOR_NAMES[int(name_labs(lab)[0])]
+
+
+CLEAR_MOVES: tuple[tuple[float, float, float], ...] = (
+    (-CLEAR_LIGHTNESS, 0, 0), (CLEAR_LIGHTNESS, 0, 0), (0, -CLEAR_CHROMA, 0), (0, CLEAR_CHROMA, 0),
+    (0, 0, -CLEAR_HUE), (0, 0, CLEAR_HUE))
+"""Moves of (lightness, chroma share, hue degrees) a clearly named color survives (a recolour's result)."""
+NAMING_MOVES = tuple(move for move in CLEAR_MOVES if move[1] >= 0 and move[2] == 0)
+"""The moves an object's own color must survive: its lightness either way and more chroma; not a loss of
+chroma, since the naming rule's dark-warm border (brown under chroma 60) lies inside strong reds, nor a
+turn of hue, since its blue-purple border (300 degrees) lies inside strong blues (sRGB's pure blue is at
+306): nobody hesitates over those."""
+
+
+def clearly_named(lab: np.ndarray, name: str, moves: tuple[tuple[float, float, float], ...] = CLEAR_MOVES) -> bool:
+    """True when the CIELAB color `lab` keeps the name `name` under every move of `moves` (lightness in L*,
+    chroma as a share, hue in degrees; CLEAR_LIGHTNESS, CLEAR_CHROMA, CLEAR_HUE): a color near a border of
+    the naming (a rust couch between brown and red, a salmon between red and pink) is not clearly either."""
+    lightness, a, b = (float(v) for v in np.asarray(lab, dtype=np.float32).reshape(3))
+    chroma, hue = float(np.hypot(a, b)), float(np.arctan2(b, a))
+    variants = [(lightness + dl, chroma * (1.0 + dc), hue + np.radians(dh)) for dl, dc, dh in moves]
+    moved = np.array([(v, r * np.cos(h), r * np.sin(h)) for v, r, h in variants], dtype=np.float32)
+    return bool((name_labs(moved) == COLOR_NAMES.index(name)).all())
 
 
 @dataclass(frozen=True)
@@ -228,8 +264,9 @@ def achromatic_name(lightness: np.ndarray, top: float) -> tuple[str, str | None]
                      "black, gray and white in shade")
 
 
-def _name_body(labs: np.ndarray) -> ObjectColor:
-    """Name a body's CIELAB pixels (module docstring "Naming an object", steps 2 to 4)."""
+def _name_body(labs: np.ndarray, moves: tuple[tuple[float, float, float], ...] = NAMING_MOVES) -> ObjectColor:
+    """Name a body's CIELAB pixels (module docstring "Naming an object", steps 2 to 4); a chromatic name must
+    survive `moves` (`clearly_named`)."""
     lightness, chroma = labs[:, 0], np.hypot(labs[:, 1], labs[:, 2])
     kept = lightness <= SPECULAR_MIN_L
     if kept.mean() >= MIN_BODY_SHARE:  # specular highlights say nothing of the object's color
@@ -243,6 +280,13 @@ def _name_body(labs: np.ndarray) -> ObjectColor:
                 float(np.median(chroma[lit])) >= ACHROMATIC_CHROMA):
             refusal = (f"a dark body whose lit part (L* >= {LIT_MIN_L:.0f}) has median chroma "
                        f"{float(np.median(chroma[lit])):.0f}: black or a dark color")
+        if name == "white" and refusal is None and float((lightness < BLACK_MAX_L).mean()) >= TWO_TONE_SHARE:
+            refusal = (f"{float((lightness < BLACK_MAX_L).mean()):.0%} of a white body is black (L* < "
+                       f"{BLACK_MAX_L:.0f}): patched or two-toned, no one name")
+        if name == "black" and refusal is None and float(np.median(lightness)) >= DARK_HUE_MIN_L and (
+                float(np.median(chroma)) >= DARK_COLOURED_CHROMA):
+            refusal = (f"a dark body of median L* {float(np.median(lightness)):.0f} and median chroma "
+                       f"{float(np.median(chroma)):.1f}: navy, dark brown or dark purple rather than black")
         return ObjectColor(name, float(neutral.mean()), np.median(labs[neutral], axis=0), refusal)
     names = name_labs(labs[~neutral])
     counts = np.bincount(names, minlength=len(COLOR_NAMES))
@@ -251,6 +295,10 @@ def _name_body(labs: np.ndarray) -> ObjectColor:
     share = float(counts[top]) / float(labs.shape[0])
     refusal = (f"{COLOR_NAMES[second]} on {counts[second] / labs.shape[0]:.0%} of its body against "
                f"{COLOR_NAMES[top]} on {share:.0%}" if counts[second] >= SPLIT_RATIO * counts[top] else None)
+    median = np.median(labs[~neutral], axis=0)
+    if refusal is None and not clearly_named(median, COLOR_NAMES[top], moves):
+        refusal = (f"its median color (L* {median[0]:.0f}, chroma {float(np.hypot(median[1], median[2])):.0f}) lies "
+                   f"near a border of {COLOR_NAMES[top]}: not clearly one name")
     return ObjectColor(COLOR_NAMES[top], share, np.median(labs[~neutral][names == top], axis=0), refusal)
 
 
@@ -288,9 +336,12 @@ def name_object_color(rgb: np.ndarray, mask: np.ndarray) -> str:
 
 
 CERTIFIED_TARGETS: tuple[str, ...] = tuple(
-    name for name in COLOR_NAMES if _name_body(np.repeat(PROTOTYPES_LAB[name][None, :], 16, axis=0)).name == name
-    and _name_body(np.repeat(PROTOTYPES_LAB[name][None, :], 16, axis=0)).refusal is None)
-"""The colors whose prototype, as a flat object, the naming rule names without refusal (module docstring)."""
+    name for name in COLOR_NAMES
+    if _name_body(np.repeat(PROTOTYPES_LAB[name][None, :], 16, axis=0), ()).name == name
+    and _name_body(np.repeat(PROTOTYPES_LAB[name][None, :], 16, axis=0), ()).refusal is None)
+"""The colors whose prototype, as a flat object, the naming rule names without refusal (module docstring);
+how clearly a target reads is asked of the recoloured object itself, at the lightness it takes
+(recolour._reads_as), not of the prototype."""
 
 
 def distinct_targets(current: ObjectColor, min_delta_e: float, palette: tuple[str, ...] = COLOR_NAMES,

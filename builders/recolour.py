@@ -44,7 +44,8 @@ from functools import cache
 import cv2
 import numpy as np
 
-from mmfaith.builders.colors import COLOR_PROTOTYPES_RGB, PINK_MIN_L, PROTOTYPES_LAB, name_labs, rgb_to_lab
+from mmfaith.builders.colors import (CLEAR_LIGHTNESS, COLOR_PROTOTYPES_RGB, PINK_MIN_L, PROTOTYPES_LAB, clearly_named,
+                                     name_labs, rgb_to_lab)
 from mmfaith.builders.mask_box import grown_box
 from mmfaith.vocabulary import COLOR_NAMES
 
@@ -62,9 +63,6 @@ MIN_LIGHTNESS_TO_LIGHTEN = 8.0
 LIGHTNESS_STEPS = 51
 MAX_SHADING = 4.0
 SHADING_PERCENTILE = 95.0
-CLEAR_LIGHTNESS = 6.0
-CLEAR_CHROMA = 0.35
-CLEAR_HUE = 8.0
 MIN_CHROMA = 15.0
 LEAN_CHROMA = 4.0
 LEAN_HUE = 45.0
@@ -155,22 +153,17 @@ def object_support(rgb: np.ndarray, mask: np.ndarray) -> Support | None:
 
 def _reads_as(labs: np.ndarray, target: str) -> bool:
     """True when TARGET_SHARE of the pixels are named `target` (colors.name_labs) and their median colour is
-    named `target` clearly: still so when its lightness moves by CLEAR_LIGHTNESS, its chroma by CLEAR_CHROMA
-    (a share) or its hue by CLEAR_HUE degrees (a near-black "blue", a salmon "red" next to pink are not); a
+    named `target` clearly (colors.clearly_named: a near-black "blue", a salmon "red" next to pink are not); a
     chromatic target has a chroma of at least MIN_CHROMA and CHROMA_PER_LIGHTNESS times its lightness (a pale
     lavender is not clearly blue; a dark green may be less vivid than a light one), and pink and yellow are
     light (median lightness at least LIGHT_TARGETS + CLEAR_LIGHTNESS: a dark pink reads plum, a dark yellow
     olive)."""
     if float((name_labs(labs) == COLOR_NAMES.index(target)).mean()) < TARGET_SHARE:
         return False
-    lightness, a, b = (float(v) for v in np.median(labs, axis=0))
-    chroma, hue = float(np.hypot(a, b)), float(np.arctan2(b, a))
-    variants = [(lightness + dl, chroma * (1.0 + dc), hue + np.radians(dh))
-                for dl, dc, dh in ((-CLEAR_LIGHTNESS, 0, 0), (CLEAR_LIGHTNESS, 0, 0), (0, -CLEAR_CHROMA, 0),
-                                   (0, CLEAR_CHROMA, 0), (0, 0, -CLEAR_HUE), (0, 0, CLEAR_HUE))]
-    moved = np.array([(l, c * np.cos(h), c * np.sin(h)) for l, c, h in variants], dtype=np.float32)
-    if not (name_labs(moved) == COLOR_NAMES.index(target)).all():
+    median = np.median(labs, axis=0)
+    if not clearly_named(median, target):
         return False
+    lightness, chroma = float(median[0]), float(np.hypot(median[1], median[2]))
     if lightness - CLEAR_LIGHTNESS < LIGHT_TARGETS.get(target, 0.0):
         return False  # a dark pink (by hue alone) is plum to a person, a dark yellow olive
     return target in ("black", "white", "gray") or chroma >= max(MIN_CHROMA, CHROMA_PER_LIGHTNESS * lightness)

@@ -17,8 +17,13 @@ Rules and thresholds (docs/spd_faith_build.md states them):
   issue 29's audit to the shared ones: an object whose hole (its mask grown by the dilation) comes
   within BORDER_MARGIN (2 px) of the border is never removed or moved (the fill has the photo on
   one side only, and where COCO's outline stops a few pixels short of the border a strip of the
-  object stays: a frisbee's edge), nor one whose mirror image lies right below it (reflections.mirror_score >= MIRROR_LIMIT: the
-  reflection of a bottle on a glass table would stay).
+  object stays: a frisbee's edge), nor one whose mirror image lies right below it
+  (reflections.mirror_score >= MIRROR_LIMIT: the reflection of a bottle on a glass table would stay);
+- an object whose mask holds another object's mirror image is a glass or polished surface (a glass
+  table under a bottle) and is never recoloured: the recolour would paint the reflection and what is
+  seen through it. The other object's reflection is read by reflections.mirror_score (at least
+  MIRROR_LIMIT) and lies in the mask when the mask covers at least MIRROR_HOLD_SHARE (half) of the
+  other object's box mirrored below its bottom.
 """
 from __future__ import annotations
 
@@ -43,6 +48,7 @@ MIN_TARGET_DELTA_E = 40.0
 PLACEMENT_TRIES = 200
 MAX_VERTICAL_SHIFT = 0.10
 BORDER_MARGIN = 2
+MIRROR_HOLD_SHARE = 0.5
 REMEMBERED_SCENES = 256
 """How many scenes' object facts a process keeps (SceneFacts): a build visits each image once per quota
 and visit, and the facts (colour, nameability, recolour targets) cost far more than the visit."""
@@ -146,7 +152,7 @@ class SceneView:
         return facts.targets[ann_id]
 
     def _color_targets(self, ann_id: int) -> list[str]:
-        if self.unnameable(ann_id) is not None:
+        if self.unnameable(ann_id) is not None or self.holds_reflection(ann_id):
             return []
         facts = self.facts
         if facts.monochrome is None:
@@ -154,6 +160,21 @@ class SceneView:
         palette = () if facts.monochrome else self.rules.color_palette(self.instances[ann_id].category)
         targets = distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
         return [target for target in targets if self.paint(ann_id).refusal(target) is None]
+
+    def holds_reflection(self, ann_id: int) -> bool:
+        """True when the object's mask holds another object's mirror image (module docstring): it is glass or
+        polished, and a recolour would paint the reflection."""
+        mask = self.masks[ann_id]
+        height = mask.shape[0]
+        for other_id, inst in self.instances.items():
+            if other_id == ann_id or inst.iscrowd:
+                continue
+            x, y, w, h = inst.bbox
+            left, right, bottom = max(0, int(x)), int(np.ceil(x + w)), int(np.ceil(y + h))
+            below = mask[bottom:min(height, bottom + int(np.ceil(h))), left:right]
+            if below.size and float(below.mean()) >= MIRROR_HOLD_SHARE and self.mirror(other_id) >= MIRROR_LIMIT:
+                return True
+        return False
 
     def paint(self, ann_id: int) -> ObjectPaint:
         """The object ready to be recoloured (refined outline, shading), cached."""
@@ -209,7 +230,7 @@ class SceneView:
         mirrors = self.facts.mirrors
         if ann_id not in mirrors:
             if self._gray is None:
-                self._gray = cv2.cvtColor(self.rgb, cv2.COLOR_RGB2GRAY)
+                self._gray = cv2.cvtColor(np.ascontiguousarray(self.rgb), cv2.COLOR_RGB2GRAY)
             mirrors[ann_id] = mirror_score(self._gray, self.masks[ann_id])
         return mirrors[ann_id]
 

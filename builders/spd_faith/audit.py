@@ -6,7 +6,10 @@ two more for variety. Control pairs show the original twice and carry nothing to
 not audited (the recipes make none).
 
 An item is a pair: key `DATASET/IMAGE_ID/SUBSET/edit;edit...` with each edit as `TYPE:ANN_ID` plus
-its new colour or offset (what the pair is made of, as its id is); kind `single/TYPE` or `multi`.
+its new colour or offset (what the pair is made of, as its id is), and for a pair with a recolour
+`@` and the first RENDER_HASH hex digits of its edited image's sha256: a verdict on a recolour judges
+how it was rendered, so a changed rendering is a new item to look at, not an old verdict; kind
+`single/TYPE` or `multi`.
 Its gates: the smallest visibility (mean delta E, above the build's minimum); over its removals and
 moves the smallest fill-texture ratio and fill-surround uniformity and the largest fill blotch, over
 its moves the largest ground difference (builders/gates.py; each absent when not judged or when the
@@ -35,6 +38,7 @@ from mmfaith.jsonl import read_jsonl
 
 ZOOM_SIDE = 280        # each zoomed crop, in pixels (the longer side)
 ZOOM_MARGIN = 0.5      # the crop is the box grown by this share of its size on every side
+RENDER_HASH = 10       # hex digits of the edited image's sha256 in a recolour pair's key
 
 RECIPES = (
     AuditRecipe("embedded-s1", "embedded", ("--per-tier", "4", "--multi", "4", "--seed", "1")),
@@ -57,8 +61,10 @@ def edit_key(edit: dict[str, Any]) -> str:
 def item_key(record: dict[str, Any]) -> str:
     """The pair by what it is made of (module docstring)."""
     source = record["source"]
-    edits = ";".join(edit_key(edit) for edit in record["build"]["plan"])
-    return f"{source['dataset']}/{source['image_id']}/{record['subset']}/{edits}"
+    plan = record["build"]["plan"]
+    edits = ";".join(edit_key(edit) for edit in plan)
+    rendered = f"@{record['image_b_sha256'][:RENDER_HASH]}" if any(edit["type"] == "color" for edit in plan) else ""
+    return f"{source['dataset']}/{source['image_id']}/{record['subset']}/{edits}{rendered}"
 
 
 def kind(record: dict[str, Any]) -> str:

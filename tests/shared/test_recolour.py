@@ -127,9 +127,19 @@ def test_see_through_shapes_are_never_recoloured(sample) -> None:
 
 
 def test_a_target_the_object_already_leans_to_is_refused(sample) -> None:
-    # COCO 572's suitcase is named black (its pixels are too dark to carry a hue) but is visibly dark purple: made
-    # purple, the photo's own answer would be in doubt ("black" or "purple"). Gray and green stay open.
+    # COCO 572's suitcase was named black (the naming refuses it now: dark navy-purple) and is visibly dark purple:
+    # made purple, the photo's own answer would be in doubt ("black" or "purple"). Gray and green stay open.
     _, _, view = _object(sample, 572, 1183836)
     paint = view.paint(1183836)
     assert "leans to purple" in (paint.refusal("purple") or "")
     assert paint.refusal("gray") is None and paint.refusal("green") is None
+
+
+def test_a_glass_table_holding_a_reflection_is_never_recoloured(sample) -> None:
+    # COCO 283's glass table (named gray) mirrors the bottle standing on it and shows the chair through it: recoloured
+    # orange, the bottle's reflection and the chair legs turned orange too (issue 29 audit). The wooden table of
+    # COCO 113 holds no reflection and stays recolourable.
+    _, _, view = _object(sample, 283, 120535)
+    assert view.holds_reflection(120535) and view.color_targets(120535) == []
+    _, _, wooden = _object(sample, 113, 1616846)
+    assert not wooden.holds_reflection(1616846) and wooden.color_targets(1616846)

@@ -44,7 +44,7 @@ def test_the_recipes_and_verdicts_cover_every_template() -> None:
 
 
 def test_a_colour_question_whose_object_leans_to_an_option_is_not_made(sample) -> None:
-    # Audit case (embedded-s0): COCO 572's suitcase is named black but is visibly dark purple, and "purple" is among
+    # Audit case (embedded-s0): COCO 572's suitcase was named black but is visibly dark purple, and "purple" is among
     # the options; recoloured green it was a natural edit with a doubtful photo answer. Now no pair is made.
     from mmfaith.builders.coco_source import CocoSource
     from mmfaith.builders.inpainters import InpainterSpec
@@ -56,5 +56,8 @@ def test_a_colour_question_whose_object_leans_to_an_option_is_not_made(sample) -
                                dataset="mmfaith-coco-sample", split="train2017", version="test",
                                targets=TargetRules("patchmatch"))
     outcome = make_image_pairs(CocoSource(*sample).scene(572), settings, frozenset(), None)
-    suitcase = next(o for o in outcome.outcomes if o.key == "color:572:1183836")
-    assert suitcase.record is None and "own colour leans to the option" in suitcase.rejection["reason"]
+    # The naming now refuses the suitcase itself (dark navy, not black: colors.py), so no colour question about it
+    # is even planned; were it planned, the lean rule would reject it.
+    suitcase = [o for o in outcome.outcomes if o.key == "color:572:1183836"]
+    assert all(o.record is None for o in suitcase)
+    assert all("own colour leans to the option" in o.rejection["reason"] for o in suitcase)
