@@ -69,7 +69,6 @@ class SceneFacts:
     colors: dict[int, ObjectColor] = field(default_factory=dict)
     unnameable: dict[int, str | None] = field(default_factory=dict)
     targets: dict[int, list[str]] = field(default_factory=dict)
-    blockers: dict[int, str | None] = field(default_factory=dict)
     refusals: dict[int, str | None] = field(default_factory=dict)
     mirrors: dict[int, float] = field(default_factory=dict)
     detail: float | None = None
@@ -184,13 +183,7 @@ class SceneView:
 
     def removal_blocker(self, ann_id: int) -> str | None:
         """Why the object may not be removed or moved (targets.nameable_reason, targets.movable_reason, hole
-        limit), or None. Cached per process (SceneFacts)."""
-        blockers = self.facts.blockers
-        if ann_id not in blockers:
-            blockers[ann_id] = self._removal_blocker(ann_id)
-        return blockers[ann_id]
-
-    def _removal_blocker(self, ann_id: int) -> str | None:
+        limit), or None; removal_refusal keeps its answer per process."""
         unnameable = self.unnameable(ann_id)
         if unnameable is not None:
             return f"not nameable: {unnameable}"
