@@ -268,8 +268,8 @@ _SAME = re.compile(r"\bno (?:visible |obvious |apparent |noticeable )?(?:differe
 _DIFFERENT = re.compile(r"\bnot (?:the same|identical)\b|\bdiffer(?:ent|s|ence|ences)?\b|\bchanged?\b", re.IGNORECASE)
 _YES_NO = re.compile(r"\b(yes|no)\b(?!\s+(?:visible |obvious |apparent |noticeable )?(?:differences?|changes?|"
                      r"difference)\b)", re.IGNORECASE)
-_LEADING_YES_NO = re.compile(r"^\W*(yes|no)\b(?!\s+(?:visible |obvious |apparent |noticeable )?(?:differences?|changes?)\b)",
-                             re.IGNORECASE)
+_LEADING_YES_NO = re.compile(r"^\W*(yes|no)\b(?!\s+(?:visible |obvious |apparent |noticeable )?"
+                             r"(?:differences?|changes?)\b)", re.IGNORECASE)
 _STATED_YES_NO = re.compile(r"\b(?:answer|conclusion)\s*(?:is|:)\s*\W*(yes|no)\b", re.IGNORECASE)
 
 
