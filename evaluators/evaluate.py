@@ -180,10 +180,11 @@ def no_image_pass(family: str, out: Path, seed: int) -> dict[str, Any]:
 
 def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: argparse.Namespace) -> dict[str, Any]:
     """{"prior": {key: value}, "oracle": {key: value}}: the headline values of the family's prior and ceiling
-    models on `dataset`, run with the same arguments and --limit and scored; cached by content (mmfaith.cache)
-    so a suite pays once."""
+    models on `dataset`, run with the same arguments and --limit and scored (metrics.json alone: `metrics_only`);
+    cached by content (mmfaith.cache) so a suite pays once."""
     from mmfaith.evaluators.profile import headline, values
     from mmfaith.evaluators.reference_server import ReferenceServer
+    from mmfaith.evaluators.score_dir import metrics_only
 
     fam = families.get(family)
     key = hashlib.sha256(canonical_json({"family": family, "dataset": dataset, "run": list(run_args),
@@ -198,7 +199,8 @@ def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: a
     shared = argparse.Namespace(**{**vars(args), "no_progress": True, "concurrency": 16})
     opened = fam.parts().open_dataset(dataset)
     print(f"{family}: scoring its prior and {fam.ceiling} on the same dataset (once; cached) ...", flush=True)
-    with tempfile.TemporaryDirectory(prefix="mmfaith-ends-") as scratch, contextlib.redirect_stdout(io.StringIO()):
+    with tempfile.TemporaryDirectory(prefix="mmfaith-ends-") as scratch, contextlib.redirect_stdout(io.StringIO()), \
+            metrics_only():  # only the metrics are read: no report, no plots
         for role, model in (("prior", "prior"), ("oracle", fam.ceiling)):
             run_dir, score_dir = Path(scratch) / "runs" / role, Path(scratch) / "scores" / role
             with ReferenceServer(opened, model, family=family) as server:
