@@ -53,8 +53,6 @@ ENDS_CACHE = "profile-ends"
 
 def evaluate(args: argparse.Namespace) -> int:
     """The `evaluate` verb (module docstring); returns the exit status."""
-    from mmfaith.evaluators.profile import write_profile
-    from mmfaith.explorer.sources import write_profiles_explorer
     from mmfaith.evaluators.run_cli import served_replicas
 
     if bool(args.serve) == bool(args.base_urls):
@@ -75,9 +73,19 @@ def evaluate(args: argparse.Namespace) -> int:
                 entries = {name: evaluate_family(suite, name, args, model, base_urls, serve) for name in names}
         else:
             entries = {name: evaluate_family(suite, name, args, args.model, tuple(args.base_urls)) for name in names}
-        model_name = args.model or args.serve
-        profile = write_profile(out, model_name, suite, entries, _provenance(args, suite, names))
-        explorer = write_profiles_explorer(out, [out], progress=not args.no_progress)
+        return finish_profile(suite, args, entries)
+
+
+def finish_profile(suite: Suite, args: argparse.Namespace, entries: dict[str, dict[str, Any]]) -> int:
+    """OUT/profile.json, profile.md, profile.png and the profile's explorer from the families' entries
+    (`evaluate_family`, in the suite's order), and the line saying where; returns the exit status (module
+    docstring)."""
+    from mmfaith.evaluators.profile import write_profile
+    from mmfaith.explorer.sources import write_profiles_explorer
+
+    out, model_name = Path(args.out), args.model or args.serve
+    profile = write_profile(out, model_name, suite, entries, _provenance(args, suite, list(entries)))
+    explorer = write_profiles_explorer(out, [out], progress=not args.no_progress)
     failed = [name for name, entry in entries.items() if entry["status"] != "ok"]
     print(f"profile of {model_name}: {len(entries) - len(failed)}/{len(entries)} families scored"
           + (f" ({', '.join(failed)} failed: see {out / 'profile.md'})" if failed else "")
