@@ -113,10 +113,20 @@ def _replicate(small: Path, big: Path, items: int) -> int:
     return copies
 
 
+SCORE_CPUS: set[int] | None = None
+"""The CPUs `score` and `report` run on (`--score-cpus`); None: any."""
+
+
+def _pinned() -> None:
+    if SCORE_CPUS is not None:
+        os.sched_setaffinity(0, SCORE_CPUS)
+
+
 def _measured(*args: str) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds (user + system), peak RSS in MB) of one `mmfaith` command."""
+    """(wall seconds, CPU seconds (user + system), peak RSS in MB) of one `mmfaith` command, on SCORE_CPUS."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "mmfaith", *args], stdout=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "-m", "mmfaith", *args], stdout=subprocess.DEVNULL,
+                               preexec_fn=_pinned)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode:
@@ -124,11 +134,15 @@ def _measured(*args: str) -> tuple[float, float, float]:
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def _embed_seconds(name: str, small: Path) -> float | None:
-    """CRM: seconds of embedding the small build's answers (cold cache less warm); None for other families."""
+def _embed_seconds(name: str, small: Path, cache: Path | None) -> float | None:
+    """CRM: seconds of embedding the small build's answers (cold cache less warm); None for other families, and
+    with `cache` (a warm copy of the embedding cache: the scores read it, no embedding is timed)."""
     if name != "crm":
         return None
     os.environ["MMFAITH_CACHE"] = tempfile.mkdtemp(prefix="score-scale-cache-")
+    if cache is not None:
+        shutil.copytree(cache, os.environ["MMFAITH_CACHE"], dirs_exist_ok=True)
+        return None
     seconds = []
     for _ in range(2):
         seconds.append(_measured("score", name, "--dataset", str(small / "build"), "--predictions",
@@ -148,7 +162,15 @@ def main() -> None:
                         help="worker processes of the small builds (default: the build's own); scores are one process")
     parser.add_argument("--work", type=Path, default=None,
                         help="folder for the builds (kept; small builds are reused); default: a temporary one")
+    parser.add_argument("--score-cpus", default=None, metavar="LIST",
+                        help="run score and report on these CPUs only (e.g. 0,1: the 2-core goal on a larger machine; "
+                             "the small builds use any)")
+    parser.add_argument("--embedding-cache", type=Path, default=None, metavar="DIR",
+                        help="CRM: a warm copy of $MMFAITH_CACHE for the small build's texts (no model is loaded; "
+                             "the embedding time is then not measured)")
     args = parser.parse_args()
+    global SCORE_CPUS
+    SCORE_CPUS = {int(cpu) for cpu in args.score_cpus.split(",")} if args.score_cpus else None
     work = args.work or Path(tempfile.mkdtemp(prefix="score-scale-"))
     explorer = ["--no-explorer"] if args.no_explorer else []
     print(f"{'family':<10} {'items':>9} {'lines':>9} {'score oracle':>24} {'score always-A':>24} "
@@ -157,7 +179,7 @@ def main() -> None:
         small = work / name / "small"
         small.mkdir(parents=True, exist_ok=True)
         _small_build(name, small, args.build_workers)
-        embed = _embed_seconds(name, small)
+        embed = _embed_seconds(name, small, args.embedding_cache)
         for size in args.sizes:
             big = work / name / str(size)
             shutil.rmtree(big, ignore_errors=True)

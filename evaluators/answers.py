@@ -74,6 +74,10 @@ def _boxed_spans(text: str) -> list[tuple[int, str]]:
     """(start, content) of every \\boxed{...}, braces balanced; an unclosed box is skipped."""
     spans = []
     for match in _BOXED_START.finditer(text):
+        close = text.find("}", match.end())
+        if close >= 0 and text.find("{", match.end(), close) < 0:  # no brace inside: the first "}" closes it
+            spans.append((match.start(), text[match.end():close]))
+            continue
         depth, index = 1, match.end()
         while index < len(text) and depth:
             depth += {"{": 1, "}": -1}.get(text[index], 0)
@@ -264,6 +268,9 @@ _SAME = re.compile(r"\bno (?:visible |obvious |apparent |noticeable )?(?:differe
 _DIFFERENT = re.compile(r"\bnot (?:the same|identical)\b|\bdiffer(?:ent|s|ence|ences)?\b|\bchanged?\b", re.IGNORECASE)
 _YES_NO = re.compile(r"\b(yes|no)\b(?!\s+(?:visible |obvious |apparent |noticeable )?(?:differences?|changes?|"
                      r"difference)\b)", re.IGNORECASE)
+_LEADING_YES_NO = re.compile(r"^\W*(yes|no)\b(?!\s+(?:visible |obvious |apparent |noticeable )?"
+                             r"(?:differences?|changes?)\b)", re.IGNORECASE)
+_STATED_YES_NO = re.compile(r"\b(?:answer|conclusion)\s*(?:is|:)\s*\W*(yes|no)\b", re.IGNORECASE)
 
 
 def _state(text: str) -> bool | None:
@@ -285,8 +292,7 @@ def read_yes_no(text: str | None, asks: str = "different", rule: str = "default"
     if boxed is None and rule == "paper":
         return None
     span = plain(boxed) if boxed is not None else text.strip()
-    leading = re.match(r"^\W*(yes|no)\b(?!\s+(?:visible |obvious |apparent |noticeable )?(?:differences?|changes?)\b)",
-                       span, re.IGNORECASE)
+    leading = _LEADING_YES_NO.match(span)
     if leading:
         return leading.group(1).lower() == "yes"
     if boxed is not None:
@@ -295,7 +301,7 @@ def read_yes_no(text: str | None, asks: str = "different", rule: str = "default"
             return words[-1].lower() == "yes"
         state = _state(span)
         return None if state is None else state == (asks == "same")
-    stated = list(re.finditer(r"\b(?:answer|conclusion)\s*(?:is|:)\s*\W*(yes|no)\b", text, re.IGNORECASE))
+    stated = list(_STATED_YES_NO.finditer(text))
     if stated:
         return stated[-1].group(1).lower() == "yes"
     final = _final_sentence(text)
@@ -322,6 +328,7 @@ _COUNT_STATED = re.compile(rf"\b{_NUMBER}\s+(?:\w+\s+)?(?:differences?|changes?|
                            re.IGNORECASE)
 _ZERO = re.compile(r"^\W*(?:none|no|zero|nothing)\W*$|\bno (?:visible |obvious |apparent |noticeable )?"
                    r"(?:differences?|changes?)\b|\bidentical\b|\bthe same\b", re.IGNORECASE)
+_NUMBER_WORD = re.compile(rf"\b{_NUMBER}\b", re.IGNORECASE)
 
 
 def _count_of(token: str) -> int | None:
@@ -339,7 +346,7 @@ def read_count(text: str | None, rule: str = "default") -> int | None:
     source = plain(boxed) if boxed is not None else text
     cleaned = _COORDINATES.sub(" ", "\n" + source)
     if boxed is not None:
-        numbers = re.findall(rf"\b{_NUMBER}\b", cleaned, re.IGNORECASE)
+        numbers = _NUMBER_WORD.findall(cleaned)
         if numbers:
             return _count_of(numbers[0])
         return 0 if _ZERO.search(source) else None
@@ -347,7 +354,7 @@ def read_count(text: str | None, rule: str = "default") -> int | None:
     if stated:
         return _count_of(next(group for group in stated[-1].groups() if group is not None))
     final = _COORDINATES.sub(" ", "\n" + _final_sentence(text))
-    numbers = re.findall(rf"\b{_NUMBER}\b", final, re.IGNORECASE)
+    numbers = _NUMBER_WORD.findall(final)
     if numbers:
         return _count_of(numbers[-1])
     return 0 if _ZERO.search(final) else None

@@ -28,13 +28,16 @@ def check_endpoint(base_url: str, model: str, api_key: str, timeout_s: float = 1
     """Check one base URL as the module docstring says; return warnings, raise for what no call can survive."""
     # httpx2, as the chat client: plain httpx would add its CLI's imports (click, rich) to every run.
     import httpx2 as http
+
+    from mmfaith.evaluators.chat_client import tls_context
     shown = redact_url(base_url)
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise MmfaithError(f"--base-url {shown}: not an http(s) URL with a host; give e.g. http://127.0.0.1:8000/v1.")
     url = base_url.rstrip("/") + "/models"
     try:
-        response = http.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s)
+        response = http.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s,
+                            verify=tls_context())
     except http.HTTPError as exc:
         raise MmfaithError(f"--base-url {shown}: cannot reach {redact_url(url)} "
                            f"({redact(str(exc) or type(exc).__name__, (api_key,))}); is the server running?") from exc

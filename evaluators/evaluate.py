@@ -53,8 +53,6 @@ ENDS_CACHE = "profile-ends"
 
 def evaluate(args: argparse.Namespace) -> int:
     """The `evaluate` verb (module docstring); returns the exit status."""
-    from mmfaith.evaluators.profile import write_profile
-    from mmfaith.explorer.sources import write_profiles_explorer
     from mmfaith.evaluators.run_cli import served_replicas
 
     if bool(args.serve) == bool(args.base_urls):
@@ -75,9 +73,19 @@ def evaluate(args: argparse.Namespace) -> int:
                 entries = {name: evaluate_family(suite, name, args, model, base_urls, serve) for name in names}
         else:
             entries = {name: evaluate_family(suite, name, args, args.model, tuple(args.base_urls)) for name in names}
-        model_name = args.model or args.serve
-        profile = write_profile(out, model_name, suite, entries, _provenance(args, suite, names))
-        explorer = write_profiles_explorer(out, [out], progress=not args.no_progress)
+        return finish_profile(suite, args, entries)
+
+
+def finish_profile(suite: Suite, args: argparse.Namespace, entries: dict[str, dict[str, Any]]) -> int:
+    """OUT/profile.json, profile.md, profile.png and the profile's explorer from the families' entries
+    (`evaluate_family`, in the suite's order), and the line saying where; returns the exit status (module
+    docstring)."""
+    from mmfaith.evaluators.profile import write_profile
+    from mmfaith.explorer.sources import write_profiles_explorer
+
+    out, model_name = Path(args.out), args.model or args.serve
+    profile = write_profile(out, model_name, suite, entries, _provenance(args, suite, list(entries)))
+    explorer = write_profiles_explorer(out, [out], progress=not args.no_progress)
     failed = [name for name, entry in entries.items() if entry["status"] != "ok"]
     print(f"profile of {model_name}: {len(entries) - len(failed)}/{len(entries)} families scored"
           + (f" ({', '.join(failed)} failed: see {out / 'profile.md'})" if failed else "")
@@ -180,10 +188,11 @@ def no_image_pass(family: str, out: Path, seed: int) -> dict[str, Any]:
 
 def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: argparse.Namespace) -> dict[str, Any]:
     """{"prior": {key: value}, "oracle": {key: value}}: the headline values of the family's prior and ceiling
-    models on `dataset`, run with the same arguments and --limit and scored; cached by content (mmfaith.cache)
-    so a suite pays once."""
+    models on `dataset`, run with the same arguments and --limit and scored (metrics.json alone: `metrics_only`);
+    cached by content (mmfaith.cache) so a suite pays once."""
     from mmfaith.evaluators.profile import headline, values
     from mmfaith.evaluators.reference_server import ReferenceServer
+    from mmfaith.evaluators.score_dir import metrics_only
 
     fam = families.get(family)
     key = hashlib.sha256(canonical_json({"family": family, "dataset": dataset, "run": list(run_args),
@@ -198,7 +207,8 @@ def reference_ends(family: str, dataset: str, run_args: tuple[str, ...], args: a
     shared = argparse.Namespace(**{**vars(args), "no_progress": True, "concurrency": 16})
     opened = fam.parts().open_dataset(dataset)
     print(f"{family}: scoring its prior and {fam.ceiling} on the same dataset (once; cached) ...", flush=True)
-    with tempfile.TemporaryDirectory(prefix="mmfaith-ends-") as scratch, contextlib.redirect_stdout(io.StringIO()):
+    with tempfile.TemporaryDirectory(prefix="mmfaith-ends-") as scratch, contextlib.redirect_stdout(io.StringIO()), \
+            metrics_only():  # only the metrics are read: no report, no plots
         for role, model in (("prior", "prior"), ("oracle", fam.ceiling)):
             run_dir, score_dir = Path(scratch) / "runs" / role, Path(scratch) / "scores" / role
             with ReferenceServer(opened, model, family=family) as server:

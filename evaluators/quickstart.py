@@ -1,7 +1,8 @@
 """`mmfaith quickstart`: the whole flow offline on the embedded COCO sample, in one command.
 
 Without --family (`quickstart_suite`): the default suite (every family) evaluated for the `oracle`
-and `prior` roles of `serve-reference --suite`, two profiles and their comparison (docs/evaluate.md).
+and `prior` roles of `serve-reference --suite`, two profiles and their comparison (docs/evaluate.md),
+the families' builds and evaluations side by side on worker processes (mmfaith/step_pool.py).
 
 `--family spd-faith` (`quickstart`): build a small set -> for each reference model (pixel-diff,
 oracle, blind, prior): start the reference server on 127.0.0.1, run the real client against it over
@@ -17,8 +18,13 @@ suite's recipe built into OUT/build, every reference model of the family run and
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
+import dataclasses
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mmfaith.builders.inpainters import resolve_inpainter
 from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
@@ -29,6 +35,7 @@ from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 from mmfaith.explorer.sources import write_profiles_explorer, write_report_explorer, write_score_explorer
 from mmfaith.loaders.spd_faith.dataset import open_spd_dataset
 from mmfaith.outdir import prepare_out_dir
+from mmfaith.step_pool import Step, available_cores, run_steps
 
 REFERENCE_MODELS = ("pixel-diff", "oracle", "blind", "prior")
 
@@ -112,30 +119,84 @@ def quickstart_vfaith(out: Path, per_template: int = 2, seed: int = 0, workers: 
 QUICKSTART_ROLES = ("oracle", "prior")
 
 
-def quickstart_suite(out: Path, progress: bool = True) -> tuple[list[Path], Path]:
+def quickstart_suite(out: Path, progress: bool = True, workers: int | None = None) -> tuple[list[Path], Path]:
     """The default suite (every family, on the embedded sample; built once and cached) evaluated for the
     `oracle` and `prior` roles, each served by `serve-reference --suite`'s model on 127.0.0.1 and run over HTTP
     as `mmfaith evaluate` runs a user's model, then compared: OUT/profiles/ROLE and OUT/comparison. Returns
-    (the profile dirs, the comparison dir)."""
-    from mmfaith.cli import parser
-    from mmfaith.evaluators.evaluate import evaluate
+    (the profile dirs, the comparison dir).
+
+    The steps run on `workers` processes (`run_steps`; default: the cores this process may use, at most one per
+    family): each family's build, then its evaluation for the oracle (which scores the family's reference ends
+    into the cache), then for the prior; each role's profile once its four families are evaluated; then the
+    comparison. A family's evaluation is `evaluate`'s (`evaluate_family`) against the role's suite model over
+    that family alone (each family's model answers only its own dataset's requests, so these are the answers of
+    the whole suite's model): the files are those of `mmfaith evaluate` against `serve-reference --suite`,
+    whatever order the steps end in."""
+    # Every step's plots need matplotlib's figure and Agg canvas: imported here, before the workers are forked, each
+    # worker inherits them instead of importing them again (~1 CPU-s apiece); this process draws the comparison.
+    for module in ("matplotlib.figure", "matplotlib.backends.backend_agg"):
+        importlib.import_module(module)
+    from mmfaith.dirlock import hold_lock
     from mmfaith.evaluators.profile_report import compare_profiles
-    from mmfaith.evaluators.suite_reference import suite_reference_model
     from mmfaith.suite import load_suite
 
     prepare_out_dir(out, "quickstart")
+    names = load_suite(None).families()
+    profiles = {role: prepare_out_dir(out / "profiles" / role, "quickstart") for role in QUICKSTART_ROLES}
+    steps = []
+    for name in names:
+        steps.append(Step(f"{name}: build", _build_step, (name,)))
+        for before, role in zip(("build", *QUICKSTART_ROLES), QUICKSTART_ROLES):
+            steps.append(Step(f"{name}: {role}", _evaluate_step, (name, role, profiles[role]), (f"{name}: {before}",)))
+    for role, folder in profiles.items():
+        evaluated = tuple(f"{name}: {role}" for name in names)
+        steps.append(Step(f"{role}: profile", _profile_step, (role, folder), evaluated, with_results=True))
+    with contextlib.ExitStack() as held:
+        for folder in profiles.values():
+            held.enter_context(hold_lock(folder, "quickstart"))
+        run_steps(steps, workers or min(len(names), available_cores()), progress)
+    compare_profiles(list(profiles.values()), out / "comparison")
+    write_profiles_explorer(out / "comparison", list(profiles.values()), progress=progress)
+    return list(profiles.values()), out / "comparison"
+
+
+def _build_step(family: str) -> str:
+    """The default suite's dataset of `family`: its recipe built into the cache (once)."""
+    from mmfaith.suite import load_suite, suite_dataset
+
+    return suite_dataset(load_suite(None), family, progress=False)
+
+
+def _evaluate_args(role: str, profile_dir: Path) -> argparse.Namespace:
+    """`mmfaith evaluate --model ROLE --out PROFILE_DIR --no-progress` with evaluate's defaults for the rest (the
+    server's URL is given to `evaluate_family` apart)."""
+    from mmfaith.cli import parser
+
+    return parser().parse_args(["evaluate", "--model", role, "--out", str(profile_dir), "--no-progress"])
+
+
+def _evaluate_step(family: str, role: str, profile_dir: Path) -> dict[str, Any]:
+    """`family`'s entry of the role's profile (`evaluate_family`), the role's suite model over that family served
+    on 127.0.0.1 for it."""
+    from mmfaith.evaluators.evaluate import evaluate_family
+    from mmfaith.evaluators.suite_reference import suite_reference_model
+    from mmfaith.suite import load_suite
+
     suite = load_suite(None)
-    profiles = []
-    for role in QUICKSTART_ROLES:
-        profile_dir = out / "profiles" / role
-        with ReferenceServer(None, suite_reference_model(suite, role, progress)) as server:
-            args = parser().parse_args(["evaluate", "--base-url", server.base_url, "--model", role,
-                                        "--out", str(profile_dir), *([] if progress else ["--no-progress"])])
-            evaluate(args)  # a family that failed is in the profile, with its error; the others go on
-        profiles.append(profile_dir)
-    compare_profiles(profiles, out / "comparison")
-    write_profiles_explorer(out / "comparison", profiles, progress=progress)
-    return profiles, out / "comparison"
+    alone = dataclasses.replace(suite, entries=(suite.entry(family),))
+    with ReferenceServer(None, suite_reference_model(alone, role, progress=False)) as server:
+        return evaluate_family(suite, family, _evaluate_args(role, profile_dir), role, (server.base_url,))
+
+
+def _profile_step(role: str, profile_dir: Path, entries: dict[str, dict[str, Any]]) -> int:
+    """The role's profile from its families' entries (`finish_profile`, as `evaluate` ends), keyed
+    "FAMILY: ROLE"; its exit status."""
+    from mmfaith.evaluators.evaluate import finish_profile
+    from mmfaith.suite import load_suite
+
+    suite = load_suite(None)
+    return finish_profile(suite, _evaluate_args(role, profile_dir),
+                          {name: entries[f"{name}: {role}"] for name in suite.families()})
 
 
 def quickstart_family(family: str, out: Path, seed: int = 0, progress: bool = True) -> Path:

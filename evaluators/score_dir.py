@@ -15,7 +15,9 @@ replace the folder whole.
   yields them, so a generator is never held whole; or moved into place from the `ItemSpool` given), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
   then put in its place (`replace_folder`); every text file of it passes `mmfaith.redact` (a
-  submission's answers may quote a key).
+  submission's answers may quote a key). Inside `metrics_only()`, `write_report` is not called: a score read
+  only for its metrics.json (`evaluate`'s reference ends, scored in a scratch folder) skips its report and plots,
+  most of a small score's cost.
 - `load_score_dir(path, fields)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`, each
   item with only `fields` (a family's comparison names what it reads: `REPORT_FIELDS`; mmfaith/records.py),
   equal kept values held once, so a report's memory is that of what it compares; `load_metrics(path)`:
@@ -24,10 +26,12 @@ replace the folder whole.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,17 @@ from mmfaith.redact import redact
 
 TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".csv", ".txt", ".svg")
 """The files of a score dir that are text, redacted as written."""
+_METRICS_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("metrics_only", default=False)
+
+
+@contextlib.contextmanager
+def metrics_only() -> Iterator[None]:
+    """Scores published inside this block hold items.jsonl and metrics.json only, no report (module docstring)."""
+    token = _METRICS_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _METRICS_ONLY.reset(token)
 
 
 def check_score_dir(out: Path, inputs: Mapping[str, Path | None], dataset: Mapping[str, Any], predictions_sha256: str,
@@ -114,7 +129,8 @@ def publish_scores(out: Path, items: Iterable[Mapping[str, Any]] | ItemSpool, me
     else:
         write_lines_atomic(staging / "items.jsonl", (canonical_json(item) + "\n" for item in items))
     write_text_atomic(staging / "metrics.json", json.dumps(metrics, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    write_report(metrics, staging)
+    if not _METRICS_ONLY.get():
+        write_report(metrics, staging)
     for path in staging.rglob("*"):
         if path.suffix in TEXT_SUFFIXES and path.name not in ("items.jsonl", "metrics.json"):
             write_text_atomic(path, path.read_text(encoding="utf-8"))

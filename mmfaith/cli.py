@@ -93,7 +93,10 @@ def _add_quickstart(subparsers: argparse._SubParsersAction) -> None:
     spd.add_argument("--multi", type=int, default=4, metavar="N", help="spd-faith: pairs with 2-5 differences")
     spd.add_argument("--controls", type=int, default=2, metavar="N", help="spd-faith: control pairs with no difference")
     spd.add_argument("--per-template", type=int, default=2, metavar="N", help="vfaith: pairs per question template")
-    spd.add_argument("--workers", type=int, default=1, help="build worker processes")
+    quick.add_argument("--workers", type=int, metavar="N",
+                       help="worker processes: without --family, for the families' builds and evaluations side by "
+                            "side (default: the cores this process may use, at most one per family); with --family "
+                            "spd-faith or vfaith, for the build (default 1)")
     quick.add_argument("--seed", type=int, default=0, help="build and bootstrap seed (--family)")
     quick.add_argument("--no-progress", action="store_true", help="no progress bars")
     quick.set_defaults(handler=_run_quickstart)
@@ -105,7 +108,7 @@ def _run_quickstart(args: argparse.Namespace) -> int:
 
     progress = not args.no_progress
     if args.family is None:
-        profiles, comparison = quickstart_suite(args.out, progress)
+        profiles, comparison = quickstart_suite(args.out, progress, args.workers)
         for name, entry in json.loads((profiles[0] / "profile.json").read_text(encoding="utf-8"))["families"].items():
             if entry["status"] != "ok":
                 print(f"{name}: not scored: {entry['error']}")
@@ -117,13 +120,13 @@ def _run_quickstart(args: argparse.Namespace) -> int:
               f"explorer: open {comparison / 'report.md'} (or `mmfaith view {comparison}` where it is installed)")
         return 0
     if args.family == "vfaith":
-        report = quickstart_vfaith(args.out, args.per_template, args.seed, args.workers, progress)
+        report = quickstart_vfaith(args.out, args.per_template, args.seed, args.workers or 1, progress)
         print(f"report: {report / 'report.md'}; the pairs: {args.out / 'build' / 'preview.png'}; "
               f"explore the items in a browser: {report / 'index.html'}")
         return 0
     if args.family == "spd-faith":
         report = quickstart(QuickstartRequest(out=args.out, per_tier=args.per_tier, multi=args.multi,
-                                              controls=args.controls, seed=args.seed, workers=args.workers,
+                                              controls=args.controls, seed=args.seed, workers=args.workers or 1,
                                               progress=progress))
         print(f"report: {report / 'report.md'} (plots beside it); the pairs: {args.out / 'build' / 'preview.png'}; "
               f"explore the items in a browser: {report / 'index.html'}")

@@ -33,7 +33,7 @@ import base64
 import binascii
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -46,12 +46,12 @@ _registered: set[str] = set()
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#]+@")
 _KEY_PARAMETER = re.compile(rf"(?P<keep>[?&](?:{'|'.join(KEY_PARAMETERS)})=)[^&\s'\"#\\]+", re.IGNORECASE)
 _BASIC = re.compile(r"(?P<keep>\bBasic\s+)(?P<credential>[A-Za-z0-9+/]{4,}={0,2})")
-_PATTERNS = (
-    (re.compile(r"(?P<keep>\bBearer\s+)[^\s'\",}\\]+", re.IGNORECASE), rf"\g<keep>{MASK}"),
-    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), MASK),
-    (re.compile(r"\bhf_[A-Za-z0-9]{6,}"), MASK),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), MASK),
-    (_KEY_PARAMETER, rf"\g<keep>{MASK}"),
+_PATTERNS = (  # (pattern, replacement, the substrings one of which every match holds: `_sub`)
+    (re.compile(r"(?P<keep>\bBearer\s+)[^\s'\",}\\]+", re.IGNORECASE), rf"\g<keep>{MASK}", ("bearer",)),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), MASK, ("sk-",)),
+    (re.compile(r"\bhf_[A-Za-z0-9]{6,}"), MASK, ("hf_",)),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), MASK, ("AIza",)),
+    (_KEY_PARAMETER, rf"\g<keep>{MASK}", ("key=", "token=")),  # every KEY_PARAMETERS name ends in key or token
 )
 
 
@@ -79,7 +79,8 @@ def url_secrets(url: str) -> list[str]:
 
 def redact_url(url: str) -> str:
     """`url` with its user-info and key-like query values replaced by ``***``; unchanged when it has none."""
-    return _KEY_PARAMETER.sub(rf"\g<keep>{MASK}", _URL_CREDENTIALS.sub(rf"\g<scheme>{MASK}@", url))
+    without_user = _sub(_URL_CREDENTIALS, rf"\g<scheme>{MASK}@", url, ("://",))
+    return _sub(_KEY_PARAMETER, rf"\g<keep>{MASK}", without_user, ("key=", "token="))
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
@@ -88,9 +89,18 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     given = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} | secrets_in_use()
     for secret in sorted(given, key=len, reverse=True):
         text = text.replace(secret, MASK)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return redact_url(_BASIC.sub(_mask_basic, text))
+    for pattern, replacement, needles in _PATTERNS:
+        text = _sub(pattern, replacement, text, needles)
+    return redact_url(_sub(_BASIC, _mask_basic, text, ("Basic",)))
+
+
+def _sub(pattern: re.Pattern[str], replacement: str | Callable[[re.Match[str]], str], text: str,
+         needles: tuple[str, ...]) -> str:
+    """`pattern.sub(replacement, text)`, skipped when the text holds none of `needles` (substrings one of which
+    every match holds; searched case-folded for an IGNORECASE pattern): a scan for a substring costs a small
+    share of the pattern's own (a score dir's items.jsonl is tens of MB with no secret in it)."""
+    haystack = text.casefold() if pattern.flags & re.IGNORECASE else text
+    return pattern.sub(replacement, text) if any(needle in haystack for needle in needles) else text
 
 
 def redact_record(value: Any, secrets: Iterable[str | None] = ()) -> Any:

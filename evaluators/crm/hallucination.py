@@ -17,6 +17,7 @@ measures how often it fires on a model that really sees the object: its false-al
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from mmfaith.nouns import display_name, noun_forms
 
@@ -52,21 +53,31 @@ def content_words(text: str) -> set[str]:
     return {w for w in _words(text) if len(w) >= 3 and w not in STOPWORDS and w not in REASONING_WORDS}
 
 
-def label_words(label: str) -> set[str]:
+@lru_cache(maxsize=4096)  # labels repeat (COCO categories, a build's premises): each one's words made once
+def label_words(label: str) -> frozenset[str]:
     """The words that make up a label's forms (removed before the "says more" test)."""
     if len(label.split()) > 2:
-        return content_words(label)
-    return {word for form in noun_forms(display_name(label).lower()) for word in form.split()}
+        return frozenset(content_words(label))
+    return frozenset(word for form in noun_forms(display_name(label).lower()) for word in form.split())
+
+
+@lru_cache(maxsize=4096)
+def _label_form(label: str) -> re.Pattern[str]:
+    """Any noun form of a short label as a whole word (one pattern: a step names the label when it holds one)."""
+    forms = sorted(noun_forms(display_name(label).lower()))
+    if not forms:
+        return re.compile(r"(?!)")  # names nothing
+    return re.compile(r"\b(?:" + "|".join(re.escape(form) for form in forms) + r")\b")
 
 
 def names_label(step: str, label: str) -> bool:
     """Condition 1 of the rule (module docstring)."""
     lowered = " ".join(_words(step))
     if len(label.split()) > 2:
-        wanted = content_words(label)
+        wanted = label_words(label)
         present = wanted & set(lowered.split())
         return bool(wanted) and len(present) >= min(2, len(wanted))
-    return any(re.search(rf"\b{re.escape(form)}\b", lowered) for form in noun_forms(display_name(label).lower()))
+    return _label_form(label).search(lowered) is not None
 
 
 def has_occlusion_cue(step: str) -> bool:

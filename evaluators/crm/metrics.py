@@ -232,10 +232,11 @@ def sweep(lines: Sequence[dict[str, Any]], records: Mapping[str, dict[str, Any]]
     threshold for SDR, the free-form answer threshold for AFR (multiple-choice flips do not depend on it)."""
     groups = [(v, "variant") for v in sorted({l["variant"] for l in lines})]
     groups += [(m, "mode") for m in sorted({l["mode"] for l in lines})]
+    members = {(group, field): [l for l in lines if l[field] == group] for group, field in groups}  # chosen once
     rows = []
     for threshold in SWEEP:
         for group, field in groups:
-            chosen = [l for l in lines if l[field] == group]
+            chosen = members[group, field]
             sdrs = [_sdr_at(l, threshold) for l in chosen]
             defined = [s for s in sdrs if s is not None]
             flips = [f for f in (_flip_at(l, records[l["id"]], threshold) for l in chosen) if f is not None]

@@ -49,6 +49,7 @@ from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
+from mmfaith.records import Shared, keep_fields
 
 
 SCORED_FIELDS = ("id", "question", "question_type", "answer", "options", "regions", "image_original_sha256",
@@ -237,12 +238,12 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
     units, missing, compared = _units(dataset, answers, encoder, judge)
-    spool, lines, floor = ItemSpool(out, SUMMARY_FIELDS), [], []
+    spool, lines, floor, shared = ItemSpool(out, SUMMARY_FIELDS), [], [], Shared()
     for item, name, unit in units:
         line = score_unit(item.record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
                           request.step_threshold, request.answer_threshold)
         if name == RESAMPLE:
-            floor.append(line)
+            floor.append(keep_fields(line, SUMMARY_FIELDS, shared))  # noise_floor reads these, held small
         else:
             lines.append(spool.keep(line))
     if not lines:

@@ -173,9 +173,11 @@ def _tokens(text: str) -> list[str]:
 
 
 class _Lexicon(dict[tuple[str, ...], str]):
-    """Phrase (its tokens) -> canonical name; `longest`: the most tokens of a phrase (the scan's window)."""
+    """Phrase (its tokens) -> canonical name; `longest`: the most tokens of a phrase (the scan's window); `firsts`:
+    the tokens a phrase starts with (a scan looks up no window at another token)."""
 
     longest: int = 0
+    firsts: frozenset[str] = frozenset()
 
 
 def _lexicon(entries: Iterable[tuple[str, str]], plurals: bool) -> _Lexicon:
@@ -184,12 +186,14 @@ def _lexicon(entries: Iterable[tuple[str, str]], plurals: bool) -> _Lexicon:
         for form in (noun_forms(phrase) if plurals else {phrase}):
             lexicon.setdefault(tuple(form.split()), canonical)
     lexicon.longest = max((len(phrase) for phrase in lexicon), default=0)
+    lexicon.firsts = frozenset(phrase[0] for phrase in lexicon if phrase)
     return lexicon
 
 
 _CATEGORY_LEXICON = _lexicon([*((c, c) for c in COCO_CATEGORIES), *CATEGORY_SYNONYMS.items()], plurals=True)
 _TYPE_LEXICON = _lexicon(TYPE_SYNONYMS.items(), plurals=False)
 _COLOR_WORDS = set(COLOR_NAMES) | set(COLOR_SYNONYMS)
+_COCO_SET = frozenset(COCO_CATEGORIES)
 
 
 @lru_cache(maxsize=64)
@@ -205,9 +209,12 @@ def _mentions(tokens: list[str], lexicon: _Lexicon) -> list[tuple[int, int, str]
     """(start, end, canonical) of each lexicon phrase in the tokens, longest phrase first, left to right."""
     found, i = [], 0
     while i < len(tokens):
-        for size in range(lexicon.longest, 0, -1):
+        if tokens[i] not in lexicon.firsts:
+            i += 1
+            continue
+        for size in range(min(lexicon.longest, len(tokens) - i), 0, -1):
             canonical = lexicon.get(tuple(tokens[i:i + size]))
-            if canonical is not None and i + size <= len(tokens):
+            if canonical is not None:
                 found.append((i, i + size, canonical))
                 i += size
                 break
@@ -374,7 +381,7 @@ class RuleJudge:
     fallbacks = 0
 
     def judge(self, case: JudgeCase) -> Judgement:
-        own = tuple(sorted({g.category for g in case.gold} - set(COCO_CATEGORIES)))  # a user's category names
+        own = tuple(sorted({g.category for g in case.gold} - _COCO_SET))  # a user's category names
         extracted = {probe: extract_claims(case.responses.get(probe), own) for probe in CLAIM_PROBES}
         claims = {probe: found for probe, (found, _) in extracted.items()}
         return Judgement(

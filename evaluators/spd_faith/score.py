@@ -103,7 +103,8 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
                             {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs}, repeat)
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
-    perturbs = {canonical_json((line.get("meta") or {}).get("perturb")) for line in read.answered.values()}
+    metas = {id(line["meta"]): line["meta"] for line in read.answered.values()}  # kept lines share equal metas
+    perturbs = {canonical_json(meta.get("perturb")) for meta in metas.values()}
     if len(perturbs) > 1:
         raise MmfaithError(f"{path}: lines of several image perturbations ({', '.join(sorted(perturbs))}); score each "
                            "run dir (one per --perturb ratio) on its own.")

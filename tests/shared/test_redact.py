@@ -29,6 +29,13 @@ ODD_SECRET = "plainlocalkey77"  # a key of no known shape: only the given secret
     ("POST https://x.test/v1/m:generateContent?key=SeCrEt123&alt=json", (), "POST https://x.test/v1/m:generateContent?key=***&alt=json"),
     ("HTTP 500: scripted 500", ("EMPTY",), "HTTP 500: scripted 500"),
     ("a b", ("", None, "ab"), "a b"),  # empty, missing and too-short secrets are not searched for
+    # the case-blind patterns are looked for in any case (redact skips a pattern only when the case-folded text
+    # holds none of the substrings its matches hold), and a Basic credential is masked only when it decodes to
+    # user:password
+    ("Authorization: BEARER Zx81abc", (), "Authorization: BEARER ***"),
+    ("GET /v1?API_KEY=abc123&Access_Token=q9", (), "GET /v1?API_KEY=***&Access_Token=***"),
+    ("Authorization: Basic dXNlcjpwYXNz sent", (), "Authorization: Basic *** sent"),
+    ("Basic colours are red and blue", (), "Basic colours are red and blue"),
 ])
 def test_redact_removes_keys_bearer_tokens_and_url_credentials(text: str, secrets: tuple, expected: str) -> None:
     assert redact(text, secrets) == expected
