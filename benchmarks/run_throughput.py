@@ -5,7 +5,7 @@ What it measures
 A local OpenAI-protocol server runs in its own process (asyncio, so it holds 256 requests at
 once cheaply: it counts the body's bytes, waits L = 0.5 s, answers a fixed chat completion). The
 client is the real run loop (the shared engine driving SPD-Faith's probe plan through `run_spd_faith`: the chat client, images from PNG files as
-base64 data URLs, predictions appended and fsynced) over a temporary build-like dataset of 256
+base64 data URLs, predictions appended and fsynced) over a temporary build-like dataset of 512
 pairs of 640x480 PNGs (crops of the embedded COCO sample; each original shared by 8 pairs, each
 edited image its own, a patch recolored), two images per request.
 
@@ -52,11 +52,13 @@ import numpy as np
 
 LATENCY_S = 0.5
 WIDTH, HEIGHT = 640, 480
-PAIRS = 256
-ORIGINALS = 32
+PAIRS = 512
+ORIGINALS = 64
 GOAL_CONCURRENCY, GOAL_RATIO = 64, 0.9
-# (concurrency, pairs asked): about 8 latencies of work at each level; 16 requests at concurrency 1.
-LEVELS = ((1, 4), (8, 16), (64, 256), (256, 256))
+# (concurrency, pairs asked): 16 requests at concurrency 1, 8 latencies of work at 8 and 256, and 32 at the
+# goal's 64, so that its ramp-up (the first images encoded) and drain (the last pairs' describe waits for
+# their count: about one latency) weigh a few per cent, as they do in a real run of thousands of pairs.
+LEVELS = ((1, 4), (8, 16), (64, 512), (256, 512))
 QUICK_LEVELS = ((1, 2), (8, 8), (64, 64), (256, 128))
 ANSWER = "I compare the two pictures.\n```json\n[]\n```\n\\boxed{1}"
 
@@ -116,7 +118,8 @@ def serve(latency_s: float) -> None:
 # -- the dataset -----------------------------------------------------------------------------------
 
 def _original(index: int) -> np.ndarray:
-    """A 640x480 crop of an embedded sample image (resized up when it is smaller)."""
+    """A 640x480 crop of an embedded sample image (resized up when it is smaller), mirrored on the second
+    pass over the sample so that every original is its own image."""
     from PIL import Image
 
     from mmfaith.builders.coco_source import embedded_sample
@@ -124,6 +127,8 @@ def _original(index: int) -> np.ndarray:
     files = sorted(embedded_sample()[1].glob("*.jpg"))
     with Image.open(files[index % len(files)]) as source:
         rgb = source.convert("RGB")
+    if (index // len(files)) % 2:
+        rgb = rgb.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
     scale = max(WIDTH / rgb.width, HEIGHT / rgb.height, 1.0)
     rgb = rgb.resize((round(rgb.width * scale), round(rgb.height * scale)))
     return np.asarray(rgb.crop((0, 0, WIDTH, HEIGHT)))

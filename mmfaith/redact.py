@@ -55,6 +55,12 @@ _PATTERNS = (  # (pattern, replacement, the substrings one of which every match 
 )
 
 
+_CASE_BLIND = frozenset(pattern for pattern in (_URL_CREDENTIALS, _KEY_PARAMETER, _BASIC, *(p for p, _, _ in _PATTERNS))
+                        if pattern.flags & re.IGNORECASE)
+"""The patterns whose needles `_sub` looks for in the case-folded text (the flag test itself is an enum operation,
+too dear to repeat for every string written)."""
+
+
 def register_secret(*values: str | None) -> None:
     """Make `redact` remove these values from everything this process writes or prints from now on."""
     _registered.update(value for value in values if value and len(value) >= MIN_SECRET_CHARS)
@@ -86,8 +92,19 @@ def redact_url(url: str) -> str:
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """`text` without the given secrets, the secrets in use, bearer and basic credentials, key shapes or URL
     credentials (module docstring)."""
+    return _redact(text, _longest_first(secrets))
+
+
+def _longest_first(secrets: Iterable[str | None]) -> tuple[str, ...]:
+    """The given secrets long enough to search for and the secrets in use, longest first (a secret inside
+    another is then never replaced first)."""
     given = {s for s in secrets if s and len(s) >= MIN_SECRET_CHARS} | secrets_in_use()
-    for secret in sorted(given, key=len, reverse=True):
+    return tuple(sorted(given, key=len, reverse=True))
+
+
+def _redact(text: str, secrets: tuple[str, ...]) -> str:
+    """`redact` with its secrets already gathered (`_longest_first`)."""
+    for secret in secrets:
         text = text.replace(secret, MASK)
     for pattern, replacement, needles in _PATTERNS:
         text = _sub(pattern, replacement, text, needles)
@@ -99,19 +116,22 @@ def _sub(pattern: re.Pattern[str], replacement: str | Callable[[re.Match[str]], 
     """`pattern.sub(replacement, text)`, skipped when the text holds none of `needles` (substrings one of which
     every match holds; searched case-folded for an IGNORECASE pattern): a scan for a substring costs a small
     share of the pattern's own (a score dir's items.jsonl is tens of MB with no secret in it)."""
-    haystack = text.casefold() if pattern.flags & re.IGNORECASE else text
+    haystack = text.casefold() if pattern in _CASE_BLIND else text
     return pattern.sub(replacement, text) if any(needle in haystack for needle in needles) else text
 
 
 def redact_record(value: Any, secrets: Iterable[str | None] = ()) -> Any:
     """A copy of a JSON value with every string in it (keys aside) passed through `redact`."""
-    secrets = tuple(secrets)
+    return _redact_value(value, _longest_first(secrets))
+
+
+def _redact_value(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return redact(value, secrets)
+        return _redact(value, secrets)
     if isinstance(value, dict):
-        return {key: redact_record(item, secrets) for key, item in value.items()}
+        return {key: _redact_value(item, secrets) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_record(item, secrets) for item in value]
+        return [_redact_value(item, secrets) for item in value]
     return value
 
 
