@@ -63,7 +63,12 @@ when the category's instances across the source usually cover min_counted_area (
 area; `CategoryContext.typical_area`): a category that is mostly small (traffic lights, handbags,
 cars, bottles, cups in COCO) stands unannotated in the background of many scenes, so "no traffic
 light" at night among many small lights, or "no handbag" in a dense crowd, cannot be confirmed
-(issue 29's CRM audit). Sizes
+(issue 29's CRM audit). Usually small: with `typical_area` given (CRM passes it), count and present
+existence ask only about categories whose median box across the source covers min_counted_area too,
+for the same reason: a present car, cup, bottle, book, clock, knife or chair that is large enough here
+mostly has smaller, unannotated twins in the background (a white pickup behind the one annotated
+car of COCO 64), and such a kind's "1" or "yes" cannot be checked; an absent question may still take
+its instance as the anchor (the anchor is masked, not asked about). Sizes
 are box areas over the image area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
@@ -522,13 +527,16 @@ def _relation_question(view: _SceneView, first: Instance, second: Instance, seed
 def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequence[str] = TEMPLATES,
                     rules: QuestionRules = QuestionRules(), target_rules: TargetRules = TargetRules(),
                     absent: Mapping[str, Mapping[str, int]] | None = None,
-                    balance: QuestionBalance | None = None) -> list[Question]:
+                    balance: QuestionBalance | None = None,
+                    typical_area: Mapping[str, float] | None = None) -> list[Question]:
     """Every question the templates allow on one scene (module docstring), in a deterministic order.
 
     `rgb` is the scene's decoded HxWx3 uint8 image (colour questions read its pixels). `absent` is
     `CategoryContext.plausible_absent(scene)` (none given: no absent existence questions); `balance`
     steers the free choices (module docstring) and is only read here: the caller records what it
-    keeps. Unknown template names raise ValueError.
+    keeps. `typical_area` (`CategoryContext.typical_area`; none given: no such rule) keeps count and
+    present existence to categories usually covering min_counted_area across the source (module
+    docstring, "usually small"). Unknown template names raise ValueError.
     """
     unknown = sorted(set(templates) - set(TEMPLATES))
     if unknown:
@@ -543,11 +551,14 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
                 question = _color_question(view, inst, rgb, seed, target_rules, balance)
                 if question is not None:
                     questions.append(question)
+    counted = view.counted()
+    present = [(cat, insts) for cat, insts in counted
+               if typical_area is None or typical_area.get(cat, 0.0) >= rules.min_counted_area]
     if "count" in templates:
-        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
+        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in present]
     if "existence" in templates:
-        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
-        questions += _absent_questions(view, view.counted(), absent or {}, seed, balance)
+        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in present]
+        questions += _absent_questions(view, counted, absent or {}, seed, balance)
     if "relation" in templates:
         singles = view.singles()
         for i, first in enumerate(singles):
