@@ -68,7 +68,14 @@ existence ask only about categories whose median box across the source covers mi
 for the same reason: a present car, cup, bottle, book, clock, knife or chair that is large enough here
 mostly has smaller, unannotated twins in the background (a white pickup behind the one annotated
 car of COCO 64), and such a kind's "1" or "yes" cannot be checked; an absent question may still take
-its instance as the anchor (the anchor is masked, not asked about). Sizes
+its instance as the anchor (the anchor is masked, not asked about). With `whole_objects` (CRM, whose
+masks cover the annotated boxes), count and present existence ask only about objects that stand
+whole in their boxes: not partly hidden (targets.partly_hidden_reason: its mask fills under 30 % of
+its box, or other objects cover over 25 % of it: the "fork" of COCO 196 is a salad server whose
+handle runs on past its annotation), and not a fitted appliance (FITTED_APPLIANCES: an oven's box
+is its front, and the stovetop and hood above it still show the range); nor is a fitted appliance
+asked its colour (its front, body and cooktop differ: a teal stove with a black cooktop was named
+black, a stainless range with black grates too). Sizes
 are box areas over the image area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
@@ -99,7 +106,8 @@ import numpy as np
 from mmfaith.builders.coco_source import CocoSource, Instance, Scene
 from mmfaith.builders.colors import distinct_targets, is_monochrome, name_labs, object_color, rgb_to_lab
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E
-from mmfaith.builders.targets import PEOPLE, TargetRules, image_detail, movable_reason, nameable_reason
+from mmfaith.builders.targets import (PEOPLE, TargetRules, image_detail, movable_reason, nameable_reason,
+                                      partly_hidden_reason)
 from mmfaith.nouns import PLURAL_ONLY, display_name, plural, with_article
 from mmfaith.vocabulary import COLOR_NAMES
 
@@ -133,6 +141,7 @@ class QuestionRules:
     n_options: int = 4
     count_holds_one_less: bool = False
     one_color_only: bool = False
+    whole_objects: bool = False
 
 
 @dataclass(frozen=True)
@@ -370,6 +379,12 @@ class _SceneView:
         floor = self.rules.min_counted_area
         return [(cat, insts) for cat, insts in self.countable() if all(_area(i, self.scene) >= floor for i in insts)]
 
+    def whole(self, category: str, insts: tuple[Instance, ...]) -> bool:
+        """Whether every instance stands whole in its box (`whole_objects`, module docstring): not a fitted
+        appliance and not partly hidden (targets.partly_hidden_reason)."""
+        return category not in FITTED_APPLIANCES and all(
+            partly_hidden_reason(inst.ann_id, self.masks, self.boxes) is None for inst in insts)
+
     def singles(self) -> list[Instance]:
         """Instances that are the only one of their category and large enough."""
         return [insts[0] for insts in self.groups.values() if len(insts) == 1 and self.large_enough(insts[0])]
@@ -547,13 +562,15 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
     questions: list[Question] = []
     if "color" in templates and not is_monochrome(rgb):
         for inst in view.singles():
-            if inst.category not in PEOPLE and view.small_enough(inst):
+            fitted = rules.whole_objects and inst.category in FITTED_APPLIANCES
+            if inst.category not in PEOPLE and view.small_enough(inst) and not fitted:
                 question = _color_question(view, inst, rgb, seed, target_rules, balance)
                 if question is not None:
                     questions.append(question)
     counted = view.counted()
     present = [(cat, insts) for cat, insts in counted
-               if typical_area is None or typical_area.get(cat, 0.0) >= rules.min_counted_area]
+               if (typical_area is None or typical_area.get(cat, 0.0) >= rules.min_counted_area)
+               and (not rules.whole_objects or view.whole(cat, insts))]
     if "count" in templates:
         questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in present]
     if "existence" in templates:

@@ -3,6 +3,9 @@
 - One colour only: COCO 387's black smartphone shows a blue picture on its screen; the shared generator names it
   blue (49 % of its pixels), a careful annotator rejected it in CRM's and MCoT's audits. question_cases/ holds a
   crop around the phone with its annotation shifted to it (licence NC; no other object of the image is needed).
+- Whole objects: a salad server (COCO 196) whose handle runs past its box, an oven (338) whose box leaves the
+  stovetop: count and present existence ask only about objects standing whole in their boxes; a fitted
+  appliance is not asked its colour (338's stainless range named black).
 - Usually small kinds: a present count or existence about a category whose boxes across the source are mostly
   under min_counted_area (cars, knives, clocks, chairs in the 128-image sample; books, cups, persons in the
   embedded one) leaves smaller, unannotated twins visible or is a fragment nobody can name: the audit rejected
@@ -56,3 +59,30 @@ def test_crm_asks_no_count_or_present_existence_about_usually_small_kinds() -> N
     assert {"coco:count:49:56407+58884", "coco:existence:49:56407+58884"} <= keys
     present = [c for c in candidates if c.facts["count"] > 0]
     assert present and all(typical[c.facts["category"]] >= QUESTION_RULES.min_counted_area for c in present)
+
+
+def test_crm_counts_only_objects_standing_whole_in_their_boxes() -> None:
+    # Issue 29's audit, looked at by eye: the "fork" of COCO 196 is a salad server whose metal handle runs on past
+    # its annotated box (its mask fills 0.24 of the box) and stays visible under the mask; the oven of COCO 338 is
+    # the front of a range whose stovetop, kettle and hood stay above its box. Both were asked by the other rules.
+    embedded = CocoSource(*embedded_sample())
+    typical = CategoryContext(embedded).typical_area
+    for key in ("existence:196:1890035", "existence:338:1123956"):
+        scene = embedded.scene(int(key.split(":")[1]))
+        rgb = read_rgb(scene.path)
+        other_rules = QuestionRules(one_color_only=True)
+        assert key in {q.key for q in scene_questions(scene, rgb, 0, ("existence",), other_rules,
+                                                      typical_area=typical)}
+        assert key not in {q.key for q in scene_questions(scene, rgb, 0, ("existence",), QUESTION_RULES,
+                                                          typical_area=typical)}
+
+
+def test_crm_asks_no_colour_of_a_fitted_appliance() -> None:
+    # Issue 29's audit: the stainless range of COCO 338 (silver front, black grates) was named black, a teal stove
+    # with a black cooktop (138) black too; the one-colour rule alone still asks the range's colour.
+    embedded = CocoSource(*embedded_sample())
+    scene = embedded.scene(338)
+    rgb = read_rgb(scene.path)
+    asked = scene_questions(scene, rgb, 0, ("color",), QuestionRules(one_color_only=True))
+    assert [q.facts["color"] for q in asked if q.facts["category"] == "oven"] == ["black"]
+    assert not [q for q in scene_questions(scene, rgb, 0, ("color",), QUESTION_RULES) if q.facts["category"] == "oven"]
