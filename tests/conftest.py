@@ -164,6 +164,58 @@ def write_subset_annotations(sample: tuple[Path, Path], out: Path, image_ids: li
     return out
 
 
+REMOVABLE_IMAGE, REMOVABLE_CROP = 49, 40
+"""COCO 49 of the embedded sample: its potted plant is the one object of the sample (and of the 128-image one)
+that VFaith's removal rules let go (issue 29: hole off the border, no reflection, fill gates); the top
+REMOVABLE_CROP rows hold no annotation."""
+
+
+def write_removable_sample(out: Path) -> tuple[Path, Path]:
+    """The embedded sample plus three variants of COCO 49 (mirrored, its top REMOVABLE_CROP rows cut, both), as
+    new images with their annotations carried along, so that a VFaith build can remove the potted plant in four
+    scenes: (annotations, images) under `out`. The variants are PNG (lossless), so every run makes the same ones."""
+    import numpy as np
+    from PIL import Image
+
+    annotations, images = embedded_sample()
+    data = json.loads(annotations.read_text())
+    folder = out / "train2017"
+    folder.mkdir(parents=True)
+    for image in data["images"]:
+        shutil.copyfile(images / image["file_name"], folder / image["file_name"])
+    original = next(im for im in data["images"] if im["id"] == REMOVABLE_IMAGE)
+    pixels = np.asarray(Image.open(images / original["file_name"]).convert("RGB"))
+    anns = [a for a in data["annotations"] if a["image_id"] == REMOVABLE_IMAGE]
+    for number, (mirrored, crop) in enumerate(((True, 0), (False, REMOVABLE_CROP), (True, REMOVABLE_CROP)), start=1):
+        image_id = 1_000_000 * number + REMOVABLE_IMAGE
+        width, height = original["width"], original["height"] - crop
+        made = pixels[crop:, ::-1] if mirrored else pixels[crop:]
+        name = f"variant{number}_{original['file_name'].replace('.jpg', '.png')}"
+        Image.fromarray(np.ascontiguousarray(made)).save(folder / name)
+        data["images"].append({**original, "id": image_id, "file_name": name, "height": height})
+
+        def moved(x: float, y: float) -> tuple[float, float]:
+            return (width - x if mirrored else x), y - crop
+        for ann in anns:
+            x, y, w, h = ann["bbox"]
+            polygons = [[v for px, py in zip(poly[::2], poly[1::2]) for v in moved(px, py)]
+                        for poly in ann["segmentation"]]
+            data["annotations"].append({**ann, "id": 1_000_000_000 * number + ann["id"], "image_id": image_id,
+                                        "bbox": [width - x - w if mirrored else x, y - crop, w, h],
+                                        "segmentation": polygons})
+    written = out / "annotations" / "instances_train2017.json"
+    written.parent.mkdir()
+    written.write_text(json.dumps(data))
+    return written, folder
+
+
+@pytest.fixture(scope="session")
+def removable_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """write_removable_sample, made once per test run (read-only for tests)."""
+    folder = built_once(tmp_path_factory, "removable-sample", write_removable_sample)
+    return folder / "annotations" / "instances_train2017.json", folder / "train2017"
+
+
 def kill_after_lines(process: subprocess.Popen, journal: Path, lines: int, timeout_s: float = 120) -> int:
     """SIGKILL `process` (started with start_new_session=True) and its children once `journal` holds
     `lines` complete lines; returns the complete lines it left. Fails if the process ended first."""
@@ -326,13 +378,16 @@ def vllm_server(vllm_python: Path, tiny_vlm_dir: Path,
 
 
 @pytest.fixture(scope="session")
-def vfaith_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A VFaith build of the embedded sample: every template, PatchMatch fills, seed 0 (read-only for tests)."""
+def vfaith_build(tmp_path_factory: pytest.TempPathFactory, removable_sample: tuple[Path, Path]) -> Path:
+    """A VFaith build of the removable sample (write_removable_sample: the embedded sample alone now gives one
+    pair of each of three templates): every template, PatchMatch fills, seed 0 (read-only for tests)."""
     from mmfaith.builders.inpainters import InpainterSpec
     from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
 
+    annotations, images = removable_sample
     return built_once(tmp_path_factory, "vfaith-build", lambda out: build_vfaith(
-        BuildRequest(out=out, per_template=3, inpainter=InpainterSpec("patchmatch"), progress=False)))
+        BuildRequest(out=out, annotations=annotations, images=images, per_template=3,
+                     inpainter=InpainterSpec("patchmatch"), progress=False)))
 
 
 # -- a real Label Studio server, shared by the annotation tests of every family ------------------

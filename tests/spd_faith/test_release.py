@@ -134,13 +134,14 @@ def test_manifest_names_files_build_verification_and_version(released: Path, mix
     assert manifest["version"] == "0.1.0" and manifest["tag"] == "v0.1.0" and manifest["include"] == "all"
     assert manifest["build"]["records_sha256"] == hashlib.sha256((mixed_build / "records.jsonl").read_bytes()).hexdigest()
     assert manifest["build"]["recipe"]["seed"] == 0 and manifest["mmfaith_version"]
-    assert manifest["verification"]["released_statuses"] == {"pending": 9}
-    assert manifest["configs"] == {"single": 6, "multi": 1, "control": 2}
+    records = read_records(mixed_build)
+    assert manifest["verification"]["released_statuses"] == {"pending": len(records)}
+    assert manifest["configs"] == dict(Counter(r["subset"] for r in records))
     on_disk = {p for p in files_of(released) if p != "manifest.json"}
     assert set(manifest["files"]) == on_disk
     for name, entry in manifest["files"].items():
         assert entry["sha256"] == hashlib.sha256((released / name).read_bytes()).hexdigest()
-    assert sum(e.get("rows", 0) for e in manifest["files"].values()) == len(manifest["rows"]) == 9
+    assert sum(e.get("rows", 0) for e in manifest["files"].values()) == len(manifest["rows"]) == len(records)
 
 
 def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_valid(released: Path) -> None:
@@ -166,9 +167,9 @@ def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_va
         assert needle in text, needle
 
 
-def test_tampered_shard_or_card_fails_verify(released: Path, tmp_path: Path, capsys) -> None:
+def test_tampered_shard_or_card_fails_verify(released: Path, mixed_build: Path, tmp_path: Path, capsys) -> None:
     assert cli(["verify", str(released)]) == 0
-    assert "OK (4 files, 9 rows" in capsys.readouterr().out
+    assert f"OK (4 files, {len(read_records(mixed_build))} rows" in capsys.readouterr().out
     broken = tmp_path / "broken"
     shutil.copytree(released, broken)
     shard = broken / "data" / "multi" / "test-00000-of-00001.parquet"
@@ -242,8 +243,15 @@ def test_changelog_against_the_previous_release(verified_build: Path, mixed_buil
     second = release(mixed_build, tmp_path / "v2", version="1.1.0", previous=str(first))
     changes = json.loads((second / "manifest.json").read_text())["changelog"]
     assert changes["previous_version"] == "1.0.0"
-    assert len(changes["added"]) == 4 and changes["removed"] == [] and len(changes["changed"]) == 5
-    assert "Against mmfaith/spd-faith-sample v1.0.0: 4 pairs added, 0 removed, 5 changed" in (second / "README.md").read_text()
+    # v1 holds the accepted pairs (verified_build: every single and multi pair but the NoDerivs single and the
+    # rejected multi); v2 adds those two and the controls, and every pair of v1 changed its status to pending.
+    first_ids = set(json.loads((first / "manifest.json").read_text())["rows"])
+    records = read_records(mixed_build)
+    added = len(records) - len(first_ids)
+    assert added == 2 + sum(r["subset"] == "control" for r in records)
+    assert len(changes["added"]) == added and changes["removed"] == [] and len(changes["changed"]) == len(first_ids)
+    assert (f"Against mmfaith/spd-faith-sample v1.0.0: {added} pairs added, 0 removed, {len(first_ids)} changed"
+            in (second / "README.md").read_text())
 
 
 def test_push_uploads_one_commit_tags_it_and_never_overwrites_a_tag(
@@ -307,7 +315,9 @@ def test_shard_boundaries_are_fixed_and_every_shard_loads(mixed_build: Path, tmp
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(n for n in manifest["files"] if n.startswith("data/single/")) == [
         "data/single/test-00000-of-00002.parquet", "data/single/test-00001-of-00002.parquet"]
-    assert [manifest["files"][f"data/single/test-0000{i}-of-00002.parquet"]["rows"] for i in (0, 1)] == [4, 2]
+    singles = sum(r["subset"] == "single" for r in read_records(mixed_build))
+    assert 4 < singles <= 8  # two shards of at most 4 rows
+    assert [manifest["files"][f"data/single/test-0000{i}-of-00002.parquet"]["rows"] for i in (0, 1)] == [4, singles - 4]
     assert verify_release(out).problems == []
     loaded = datasets.load_dataset(str(out), "single", split="test")
     assert loaded["id"] == sorted(r["id"] for r in read_records(mixed_build) if r["subset"] == "single")

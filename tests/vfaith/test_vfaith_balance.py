@@ -4,7 +4,7 @@ A blind model must not earn VFaith's "memorisation" signature: existence origina
 as "yes" (half the removal pairs reversed: the removal is the original, the photo the edited image),
 a count's original gold sits at every rank of its numbers with the other count among them, letters
 are stratified, and each template's majority gold is capped. Checked on the presenter directly
-(many pairs, fast), on a real existence build of the embedded sample through the real run and
+(many pairs, fast), on a real existence build of the removable sample through the real run and
 score (the oracle still reads perfect; a model that always answers "yes" reads raw = edit), and on
 the shared fixture build.
 """
@@ -91,10 +91,11 @@ def test_count_originals_sit_at_every_rank_and_keep_the_other_count() -> None:
     assert set(letters) == set("ABCD") and max(letters.values()) - min(letters.values()) <= 1
 
 
-def _existence_build(tmp_path_factory) -> Path:
+def _existence_build(tmp_path_factory, sample: tuple[Path, Path]) -> Path:
+    # The removable sample (tests/conftest.py): the embedded sample alone gives one existence pair since issue 29.
     out = tmp_path_factory.mktemp("vfaith-balance") / "build"
-    build_vfaith(BuildRequest(out=out, per_template=4, templates=("existence",), inpainter=InpainterSpec("patchmatch"),
-                              progress=False))
+    build_vfaith(BuildRequest(out=out, annotations=sample[0], images=sample[1], per_template=4,
+                              templates=("existence",), inpainter=InpainterSpec("patchmatch"), progress=False))
     return out
 
 
@@ -110,9 +111,9 @@ def _score(build: Path, run_dir: Path, score_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (score_dir / "items.jsonl").read_text().splitlines()]
 
 
-def test_an_existence_build_is_balanced_and_a_blind_yes_reads_raw_equal_to_edit(tmp_path_factory,
-                                                                               tmp_path: Path) -> None:
-    build = _existence_build(tmp_path_factory)
+def test_an_existence_build_is_balanced_and_a_blind_yes_reads_raw_equal_to_edit(
+        tmp_path_factory, removable_sample: tuple[Path, Path], tmp_path: Path) -> None:
+    build = _existence_build(tmp_path_factory, removable_sample)
     records = read_records(build)
     assert len(records) == 4
     assert Counter(_texts(r)[0] for r in records) == {"yes": 2, "no": 2}

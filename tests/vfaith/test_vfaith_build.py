@@ -1,4 +1,5 @@
-"""`mmfaith build vfaith` on the embedded COCO sample: real images, real annotations, real edits.
+"""`mmfaith build vfaith` on the embedded COCO sample (with the variants of its one removable scene that
+tests/conftest.py's removable_sample adds): real images, real annotations, real edits.
 
 Every template makes pairs whose edited answer is another option and whose edited image really has
 it (checked here from the pixels and the annotations, not from the builder's own claims); the gates
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmfaith.builders.coco_source import CocoSource, embedded_sample
+from mmfaith.builders.coco_source import CocoSource
 from mmfaith.builders.colors import object_color
 from mmfaith.builders.edits import dilate
 from mmfaith.builders.inpainters import InpainterSpec
@@ -26,14 +27,14 @@ from mmfaith.schema import schema_errors
 from tests.conftest import read_records
 
 
-def _scene_of(record: dict) -> tuple:
-    annotations, images = embedded_sample()
-    source = CocoSource(annotations, images)
+def _scene_of(record: dict, sample: tuple[Path, Path]) -> tuple:
+    source = CocoSource(*sample)
     scene = source.scene(record["source"]["image_id"])
     return scene, {inst.ann_id: inst for inst in scene.instances}
 
 
-def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(vfaith_build: Path) -> None:
+def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(
+        vfaith_build: Path, removable_sample: tuple[Path, Path]) -> None:
     records = read_records(vfaith_build)
     templates = {record["build"]["template"] for record in records}
     # No relation pair: the embedded sample's one movable relation (image 127's potted plant, a blur among
@@ -50,7 +51,7 @@ def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(
         original = read_rgb(vfaith_build / record["image_original"], 10**8)
         edited = read_rgb(vfaith_build / record["image_edited"], 10**8)
         assert sha256_file(vfaith_build / record["image_edited"]) == record["image_edited_sha256"]
-        scene, instances = _scene_of(record)
+        scene, instances = _scene_of(record, removable_sample)
         cue = instances[int(record["edit"]["cue_id"].removeprefix("ann"))]
         mask = cue.mask(scene.height, scene.width)
         changed = np.any(original != edited, axis=-1)
@@ -118,20 +119,26 @@ def _lines(folder: Path) -> dict[str, list[str]]:
             for name in ("records.jsonl", "perception.jsonl", "rejected.jsonl")}
 
 
-def test_same_seed_same_bytes_with_two_workers(vfaith_build: Path, tmp_path: Path) -> None:
+def _request(sample: tuple[Path, Path], out: Path, **settings) -> BuildRequest:
+    """The fixture build's recipe (tests/conftest.py vfaith_build) with `settings` changed."""
+    return BuildRequest(**{"out": out, "annotations": sample[0], "images": sample[1], "per_template": 3,
+                           "inpainter": InpainterSpec("patchmatch"), "progress": False, **settings})
+
+
+def test_same_seed_same_bytes_with_two_workers(vfaith_build: Path, removable_sample: tuple[Path, Path],
+                                               tmp_path: Path) -> None:
     again = tmp_path / "again"
-    build_vfaith(BuildRequest(out=again, per_template=3, inpainter=InpainterSpec("patchmatch"), workers=2,
-                              progress=False))
+    build_vfaith(_request(removable_sample, again, workers=2))
     assert _files(again) == _files(vfaith_build)
 
 
-def test_a_build_extends_and_repairs(vfaith_build: Path, tmp_path: Path) -> None:
+def test_a_build_extends_and_repairs(vfaith_build: Path, removable_sample: tuple[Path, Path], tmp_path: Path) -> None:
     grown = tmp_path / "grow"
-    build_vfaith(BuildRequest(out=grown, per_template=1, inpainter=InpainterSpec("patchmatch"), progress=False))
+    build_vfaith(_request(removable_sample, grown, per_template=1))
     assert len(read_records(grown)) < len(read_records(vfaith_build))
     # Extending to the fixture's counts makes the fixture's pairs and images (the lines in another order:
     # questions past a full quota were left for later).
-    build_vfaith(BuildRequest(out=grown, per_template=3, inpainter=InpainterSpec("patchmatch"), progress=False))
+    build_vfaith(_request(removable_sample, grown))
     images = {name: digest for name, digest in _files(grown).items() if name.startswith("images/")}
     assert images == {name: digest for name, digest in _files(vfaith_build).items() if name.startswith("images/")}
     assert _lines(grown) == _lines(vfaith_build)
@@ -141,17 +148,16 @@ def test_a_build_extends_and_repairs(vfaith_build: Path, tmp_path: Path) -> None
     (grown / first["image_edited"]).unlink()
     lines = (grown / "perception.jsonl").read_text().splitlines(keepends=True)
     (grown / "perception.jsonl").write_text("".join(line for line in lines if first["id"] not in line))
-    build_vfaith(BuildRequest(out=grown, per_template=3, inpainter=InpainterSpec("patchmatch"), progress=False))
+    build_vfaith(_request(removable_sample, grown))
     after = _files(grown)
     assert after.pop("perception.jsonl") != before.pop("perception.jsonl")  # the line is back, at the end
     assert after == before and _lines(grown) == _lines(vfaith_build)
 
 
-def test_another_recipe_is_refused_and_the_cli_builds(vfaith_build: Path, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_another_recipe_is_refused_and_the_cli_builds(vfaith_build: Path, removable_sample: tuple[Path, Path],
+                                                      tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(MmfaithError, match="seed differ"):
-        build_vfaith(BuildRequest(out=vfaith_build, seed=1, per_template=3, inpainter=InpainterSpec("patchmatch"),
-                                  progress=False))
+        build_vfaith(_request(removable_sample, vfaith_build, seed=1))
     out = tmp_path / "cli"
     # PatchMatch, not Telea: with Telea's 5 % hole limit, the unnameable objects refused and the recolour's
     # refusals (issue 29), the embedded sample's first images hold no removable object.
