@@ -69,11 +69,13 @@ for the same reason: a present car, cup, bottle, book, clock, knife or chair tha
 mostly has smaller, unannotated twins in the background (a white pickup behind the one annotated
 car of COCO 64), and such a kind's "1" or "yes" cannot be checked; an absent question may still take
 its instance as the anchor (the anchor is masked, not asked about). With `whole_objects` (CRM, whose
-masks cover the annotated boxes), count and present existence ask only about objects that stand
-whole in their boxes: not partly hidden (targets.partly_hidden_reason: its mask fills under 30 % of
-its box, or other objects cover over 25 % of it: the "fork" of COCO 196 is a salad server whose
-handle runs on past its annotation), and not a fitted appliance (FITTED_APPLIANCES: an oven's box
-is its front, and the stovetop and hood above it still show the range); nor is a fitted appliance
+masks cover the annotated boxes), count, present existence and relation (the questions whose answer
+is which objects are there and where) ask only about objects that stand whole in their boxes: not
+partly hidden (targets.partly_hidden_reason: its mask fills under 30 % of its box, or other objects
+cover over 25 % of it: the "fork" of COCO 196 is a salad server whose handle runs on past its
+annotation, the "backpack" of 389 a strap across a shirt), and not a fitted appliance
+(FITTED_APPLIANCES: an oven's box is its front, and the stovetop and hood above it still show
+where the range is); nor is a fitted appliance
 asked its colour (its front, body and cooktop differ: a teal stove with a black cooktop was named
 black, a stainless range with black grates too). Sizes
 are box areas over the image area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
@@ -578,6 +580,8 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
         questions += _absent_questions(view, counted, absent or {}, seed, balance)
     if "relation" in templates:
         singles = view.singles()
+        if rules.whole_objects:
+            singles = [inst for inst in singles if view.whole(inst.category, (inst,))]
         for i, first in enumerate(singles):
             for second in singles[i + 1:]:
                 question = _relation_question(view, first, second, seed, balance)

@@ -5,9 +5,9 @@ evidence regions (`{id, bbox [x, y, w, h], label}`), the image file and the reco
 
 - COCO (the embedded sample by default, or any COCO instances file with its images): the
   questions come from the shared generator (`builders/coco_questions.scene_questions`) with CRM's
-  rules (`QUESTION_RULES`: colour only about objects of one colour; count and present existence
-  only about whole objects, not partly hidden nor fitted appliances, of categories usually large in
-  the source, `CategoryContext.typical_area`), and the
+  rules (`QUESTION_RULES`: colour only about objects of one colour; count, present existence and
+  relation only about whole objects, not partly hidden nor fitted appliances; count and present
+  existence only about categories usually large in the source, `CategoryContext.typical_area`), and the
   evidence regions are `Question.regions()`: the boxes of the instances the answer depends on.
   Their instance masks travel with the candidate (`segments`) for `--mask-shape segment`.
 - VisArgs-style rows (published layout: `url`, `visual_premises`, `b_box` of `{h, startX, startY,
@@ -39,8 +39,8 @@ VISARGS_QUESTION = "What conclusion does this image convey?"
 QUESTION_RULES = QuestionRules(one_color_only=True, whole_objects=True)
 """CRM's question rules (docs/questions.md): colour only about objects of one colour (`one_color_only`: the annotator
 judges the colour on the whole object; a phone named from its screen or cream banana slices named yellow were wrong
-gold in issue 29's audit); count and present existence only about objects standing whole in the boxes the masks
-cover, and no colour of a fitted appliance (`whole_objects`: a salad server's handle past its box, an oven box
+gold in issue 29's audit); count, present existence and relation only about objects standing whole in the boxes the
+masks cover, and no colour of a fitted appliance (`whole_objects`: a salad server's handle past its box, an oven box
 leaving the stovetop were remnants; a teal stove with a black cooktop was named black)."""
 
 

@@ -4,7 +4,7 @@
   blue (49 % of its pixels), a careful annotator rejected it in CRM's and MCoT's audits. question_cases/ holds a
   crop around the phone with its annotation shifted to it (licence NC; no other object of the image is needed).
 - Whole objects: a salad server (COCO 196) whose handle runs past its box, an oven (338) whose box leaves the
-  stovetop: count and present existence ask only about objects standing whole in their boxes; a fitted
+  stovetop: count, present existence and relation ask only about objects standing whole in their boxes; a fitted
   appliance is not asked its colour (338's stainless range named black).
 - Usually small kinds: a present count or existence about a category whose boxes across the source are mostly
   under min_counted_area (cars, knives, clocks, chairs in the 128-image sample; books, cups, persons in the
@@ -67,13 +67,14 @@ def test_crm_counts_only_objects_standing_whole_in_their_boxes() -> None:
     # the front of a range whose stovetop, kettle and hood stay above its box. Both were asked by the other rules.
     embedded = CocoSource(*embedded_sample())
     typical = CategoryContext(embedded).typical_area
-    for key in ("existence:196:1890035", "existence:338:1123956"):
+    # The oven's relation to the clock (its stovetop shows where the range is) goes the same way.
+    for key in ("existence:196:1890035", "existence:338:1123956", "relation:338:339566+1123956"):
         scene = embedded.scene(int(key.split(":")[1]))
         rgb = read_rgb(scene.path)
         other_rules = QuestionRules(one_color_only=True)
-        assert key in {q.key for q in scene_questions(scene, rgb, 0, ("existence",), other_rules,
-                                                      typical_area=typical)}
-        assert key not in {q.key for q in scene_questions(scene, rgb, 0, ("existence",), QUESTION_RULES,
+        templates = ("existence", "relation")
+        assert key in {q.key for q in scene_questions(scene, rgb, 0, templates, other_rules, typical_area=typical)}
+        assert key not in {q.key for q in scene_questions(scene, rgb, 0, templates, QUESTION_RULES,
                                                           typical_area=typical)}
 
 
