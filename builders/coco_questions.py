@@ -63,7 +63,21 @@ when the category's instances across the source usually cover min_counted_area (
 area; `CategoryContext.typical_area`): a category that is mostly small (traffic lights, handbags,
 cars, bottles, cups in COCO) stands unannotated in the background of many scenes, so "no traffic
 light" at night among many small lights, or "no handbag" in a dense crowd, cannot be confirmed
-(issue 29's CRM audit). Sizes
+(issue 29's CRM audit). Usually small: with `typical_area` given (CRM passes it), count and present
+existence ask only about categories whose median box across the source covers min_counted_area too,
+for the same reason: a present car, cup, bottle, book, clock, knife or chair that is large enough here
+mostly has smaller, unannotated twins in the background (a white pickup behind the one annotated
+car of COCO 64), and such a kind's "1" or "yes" cannot be checked; an absent question may still take
+its instance as the anchor (the anchor is masked, not asked about). With `whole_objects` (CRM, whose
+masks cover the annotated boxes), count, present existence and relation (the questions whose answer
+is which objects are there and where) ask only about objects that stand whole in their boxes: not
+partly hidden (targets.partly_hidden_reason: its mask fills under 30 % of its box, or other objects
+cover over 25 % of it: the "fork" of COCO 196 is a salad server whose handle runs on past its
+annotation, the "backpack" of 389 a strap across a shirt), and not a fitted appliance
+(FITTED_APPLIANCES: an oven's box is its front, and the stovetop and hood above it still show
+where the range is); nor is a fitted appliance
+asked its colour (its front, body and cooktop differ: a teal stove with a black cooktop was named
+black, a stainless range with black grates too). Sizes
 are box areas over the image area throughout. With max_subject_area set (V*-style small targets), the object asked about (the
 colour's object, the relation's subject, every counted instance) must be smaller than that.
 
@@ -94,7 +108,8 @@ import numpy as np
 from mmfaith.builders.coco_source import CocoSource, Instance, Scene
 from mmfaith.builders.colors import distinct_targets, is_monochrome, name_labs, object_color, rgb_to_lab
 from mmfaith.builders.gates import DEFAULT_MIN_DELTA_E
-from mmfaith.builders.targets import PEOPLE, TargetRules, image_detail, movable_reason, nameable_reason
+from mmfaith.builders.targets import (PEOPLE, TargetRules, image_detail, movable_reason, nameable_reason,
+                                      partly_hidden_reason)
 from mmfaith.nouns import PLURAL_ONLY, display_name, plural, with_article
 from mmfaith.vocabulary import COLOR_NAMES
 
@@ -128,6 +143,7 @@ class QuestionRules:
     n_options: int = 4
     count_holds_one_less: bool = False
     one_color_only: bool = False
+    whole_objects: bool = False
 
 
 @dataclass(frozen=True)
@@ -365,6 +381,12 @@ class _SceneView:
         floor = self.rules.min_counted_area
         return [(cat, insts) for cat, insts in self.countable() if all(_area(i, self.scene) >= floor for i in insts)]
 
+    def whole(self, category: str, insts: tuple[Instance, ...]) -> bool:
+        """Whether every instance stands whole in its box (`whole_objects`, module docstring): not a fitted
+        appliance and not partly hidden (targets.partly_hidden_reason)."""
+        return category not in FITTED_APPLIANCES and all(
+            partly_hidden_reason(inst.ann_id, self.masks, self.boxes) is None for inst in insts)
+
     def singles(self) -> list[Instance]:
         """Instances that are the only one of their category and large enough."""
         return [insts[0] for insts in self.groups.values() if len(insts) == 1 and self.large_enough(insts[0])]
@@ -522,13 +544,16 @@ def _relation_question(view: _SceneView, first: Instance, second: Instance, seed
 def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequence[str] = TEMPLATES,
                     rules: QuestionRules = QuestionRules(), target_rules: TargetRules = TargetRules(),
                     absent: Mapping[str, Mapping[str, int]] | None = None,
-                    balance: QuestionBalance | None = None) -> list[Question]:
+                    balance: QuestionBalance | None = None,
+                    typical_area: Mapping[str, float] | None = None) -> list[Question]:
     """Every question the templates allow on one scene (module docstring), in a deterministic order.
 
     `rgb` is the scene's decoded HxWx3 uint8 image (colour questions read its pixels). `absent` is
     `CategoryContext.plausible_absent(scene)` (none given: no absent existence questions); `balance`
     steers the free choices (module docstring) and is only read here: the caller records what it
-    keeps. Unknown template names raise ValueError.
+    keeps. `typical_area` (`CategoryContext.typical_area`; none given: no such rule) keeps count and
+    present existence to categories usually covering min_counted_area across the source (module
+    docstring, "usually small"). Unknown template names raise ValueError.
     """
     unknown = sorted(set(templates) - set(TEMPLATES))
     if unknown:
@@ -539,17 +564,24 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
     questions: list[Question] = []
     if "color" in templates and not is_monochrome(rgb):
         for inst in view.singles():
-            if inst.category not in PEOPLE and view.small_enough(inst):
+            fitted = rules.whole_objects and inst.category in FITTED_APPLIANCES
+            if inst.category not in PEOPLE and view.small_enough(inst) and not fitted:
                 question = _color_question(view, inst, rgb, seed, target_rules, balance)
                 if question is not None:
                     questions.append(question)
+    counted = view.counted()
+    present = [(cat, insts) for cat, insts in counted
+               if (typical_area is None or typical_area.get(cat, 0.0) >= rules.min_counted_area)
+               and (not rules.whole_objects or view.whole(cat, insts))]
     if "count" in templates:
-        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
+        questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in present]
     if "existence" in templates:
-        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in view.counted()]
-        questions += _absent_questions(view, view.counted(), absent or {}, seed, balance)
+        questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in present]
+        questions += _absent_questions(view, counted, absent or {}, seed, balance)
     if "relation" in templates:
         singles = view.singles()
+        if rules.whole_objects:
+            singles = [inst for inst in singles if view.whole(inst.category, (inst,))]
         for i, first in enumerate(singles):
             for second in singles[i + 1:]:
                 question = _relation_question(view, first, second, seed, balance)

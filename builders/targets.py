@@ -148,28 +148,31 @@ def movable_reason(ann_id: int, masks: dict[int, np.ndarray], boxes: dict[int, t
     """
     if ann_id in crowd:
         return "crowd annotation"
-    mask = masks[ann_id]
-    height, width = mask.shape
-    x, y, w, h = boxes[ann_id]
-    # Every count below is taken inside the box only (the same integers as with a whole-image box mask).
-    box = (slice(max(0, int(np.floor(y))), min(height, int(np.ceil(y + h)))),
-           slice(max(0, int(np.floor(x))), min(width, int(np.ceil(x + w)))))
-    inside = mask[box]
-    box_area = float(inside.size)
+    box, box_area = _box_of(ann_id, masks, boxes)
     if box_area == 0:
         return "empty box"
-    others = np.zeros_like(inside)
     for other_id, other in masks.items():
-        if other_id == ann_id:
-            continue
         _, _, ow, oh = boxes[other_id]
-        other_inside = other[box]
-        if ow * oh < box_area:
+        if other_id != ann_id and ow * oh < box_area:
             other_area = float(other.sum())
-            if other_area and float(other_inside.sum()) >= SUPPORT_INSIDE * other_area:
+            if other_area and float(other[box].sum()) >= SUPPORT_INSIDE * other_area:
                 return (f"supports annotation {other_id}: {SUPPORT_INSIDE:.0%} or more of its mask lies inside "
                         "this box")
-        others |= other_inside
+    return partly_hidden_reason(ann_id, masks, boxes)
+
+
+def partly_hidden_reason(ann_id: int, masks: dict[int, np.ndarray],
+                         boxes: dict[int, tuple[float, float, float, float]]) -> str | None:
+    """Why the object is a stand-in for a partly hidden one (module docstring: its mask fills less than MIN_BOX_FILL
+    of its box, or other instances cover more than MAX_BOX_OCCLUSION of it), or None."""
+    box, box_area = _box_of(ann_id, masks, boxes)
+    if box_area == 0:
+        return "empty box"
+    inside = masks[ann_id][box]
+    others = np.zeros_like(inside)
+    for other_id, other in masks.items():
+        if other_id != ann_id:
+            others |= other[box]
     fill = float(inside.sum()) / box_area
     if fill < MIN_BOX_FILL:
         return f"partly hidden: its mask fills {fill:.2f} of its box (< {MIN_BOX_FILL})"
@@ -177,6 +180,17 @@ def movable_reason(ann_id: int, masks: dict[int, np.ndarray], boxes: dict[int, t
     if occluded > MAX_BOX_OCCLUSION:
         return f"partly hidden: other objects cover {occluded:.2f} of its box (> {MAX_BOX_OCCLUSION})"
     return None
+
+
+def _box_of(ann_id: int, masks: dict[int, np.ndarray],
+            boxes: dict[int, tuple[float, float, float, float]]) -> tuple[tuple[slice, slice], float]:
+    """The object's box as pixel slices (every count is taken inside it: the same integers as with a whole-image box
+    mask) and its area in pixels."""
+    height, width = masks[ann_id].shape
+    x, y, w, h = boxes[ann_id]
+    box = (slice(max(0, int(np.floor(y))), min(height, int(np.ceil(y + h)))),
+           slice(max(0, int(np.floor(x))), min(width, int(np.ceil(x + w)))))
+    return box, float(masks[ann_id][box].size)
 
 
 def image_detail(rgb: np.ndarray) -> float:

@@ -4,7 +4,10 @@ Each adapter yields `Candidate`s in a deterministic order: a question, its optio
 evidence regions (`{id, bbox [x, y, w, h], label}`), the image file and the record's `source` block.
 
 - COCO (the embedded sample by default, or any COCO instances file with its images): the
-  questions come from the shared generator (`builders/coco_questions.scene_questions`), and the
+  questions come from the shared generator (`builders/coco_questions.scene_questions`) with CRM's
+  rules (`QUESTION_RULES`: colour only about objects of one colour; count, present existence and
+  relation only about whole objects, not partly hidden nor fitted appliances; count and present
+  existence only about categories usually large in the source, `CategoryContext.typical_area`), and the
   evidence regions are `Question.regions()`: the boxes of the instances the answer depends on.
   Their instance masks travel with the candidate (`segments`) for `--mask-shape segment`.
 - VisArgs-style rows (published layout: `url`, `visual_premises`, `b_box` of `{h, startX, startY,
@@ -33,6 +36,12 @@ from mmfaith.errors import MmfaithError
 from mmfaith.images import read_rgb
 
 VISARGS_QUESTION = "What conclusion does this image convey?"
+QUESTION_RULES = QuestionRules(one_color_only=True, whole_objects=True)
+"""CRM's question rules (docs/questions.md): colour only about objects of one colour (`one_color_only`: the annotator
+judges the colour on the whole object; a phone named from its screen or cream banana slices named yellow were wrong
+gold in issue 29's audit); count, present existence and relation only about objects standing whole in the boxes the
+masks cover, and no colour of a fitted appliance (`whole_objects`: a salad server's handle past its box, an oven box
+leaving the stovetop were remnants; a teal stove with a black cooktop was named black)."""
 
 
 @dataclass(frozen=True)
@@ -90,8 +99,9 @@ def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = 
             continue
         rgb = read_rgb(scene.path) if max_pixels is None else read_rgb(scene.path, max_pixels)
         by_template: dict[str, list[Question]] = {}
-        for question in scene_questions(scene, rgb, seed, templates, QuestionRules(),
-                                        absent=context.plausible_absent(scene), balance=balance):
+        for question in scene_questions(scene, rgb, seed, templates, QUESTION_RULES,
+                                        absent=context.plausible_absent(scene), balance=balance,
+                                        typical_area=context.typical_area):
             by_template.setdefault(question.template, []).append(question)
         chosen = []
         while len(chosen) < per_image and any(by_template.values()):
@@ -104,13 +114,17 @@ def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = 
         if not chosen:
             skipped["no_question"] = skipped.get("no_question", 0) + 1
         for question in chosen:
-            record = question.to_record()
-            yield Candidate(
-                key=f"coco:{question.key}", question=question.question, question_type=question.template,
-                options=tuple(record["options"]), answer=question.answer, facts=record["facts"],
-                regions=tuple(question.regions()), image_path=scene.path,
-                source=coco_record_source(scene, source.dataset_name, source.split), license=scene.license,
-                segments=question.evidence)
+            yield question_candidate(question, scene, source)
+
+
+def question_candidate(question: Question, scene: Scene, source: CocoSource) -> Candidate:
+    """A COCO question about `scene` as a candidate: its evidence boxes as regions, its instances as segments."""
+    record = question.to_record()
+    return Candidate(key=f"coco:{question.key}", question=question.question, question_type=question.template,
+                     options=tuple(record["options"]), answer=question.answer, facts=record["facts"],
+                     regions=tuple(question.regions()), image_path=scene.path,
+                     source=coco_record_source(scene, source.dataset_name, source.split), license=scene.license,
+                     segments=question.evidence)
 
 
 @dataclass(frozen=True)

@@ -3,17 +3,30 @@ from __future__ import annotations
 
 import pytest
 
+from mmfaith.builders.coco_questions import CategoryContext, QuestionRules, scene_questions
 from mmfaith.builders.coco_source import CocoSource, embedded_sample
-from mmfaith.builders.crm.sources import Candidate, coco_candidates
+from mmfaith.builders.crm.sources import Candidate, question_candidate
 from mmfaith.builders.crm.variants import MaskSettings, make_item
+from mmfaith.images import read_rgb
+
+
+LEAK_RULES = QuestionRules(one_color_only=True)
 
 
 @pytest.fixture(scope="module")
 def candidates() -> dict[str, Candidate]:
-    # 12 questions an image (was 4): the items below were looked at by eye, and which 4 an image gives depends on
-    # the build's balance over every scene's questions (the usually-small absent kinds of issue 29 changed it).
+    # Every question of every image by CRM's colour rule, without its usually-small and whole-object rules (a bottle,
+    # a broccoli, the oven of COCO 338: CRM no longer asks about them, yet their masks are what the looked-at leaks
+    # below were seen on; the gates still guard any other source): the mask gates are tested on those items.
     source = CocoSource(*embedded_sample())
-    return {c.key: c for c in coco_candidates(source, 0, per_image=12, allow_noderivs=True)}
+    context = CategoryContext(source)
+    found = {}
+    for image_id in source.image_ids():
+        scene = source.scene(image_id)
+        for question in scene_questions(scene, read_rgb(scene.path), 0, rules=LEAK_RULES,
+                                        absent=context.plausible_absent(scene)):
+            found[f"coco:{question.key}"] = question_candidate(question, scene, source)
+    return found
 
 
 def _one(candidates: dict[str, Candidate], prefix: str) -> Candidate:
@@ -32,7 +45,7 @@ def test_segment_masks_are_refused_where_the_outline_names_the_answer(candidates
     assert make_item(candidate, MaskSettings(shape="box", styles=("black",), modes=("specific",))).record is not None
 
 
-@pytest.mark.parametrize("prefix", ["coco:color:", "coco:existence:49:absent:"])
+@pytest.mark.parametrize("prefix", ["coco:color:30:", "coco:existence:49:absent:"])
 def test_segment_masks_stay_for_colour_and_absent_objects(candidates, prefix: str) -> None:
     # A black silhouette hides a colour; an absent object's mask covers its anchor, not the answer.
     outcome = make_item(_one(candidates, prefix), MaskSettings(shape="segment", styles=("black",), modes=("specific",)))
