@@ -24,7 +24,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
 
-VFAITH_ARGS = ["--per-template", "3", "--inpainter", "patchmatch", "--seed", "0", "--no-progress"]  # = vfaith_build
+VFAITH_ARGS = ["--per-template", "3", "--inpainter", "patchmatch", "--seed", "0", "--no-progress"]  # = vfaith_build's
 MIXED_ARGS = ["--per-tier", "2", "--multi", "4", "--controls", "2", "--seed", "0", "--inpainter", "telea", "--no-progress"]
 
 
@@ -63,9 +63,11 @@ def test_a_build_on_two_nodes_is_byte_identical_to_the_local_build(cluster: Clus
     assert not (tmp_path / "out" / ".staging").exists()
 
 
-def test_a_vfaith_build_on_two_nodes_is_byte_identical_to_the_local_build(cluster: Cluster, vfaith_build: Path,
-                                                                          tmp_path: Path) -> None:
-    process = _build(tmp_path / "out", cluster.address, family="vfaith")
+def test_a_vfaith_build_on_two_nodes_is_byte_identical_to_the_local_build(
+        cluster: Cluster, vfaith_build: Path, removable_sample: tuple[Path, Path], tmp_path: Path) -> None:
+    annotations, images = removable_sample  # vfaith_build's source
+    process = _build(tmp_path / "out", cluster.address, "--coco-annotations", str(annotations),
+                     "--images", str(images), family="vfaith")
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr.decode()
     _same_tree(vfaith_build, tmp_path / "out")
