@@ -86,7 +86,7 @@ def publish_images(images: Mapping[str, Path], folder: Path, workers: int = 4,
 
     entries: Iterable[tuple[str, Path]] = sorted(images.items())
     with ThreadPoolExecutor(max(1, workers)) as pool, \
-            tqdm(total=len(images), desc="thumbnails", unit="image", disable=not progress) as bar:
+            tqdm(total=len(images), desc="thumbnails", unit="image", disable=not progress or not images) as bar:
         for sha256, size in pool.map(one, entries):
             sizes[sha256] = size
             bar.update(1)
