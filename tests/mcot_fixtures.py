@@ -1,4 +1,4 @@
-"""Small copies of V* Bench and HR-Bench in their published Hugging Face layouts (/work/shared/data/FORMATS.md).
+"""Small copies of V* Bench and HR-Bench in their published Hugging Face layouts (docs/mcot.md names them).
 
 The real data cannot be fetched here; these fixtures follow the layouts field for field:
 - V* folder: `test_questions.jsonl` (image, text with "(A) ..." lines and the instruction line,
