@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmfaith.step_pool import available_cores
+
 GOAL_WALL_S, GOAL_CORES = 60.0, 2
 WHEN_KEYS = frozenset({"latency_s", "started", "finished", "seconds", "cpu_seconds", "predictions_sha256", "server",
                        "base_urls"})
@@ -61,7 +63,7 @@ def cold_quickstart(work: Path, workers: int | None) -> dict[str, Any]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     return {"status": status, "wall_s": round(wall, 2), "cpu_s": round(user + system, 2), "user_s": round(user, 2),
-            "sys_s": round(system, 2), "cores": len(os.sched_getaffinity(0)), "log": str(log),
+            "sys_s": round(system, 2), "cores": available_cores(), "log": str(log),
             "steps": [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
                       if ": done in " in line]}
 

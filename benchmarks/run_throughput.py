@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mmfaith.step_pool import available_cores
+
 LATENCY_S = 0.5
 WIDTH, HEIGHT = 640, 480
 PAIRS = 512
@@ -162,7 +164,7 @@ def make_dataset(root: Path) -> None:
 
     (root / "images" / "original").mkdir(parents=True)
     (root / "images" / "edited").mkdir(parents=True)
-    with ProcessPoolExecutor(max_workers=_cores()) as pool:
+    with ProcessPoolExecutor(max_workers=available_cores()) as pool:
         files = [f for group in pool.map(_write_pair_images, [(root, i) for i in range(ORIGINALS)]) for f in group]
     lines = []
     for number, (a_rel, a_sha, b_rel, b_sha) in enumerate(files):
@@ -180,11 +182,6 @@ def make_dataset(root: Path) -> None:
             "build": {"mmfaith_version": __version__, "seed": 0, "slot": "bench", "planner": {"name": "bench"},
                       "inpainter": None, "gates": {"delta_e": [], "outside_changed_pixels": 0}}}))
     (root / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _cores() -> int:
-    """The CPUs this process may run on (`taskset` narrows them; os.cpu_count() does not see it)."""
-    return len(os.sched_getaffinity(0))
 
 
 # -- measuring -------------------------------------------------------------------------------------
@@ -241,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             make_dataset(dataset)
             print(f"dataset: {PAIRS} pairs of {WIDTH}x{HEIGHT} PNGs in {time.perf_counter() - started:.1f} s; "
-                  f"server latency {LATENCY_S} s; {_cores()} CPUs", flush=True)
+                  f"server latency {LATENCY_S} s; {available_cores()} CPUs", flush=True)
             rows = [max((measure(dataset, base_url, c, pairs, Path(tmp), args.through) for _ in range(args.repeat)),
                         key=lambda row: row["requests_per_s"])
                     for c, pairs in (QUICK_LEVELS if args.quick else LEVELS)]
@@ -264,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"client CPU at concurrency {GOAL_CONCURRENCY}: {goal['client_cpu_ms_per_request']:.2f} ms/request: one idle "
           f"core sustains {core_rate:.0f} requests/s, {core_share:.2f} of the ideal "
           f"({'the client is not the limit' if core_share >= GOAL_RATIO else 'the client is the limit'})")
-    print("JSON " + json.dumps({"cpus": _cores(), "latency_s": LATENCY_S, "quick": args.quick,
+    print("JSON " + json.dumps({"cpus": available_cores(), "latency_s": LATENCY_S, "quick": args.quick,
                                 "through": args.through,
                                 "repeat": args.repeat, "rows": rows,
                                 "goal_ratio": GOAL_RATIO, "goal_concurrency": GOAL_CONCURRENCY, "goal_met": met,
