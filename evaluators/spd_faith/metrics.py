@@ -221,12 +221,13 @@ def judge_case(record: dict[str, Any], answers: Mapping[str, Answer]) -> JudgeCa
                      [d["description"] for d in record["differences"]])
 
 
-def score_item(record: dict[str, Any], cluster: str, answers: Mapping[str, Answer],
+def score_item(record: dict[str, Any], cluster: str, answers: Mapping[str, Answer], case: JudgeCase,
                judgement: Judgement) -> dict[str, Any]:
-    """The items.jsonl record of one pair: answers, claims, gold, per-item scores and the matches behind them."""
+    """The items.jsonl record of one pair: answers, claims, gold, per-item scores and the matches behind them
+    (`case`: the pair's `judge_case`, whose gold the judgement was made against)."""
     read = {probe: read_answer(probe, answers[probe]) for probe in PROBES}
     value = {probe: read[probe]["value"] for probe in PROBES}
-    gold = gold_claims(record, edited_first=answers["describe"].order == "edited-first")  # as judge_case's
+    gold = case.gold
     describe = judgement.claims["describe"]
     g = record["num_differences"]
     drf = drf_breakdown(judgement.drf, len(describe), g)

@@ -191,8 +191,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
                    for pair in pairs]
         cases = [judge_case(pair.record, by_probe) for pair, by_probe in zip(pairs, answers)]
         judgements = judge.judge_all(cases)
-        items.extend(spool.keep(score_item(pair.record, pair.source_key, by_probe, judgement))
-                     for pair, by_probe, judgement in zip(pairs, answers, judgements))
+        items.extend(spool.keep(score_item(pair.record, pair.source_key, by_probe, case, judgement))
+                     for pair, by_probe, case, judgement in zip(pairs, answers, cases, judgements))
         n_answered += sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
         if request.judge_agreement:
             compared[0].extend(RuleJudge().judge_all(cases))

@@ -41,7 +41,8 @@ def make_item(gold: list[tuple], same: str | None = None, different: str | None 
                                "description": f"The {c} changed."} for t, c, color in gold]}
     responses = {"same": same, "different": different, "count": count, "describe": describe}
     answers = {p: Answer(responses[p], p in truncated, order) for p in PROBES}
-    return score_item(record, cluster or f"image-{number}", answers, RuleJudge().judge(judge_case(record, answers)))
+    case = judge_case(record, answers)
+    return score_item(record, cluster or f"image-{number}", answers, case, RuleJudge().judge(case))
 
 
 # ---- answers -----------------------------------------------------------------------------------
