@@ -61,8 +61,8 @@ TEXT_CHARS_PER_TOKEN = 4
 IMAGE_PATCH_PX = 28
 POOL_CONNECTIONS = 4
 """About how many connections one client's pool holds; more concurrency gets more clients per URL (at 64
-concurrent requests, 16 connections a pool spent about 1 ms of CPU per request in the pool's scan, 4 about
-0.35 ms: `benchmarks/run_throughput.py`, docs/evaluate.md)."""
+concurrent requests, under cProfile, each of the pool's two scans per request took about 1 ms of CPU at 16
+connections a pool and 0.35 ms at 4: `benchmarks/run_throughput.py`, docs/evaluate.md)."""
 OUT_AFTER = 2
 COOLDOWN_S = 5.0
 MAX_COOLDOWN_S = 120.0
