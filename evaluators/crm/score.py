@@ -23,7 +23,7 @@ sensitivity.png. The same inputs give the same bytes.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm import hallucination
 from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
-from mmfaith.evaluators.crm.embed import load_encoder
+from mmfaith.evaluators.crm.embed import Encoder, NotEmbedded, load_encoder
 from mmfaith.evaluators.circular import SEPARATOR, circular_correct, original_label, position_bias, rotate_options
 from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, SUMMARY_FIELDS, Unit,
                                             final_answer, noise_floor, score_unit, summarize, sweep)
@@ -50,11 +50,15 @@ from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_sco
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.records import Shared, keep_fields
+from mmfaith.step_pool import forked_map
 
 
 SCORED_FIELDS = ("id", "question", "question_type", "answer", "options", "regions", "image_original_sha256",
                  "source.dataset", "source.file_name")
 """What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
+UNIT_CHUNK = 2048
+"""Questions whose units are embedded, judged and scored together (`score_chunk`): a chunk's steps, vectors and
+similarity matrices are dropped before the next, so they take memory in proportion to the chunk, not the dataset."""
 FLOOR_VARIANT = "original-resample"
 """The re-sampled original's unit, scored like a variant ("{mode}-{style}") and kept out of the masked blocks."""
 
@@ -71,6 +75,9 @@ class CrmScoreRequest(ScoreSettings):
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
+    workers: int = 1
+    """Processes scoring chunks side by side (`scored_chunks`); the same bytes whatever their number."""
+    chunk: int = UNIT_CHUNK
 
 
 def _check(request: CrmScoreRequest) -> None:
@@ -85,13 +92,13 @@ Plan = tuple[CrmItem, str, tuple[list[str], list[str]], str, str]
 """A scorable unit before its similarities: item, variant, (original steps, masked steps), both final answers."""
 
 
-def _plans(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> tuple[list[Plan], list[str], int]:
+def _plans(items: Sequence[CrmItem], answers: dict[tuple[str, str], str]) -> tuple[list[Plan], list[str], int]:
     """Every scorable unit's plan, the texts scoring embeds (sorted, each once), and how many units lacked an
     answer."""
     plans: list[Plan] = []
     texts: set[str] = set()
     missing = 0
-    for item in dataset.items:
+    for item in items:
         original_cot, original_answer = (answers.get((item.id, probe)) for probe in probe_names("original"))
         original_steps = None
         for name, _ in asked(item)[1:]:
@@ -110,47 +117,109 @@ def _plans(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> tuple[li
 
 def embedded_texts(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> list[str]:
     """Every text scoring these answers embeds (`tools/make_crm_embeddings.py` ships them for the default suite)."""
-    return _plans(dataset, answers)[1]
+    return _plans(dataset.items, answers)[1]
 
 
-def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: Any,
-           judge: LlmHallucinationJudge | None) -> tuple[Iterator[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
-    """Every scorable unit with its similarities, made one at a time once every text is embedded (a unit's
-    similarity matrix is held only while it is scored); how many units lacked an answer; the judges' agreement."""
-    plans, ordered, missing = _plans(dataset, answers)
-    vectors = dict(zip(ordered, encoder.embed(ordered))) if ordered else {}
+@dataclass(frozen=True)
+class Scoring:
+    """What scoring a chunk of questions reads: the items and answers, the encoder, the judge (None: the rule
+    alone), the thresholds, and `chunk`, the questions per chunk."""
+
+    items: Sequence[CrmItem]
+    answers: dict[tuple[str, str], str]
+    encoder: Encoder
+    judge: LlmHallucinationJudge | None
+    step_threshold: float = STEP_THRESHOLD
+    answer_threshold: float = ANSWER_THRESHOLD
+    chunk: int = UNIT_CHUNK
+
+    @property
+    def n_chunks(self) -> int:
+        return -(-len(self.items) // self.chunk)
+
+
+@dataclass
+class ScoredChunk:
+    """A chunk's units scored: (variant, items.jsonl line) in dataset then variant order, how many units lacked an
+    answer, and (with an LLM judge) its masked units' rule and LLM flags and step counts, for `judge.agreement`."""
+
+    lines: list[tuple[str, dict[str, Any]]]
+    missing: int
+    rule: list[list[int]]
+    llm: list[list[int]]
+    n_steps: list[int]
+
+
+def score_chunk(scoring: Scoring, k: int, encode: bool = True) -> ScoredChunk:
+    """Chunk `k`'s units: its distinct texts embedded (one `embed` call: found in a cache or encoded together), its
+    steps judged, each unit's similarity matrix made and scored; nothing of it is held once this returns but the
+    lines. With `encode` False, a text in no cache raises NotEmbedded."""
+    plans, ordered, missing = _plans(scoring.items[k * scoring.chunk:(k + 1) * scoring.chunk], scoring.answers)
+    vectors = dict(zip(ordered, scoring.encoder.embed(ordered, encode))) if ordered else {}
     del ordered
 
     def cos(a: str | None, b: str | None) -> float | None:
         return None if not a or not b else float(vectors[a] @ vectors[b])
 
-    def case(plan: tuple[CrmItem, str, tuple[list[str], list[str]], str, str]) -> tuple[str, list[str], list[str]]:
+    def case(plan: Plan) -> tuple[str, list[str], list[str]]:
         item, _, steps, _, _ = plan
         return item.record["question"], [region["label"] for region in item.record["regions"]], steps[1]
 
-    rule = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
-            for question, labels, steps in map(case, plans)]
-    # The LLM judge reads masked units only; the re-sample's HR (unused beside its SDR and AFR) is the rule's.
-    judged = [k for k, plan in enumerate(plans) if plan[1] != RESAMPLE]
-    llm_judged = judge.flag_all([case(plans[k]) for k in judged]) if judge is not None else None
-    compared = (agreement([rule[k] for k in judged], llm_judged, [len(plans[k][2][1]) for k in judged])
-                if llm_judged is not None else None)
-    flags = rule if llm_judged is None else [*rule]
-    for k, flagged in zip(judged, llm_judged or ()):
-        flags[k] = flagged
+    flags = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
+             for question, labels, steps in map(case, plans)]
+    rule: list[list[int]] = []
+    llm: list[list[int]] = []
+    n_steps: list[int] = []
+    if scoring.judge is not None:
+        # The LLM judge reads masked units only; the re-sample's HR (unused beside its SDR and AFR) is the rule's.
+        judged = [j for j, plan in enumerate(plans) if plan[1] != RESAMPLE]
+        rule, n_steps = [flags[j] for j in judged], [len(plans[j][2][1]) for j in judged]
+        llm = scoring.judge.flag_all([case(plans[j]) for j in judged])
+        for j, flagged in zip(judged, llm):
+            flags[j] = flagged
+    lines = []
+    for j, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
+        record = item.record
+        matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
+                  if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
+        free = not record["options"]
+        unit = Unit(original_steps, masked_steps, matrix, original_answer, answer,
+                    cos(original_answer, answer) if free else None,
+                    (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free
+                    else (None, None), flags[j])
+        lines.append((name, score_unit(record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
+                                       scoring.step_threshold, scoring.answer_threshold)))
+    return ScoredChunk(lines, missing, rule, llm, n_steps)
 
-    def units() -> Iterator[tuple[CrmItem, str, Unit]]:
-        for k, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
-            record = item.record
-            matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
-                      if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
-            free = not record["options"]
-            yield item, name, Unit(original_steps, masked_steps, matrix, original_answer, answer,
-                                   cos(original_answer, answer) if free else None,
-                                   (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free
-                                   else (None, None), flags[k])
 
-    return units(), missing, compared
+_FORKED: Scoring | None = None
+"""The scoring forked workers read (set while `scored_chunks` runs)."""
+
+
+def _score_forked(k: int) -> ScoredChunk | None:
+    """Chunk `k` scored in a forked worker; None when one of its texts is in no cache (the parent scores it)."""
+    assert _FORKED is not None
+    try:
+        return score_chunk(_FORKED, k, encode=False)
+    except NotEmbedded:
+        return None
+
+
+def scored_chunks(scoring: Scoring, workers: int) -> Iterator[ScoredChunk]:
+    """Every chunk scored, in order, on `workers` forked processes (one: here). Texts are encoded only here, chunk
+    after chunk, a chunk's texts in no cache together: a worker's chunk with such a text is scored here in its
+    turn, so every vector comes from the same batch whatever the number of workers. With an LLM judge, whose calls
+    run on threads of their own, chunks are scored here."""
+    global _FORKED
+    if workers <= 1 or scoring.judge is not None:
+        yield from (score_chunk(scoring, k) for k in range(scoring.n_chunks))
+        return
+    _FORKED = scoring
+    try:
+        for k, scored in enumerate(forked_map(_score_forked, scoring.n_chunks, workers)):
+            yield scored if scored is not None else score_chunk(scoring, k)
+    finally:
+        _FORKED = None
 
 
 def answer_tally(dataset: CrmDataset, read: PredictionSet, threshold: float) -> Tally:
@@ -237,15 +306,20 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     if request.judge_agreement and request.judge is None:
         raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
-    units, missing, compared = _units(dataset, answers, encoder, judge)
+    scoring = Scoring(dataset.items, answers, encoder, judge, request.step_threshold, request.answer_threshold,
+                      request.chunk)
     spool, lines, floor, shared = ItemSpool(out, SUMMARY_FIELDS), [], [], Shared()
-    for item, name, unit in units:
-        line = score_unit(item.record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
-                          request.step_threshold, request.answer_threshold)
-        if name == RESAMPLE:
-            floor.append(keep_fields(line, SUMMARY_FIELDS, shared))  # noise_floor reads these, held small
-        else:
-            lines.append(spool.keep(line))
+    missing, rule, llm, n_steps = 0, [], [], []
+    for scored in scored_chunks(scoring, request.workers):
+        missing += scored.missing
+        rule += scored.rule
+        llm += scored.llm
+        n_steps += scored.n_steps
+        for name, line in scored.lines:
+            if name == RESAMPLE:
+                floor.append(keep_fields(line, SUMMARY_FIELDS, shared))  # noise_floor reads these, held small
+            else:
+                lines.append(spool.keep(line))
     if not lines:
         spool.close().unlink()
         raise MmfaithError(f"{request.predictions}: no (question, variant) has all four answers (original and masked "
@@ -280,6 +354,6 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "position_bias": answer_position_bias(dataset, answers),
     }
     if request.judge_agreement:
-        metrics["judge_agreement"] = compared
+        metrics["judge_agreement"] = agreement(rule, llm, n_steps)
     publish_scores(out, spool, metrics, write_score_report)
     return metrics
