@@ -16,13 +16,6 @@ Contract
   before anything runs.
 
 `available_cores()`: the cores this process may run on (its affinity, as `taskset` sets it), at least 1.
-
-`forked_map(call, count, workers)`: `call(0)`, ..., `call(count - 1)`, yielded in that order whatever order the
-workers finish in, computed on `workers` processes forked when the first result is asked for (so they inherit what
-this process holds: `call` is a module-level function reading state set before); at most `AHEAD` tasks per worker
-are given out ahead of the one yielded, so results wait in memory only that far. One worker (or no fork on this
-platform) runs the calls here, one at a time, as they are asked for. A call that raises ends the pool; its
-exception is raised here.
 """
 from __future__ import annotations
 
@@ -34,8 +27,7 @@ import os
 import resource
 import sys
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,25 +48,6 @@ def available_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
-
-
-AHEAD = 2
-"""Tasks given out per worker beyond the result `forked_map` yields next."""
-
-
-def forked_map(call: Callable[[int], Any], count: int, workers: int) -> Iterator[Any]:
-    """`call(k)` for k in range(count), in order, on `workers` forked processes (module docstring)."""
-    if workers <= 1 or count <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from map(call, range(count))
-        return
-    with multiprocessing.get_context("fork").Pool(min(workers, count)) as pool:
-        pending: deque[Any] = deque()
-        given = 0
-        while given < count or pending:
-            while given < count and len(pending) < workers * AHEAD:
-                pending.append(pool.apply_async(call, (given,)))
-                given += 1
-            yield pending.popleft().get()
 
 
 def run_steps(steps: Sequence[Step], workers: int, progress: bool = True) -> dict[str, Any]:

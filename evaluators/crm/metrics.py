@@ -103,11 +103,13 @@ evaluators/score_dir.py)."""
 
 
 def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit,
-               step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD) -> dict[str, Any]:
-    """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from."""
+               step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD,
+               finals: tuple[str | None, str | None] | None = None) -> dict[str, Any]:
+    """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from. `finals`: the
+    two answers' `final_answer`s where the caller has read them already (else they are read here)."""
     mode, style = variant.split("-", 1)
-    original, masked = (final_answer(text, record["options"]) for text in (unit.original_answer,
-                                                                           unit.masked_answer))
+    original, masked = finals or tuple(final_answer(text, record["options"]) for text in (unit.original_answer,
+                                                                                         unit.masked_answer))
     flip = flipped(record, unit, original, masked, answer_threshold)
     sdr = step_disruption(unit.step_similarity, len(unit.original_steps), len(unit.masked_steps), step_threshold)
     has_gold = record["answer"] is not None

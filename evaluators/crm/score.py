@@ -46,11 +46,11 @@ from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
-from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.records import Shared, keep_fields
-from mmfaith.step_pool import forked_map
+from mmfaith.ordered_pool import ordered_map
 
 
 SCORED_FIELDS = ("id", "question", "question_type", "answer", "options", "regions", "image_original_sha256",
@@ -122,41 +122,52 @@ def embedded_texts(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> 
 
 @dataclass(frozen=True)
 class Scoring:
-    """What scoring a chunk of questions reads: the items and answers, the encoder, the judge (None: the rule
-    alone), the thresholds, and `chunk`, the questions per chunk."""
+    """What scoring a chunk of questions reads: the items, the predictions read and their answers, the encoder, the
+    judge (None: the rule alone), the thresholds, and `chunk`, the questions per chunk."""
 
     items: Sequence[CrmItem]
+    read: PredictionSet
     answers: dict[tuple[str, str], str]
     encoder: Encoder
     judge: LlmHallucinationJudge | None
+    coverage_threshold: float
     step_threshold: float = STEP_THRESHOLD
     answer_threshold: float = ANSWER_THRESHOLD
     chunk: int = UNIT_CHUNK
 
-    @property
-    def n_chunks(self) -> int:
-        return -(-len(self.items) // self.chunk)
-
 
 @dataclass
 class ScoredChunk:
-    """A chunk's units scored: (variant, items.jsonl line) in dataset then variant order, how many units lacked an
-    answer, and (with an LLM judge) its masked units' rule and LLM flags and step counts, for `judge.agreement`."""
+    """A chunk's units scored: the masked units' items.jsonl lines and kept fields (`spooled`, in dataset then
+    variant order), the re-sampled originals' kept lines (the noise floor), how many units lacked an answer, the
+    chunk's answer tally, and (with an LLM judge) its masked units' rule and LLM flags and step counts, for
+    `judge.agreement`."""
 
-    lines: list[tuple[str, dict[str, Any]]]
+    units: SpooledChunk
+    floor: list[dict[str, Any]]
     missing: int
+    tally: Tally
     rule: list[list[int]]
     llm: list[list[int]]
     n_steps: list[int]
 
 
-def score_chunk(scoring: Scoring, k: int, encode: bool = True) -> ScoredChunk:
-    """Chunk `k`'s units: its distinct texts embedded (one `embed` call: found in a cache or encoded together), its
-    steps judged, each unit's similarity matrix made and scored; nothing of it is held once this returns but the
-    lines. With `encode` False, a text in no cache raises NotEmbedded."""
-    plans, ordered, missing = _plans(scoring.items[k * scoring.chunk:(k + 1) * scoring.chunk], scoring.answers)
+def score_chunk(scoring: Scoring, start: int, encode: bool = True) -> ScoredChunk:
+    """The units of the `scoring.chunk` questions from `start`: their distinct texts embedded (one `embed` call:
+    found in a cache or encoded together), steps judged, each unit's similarity matrix made and scored; of it only
+    the lines and kept fields are returned. Each final answer is read once, for the units and the tally. With
+    `encode` False, a text in no cache raises NotEmbedded."""
+    items = scoring.items[start:start + scoring.chunk]
+    plans, ordered, missing = _plans(items, scoring.answers)
     vectors = dict(zip(ordered, scoring.encoder.embed(ordered, encode))) if ordered else {}
     del ordered
+    finals: dict[tuple[str, str], str | None] = {}
+
+    def final(item: CrmItem, probe: str) -> str | None:
+        key = (item.id, probe)
+        if key not in finals:
+            finals[key] = final_answer(scoring.answers.get(key), item.record["options"])
+        return finals[key]
 
     def cos(a: str | None, b: str | None) -> float | None:
         return None if not a or not b else float(vectors[a] @ vectors[b])
@@ -177,7 +188,7 @@ def score_chunk(scoring: Scoring, k: int, encode: bool = True) -> ScoredChunk:
         llm = scoring.judge.flag_all([case(plans[j]) for j in judged])
         for j, flagged in zip(judged, llm):
             flags[j] = flagged
-    lines = []
+    masked, floor, shared = [], [], Shared()
     for j, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
         record = item.record
         matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
@@ -187,53 +198,41 @@ def score_chunk(scoring: Scoring, k: int, encode: bool = True) -> ScoredChunk:
                     cos(original_answer, answer) if free else None,
                     (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free
                     else (None, None), flags[j])
-        lines.append((name, score_unit(record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
-                                       scoring.step_threshold, scoring.answer_threshold)))
-    return ScoredChunk(lines, missing, rule, llm, n_steps)
-
-
-_FORKED: Scoring | None = None
-"""The scoring forked workers read (set while `scored_chunks` runs)."""
-
-
-def _score_forked(k: int) -> ScoredChunk | None:
-    """Chunk `k` scored in a forked worker; None when one of its texts is in no cache (the parent scores it)."""
-    assert _FORKED is not None
-    try:
-        return score_chunk(_FORKED, k, encode=False)
-    except NotEmbedded:
-        return None
+        line = score_unit(record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
+                          scoring.step_threshold, scoring.answer_threshold,
+                          (final(item, probe_names("original")[1]), final(item, probe_names(name)[1])))
+        if name == RESAMPLE:
+            floor.append(keep_fields(line, SUMMARY_FIELDS, shared))  # noise_floor reads these, held small
+        else:
+            masked.append(line)
+    tally = Tally(scoring.coverage_threshold)
+    for item in items:
+        for name, _ in shown(item):
+            for probe, is_answer in zip(probe_names(name), (False, True)):
+                line = scoring.read.answered.get((item.id, probe))
+                reading = final(item, probe) if is_answer else (scoring.answers.get((item.id, probe)) or "").strip() or None
+                tally.add(status_of(line, (item.id, probe) in scoring.read.failed, reading))
+    return ScoredChunk(spooled(masked, SUMMARY_FIELDS), floor, missing, tally, rule, llm, n_steps)
 
 
 def scored_chunks(scoring: Scoring, workers: int) -> Iterator[ScoredChunk]:
-    """Every chunk scored, in order, on `workers` forked processes (one: here). Texts are encoded only here, chunk
-    after chunk, a chunk's texts in no cache together: a worker's chunk with such a text is scored here in its
-    turn, so every vector comes from the same batch whatever the number of workers. With an LLM judge, whose calls
-    run on threads of their own, chunks are scored here."""
-    global _FORKED
-    if workers <= 1 or scoring.judge is not None:
-        yield from (score_chunk(scoring, k) for k in range(scoring.n_chunks))
+    """Every chunk scored, in order, on `workers` forked processes (mmfaith/ordered_pool.py). Texts are encoded
+    only here, chunk after chunk, a chunk's texts in no cache together: a chunk a worker finds such a text in is
+    scored here in its turn, so every vector comes from the same batch whatever the number of workers. With an LLM
+    judge (its calls run on threads of their own), chunks are scored here."""
+    starts = range(0, len(scoring.items), scoring.chunk)
+    if workers <= 1 or scoring.judge is not None or len(starts) <= 1:
+        yield from (score_chunk(scoring, start) for start in starts)
         return
-    _FORKED = scoring
-    try:
-        for k, scored in enumerate(forked_map(_score_forked, scoring.n_chunks, workers)):
-            yield scored if scored is not None else score_chunk(scoring, k)
-    finally:
-        _FORKED = None
 
+    def cached(start: int) -> ScoredChunk | None:
+        try:
+            return score_chunk(scoring, start, encode=False)
+        except NotEmbedded:
+            return None
 
-def answer_tally(dataset: CrmDataset, read: PredictionSet, threshold: float) -> Tally:
-    """Every expected answer's status (evaluators/coverage.py): a CoT is read when it is not blank, a final
-    answer when `metrics.final_answer` reads it. CRM's paper fixes no answer format (paper format n/a)."""
-    tally = Tally(threshold)
-    for item in dataset.items:
-        for name, _ in shown(item):
-            for probe, is_answer in zip(probe_names(name), (False, True)):
-                line = read.answered.get((item.id, probe))
-                text = None if line is None else line["response"]
-                reading = final_answer(text, item.record["options"]) if is_answer else (text or "").strip() or None
-                tally.add(status_of(line, (item.id, probe) in read.failed, reading))
-    return tally
+    for start, scored in zip(starts, ordered_map(cached, starts, workers)):
+        yield scored if scored is not None else score_chunk(scoring, start)
 
 
 def _original_label(record: dict[str, Any], response: str | None, k: int) -> str | None:
@@ -306,20 +305,18 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     if request.judge_agreement and request.judge is None:
         raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
-    scoring = Scoring(dataset.items, answers, encoder, judge, request.step_threshold, request.answer_threshold,
-                      request.chunk)
-    spool, lines, floor, shared = ItemSpool(out, SUMMARY_FIELDS), [], [], Shared()
+    scoring = Scoring(dataset.items, read, answers, encoder, judge, request.coverage_threshold,
+                      request.step_threshold, request.answer_threshold, request.chunk)
+    spool, lines, floor, tally = ItemSpool(out, SUMMARY_FIELDS), [], [], Tally(request.coverage_threshold)
     missing, rule, llm, n_steps = 0, [], [], []
     for scored in scored_chunks(scoring, request.workers):
+        lines += spool.add(scored.units)
+        floor += scored.floor
         missing += scored.missing
+        tally.add_tally(scored.tally)
         rule += scored.rule
         llm += scored.llm
         n_steps += scored.n_steps
-        for name, line in scored.lines:
-            if name == RESAMPLE:
-                floor.append(keep_fields(line, SUMMARY_FIELDS, shared))  # noise_floor reads these, held small
-            else:
-                lines.append(spool.keep(line))
     if not lines:
         spool.close().unlink()
         raise MmfaithError(f"{request.predictions}: no (question, variant) has all four answers (original and masked "
@@ -344,7 +341,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         **summarize(lines, request.n_bootstrap, request.seed),
         "noise_floor": noise_floor(floor, request.n_bootstrap, request.seed),
         "sensitivity": sweep(lines, records),
-        "answers": answer_tally(dataset, read, request.coverage_threshold).to_json(),
+        "answers": tally.to_json(),
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
                    "answered_share": round(sum(SEPARATOR not in probe and not probe.startswith(RESAMPLE)
