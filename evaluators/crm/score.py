@@ -246,6 +246,8 @@ def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> 
     multiple-choice items asked in every rotation of the options there (`run --circular`), the first-order
     accuracy of its final answer beside `accuracy_circular` (right in every rotation, evaluators/circular.py);
     None for a run without rotations."""
+    if not any(SEPARATOR in probe for _, probe in answers):
+        return None  # no rotation answered: a run without --circular
     first: dict[str, list[bool]] = {}
     every: dict[str, list[bool]] = {}
     for item in dataset.items:
