@@ -122,12 +122,12 @@ def embedded_texts(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> 
 
 @dataclass(frozen=True)
 class Scoring:
-    """What scoring a chunk of questions reads: the items, the predictions read and their answers, the encoder, the
-    judge (None: the rule alone), the thresholds, and `chunk`, the questions per chunk."""
+    """What scoring a chunk of questions reads: the items, the answers by (id, probe) and the (id, probe)s whose call
+    failed, the encoder, the judge (None: the rule alone), the thresholds, and `chunk`, the questions per chunk."""
 
     items: Sequence[CrmItem]
-    read: PredictionSet
     answers: dict[tuple[str, str], str]
+    failed: frozenset[tuple[str, str]]
     encoder: Encoder
     judge: LlmHallucinationJudge | None
     coverage_threshold: float
@@ -140,13 +140,15 @@ class Scoring:
 class ScoredChunk:
     """A chunk's units scored: the masked units' items.jsonl lines and kept fields (`spooled`, in dataset then
     variant order), the re-sampled originals' kept lines (the noise floor), how many units lacked an answer, the
-    chunk's answer tally, and (with an LLM judge) its masked units' rule and LLM flags and step counts, for
+    chunk's answer tally, the original's final answer to each multiple-choice question (`answer_position_bias`),
+    and (with an LLM judge) its masked units' rule and LLM flags and step counts, for
     `judge.agreement`."""
 
     units: SpooledChunk
     floor: list[dict[str, Any]]
     missing: int
     tally: Tally
+    picks: list[str | None]
     rule: list[list[int]]
     llm: list[list[int]]
     n_steps: list[int]
@@ -209,10 +211,12 @@ def score_chunk(scoring: Scoring, start: int, encode: bool = True) -> ScoredChun
     for item in items:
         for name, _ in shown(item):
             for probe, is_answer in zip(probe_names(name), (False, True)):
-                line = scoring.read.answered.get((item.id, probe))
-                reading = final(item, probe) if is_answer else (scoring.answers.get((item.id, probe)) or "").strip() or None
-                tally.add(status_of(line, (item.id, probe) in scoring.read.failed, reading))
-    return ScoredChunk(spooled(masked, SUMMARY_FIELDS), floor, missing, tally, rule, llm, n_steps)
+                text = scoring.answers.get((item.id, probe))
+                reading = final(item, probe) if is_answer else (text or "").strip() or None
+                tally.add(status_of(None if text is None else {"response": text}, (item.id, probe) in scoring.failed,
+                                    reading))
+    picks = [final(item, "original_answer") for item in items if item.record["options"]]
+    return ScoredChunk(spooled(masked, SUMMARY_FIELDS), floor, missing, tally, picks, rule, llm, n_steps)
 
 
 def scored_chunks(scoring: Scoring, workers: int) -> Iterator[ScoredChunk]:
@@ -272,12 +276,11 @@ def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> 
                     "accuracy_circular": round(sum(every[image]) / len(every[image]), 6)} for image in first}
 
 
-def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any]:
-    """Each option letter's share among the original image's first-order final answers (multiple choice)
-    beside its share among the golds."""
+def answer_position_bias(dataset: CrmDataset, picked: list[str | None]) -> dict[str, Any]:
+    """Each option letter's share among the original image's first-order final answers (multiple choice; `picked`:
+    each one's `final_answer`, in dataset order) beside its share among the golds."""
     chosen = [item for item in dataset.items if item.record["options"]]
     labels = sorted({option["label"] for item in chosen for option in item.record["options"]})
-    picked = [final_answer(answers.get((item.id, "original_answer")), item.record["options"]) for item in chosen]
     return position_bias([label if label in labels else None for label in picked],
                          [item.record["answer"] for item in chosen], labels)
 
@@ -304,18 +307,20 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                     read.sha256, request.overwrite)
     encoder = load_encoder(request.sbert_model, request.batch_size)
     answers = {key: line["response"] for key, line in read.answered.items()}
+    read.answered.clear()  # scoring reads the responses alone: each line's dict is dropped (memory per line)
     if request.judge_agreement and request.judge is None:
         raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
-    scoring = Scoring(dataset.items, read, answers, encoder, judge, request.coverage_threshold,
+    scoring = Scoring(dataset.items, answers, read.failed, encoder, judge, request.coverage_threshold,
                       request.step_threshold, request.answer_threshold, request.chunk)
     spool, lines, floor, tally = ItemSpool(out, SUMMARY_FIELDS), [], [], Tally(request.coverage_threshold)
-    missing, rule, llm, n_steps = 0, [], [], []
+    missing, picks, rule, llm, n_steps = 0, [], [], [], []
     for scored in scored_chunks(scoring, request.workers):
         lines += spool.add(scored.units)
         floor += scored.floor
         missing += scored.missing
         tally.add_tally(scored.tally)
+        picks += scored.picks
         rule += scored.rule
         llm += scored.llm
         n_steps += scored.n_steps
@@ -347,10 +352,10 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
                    "answered_share": round(sum(SEPARATOR not in probe and not probe.startswith(RESAMPLE)
-                                               for _, probe in read.answered)
+                                               for _, probe in answers)
                                            / sum(2 * len(shown(item)) for item in dataset.items), 6)},
         "circular": circular_block(dataset, answers),
-        "position_bias": answer_position_bias(dataset, answers),
+        "position_bias": answer_position_bias(dataset, picks),
     }
     if request.judge_agreement:
         metrics["judge_agreement"] = agreement(rule, llm, n_steps)

@@ -56,13 +56,13 @@ def test_vectors_held_are_bounded_by_the_chunk(distinct: tuple[Path, Path], tmp_
 
     encoder = load_encoder(batch_size=16, cache_root=tmp_path / "cache", memory_vectors=bound)
     chunked = []
-    for scored in scored_chunks(Scoring(dataset.items, read, answers, encoder, None, 0.5, chunk=1), workers=1):
+    for scored in scored_chunks(Scoring(dataset.items, answers, read.failed, encoder, None, 0.5, chunk=1), workers=1):
         assert encoder.cache.held() <= bound and encoder.most_at_once <= bound
         chunked.append(scored)
     assert encoder.encoded == len(every) and len(chunked) == N_ITEMS
 
     whole = load_encoder(batch_size=16, cache_root=tmp_path / "cache")  # the same cache: the vectors stored above
-    [one] = scored_chunks(Scoring(dataset.items, read, answers, whole, None, 0.5, chunk=N_ITEMS), workers=1)
+    [one] = scored_chunks(Scoring(dataset.items, answers, read.failed, whole, None, 0.5, chunk=N_ITEMS), workers=1)
     assert whole.encoded == 0 and whole.most_at_once == len(every)
     assert "".join(scored.units.lines for scored in chunked) == one.units.lines
     assert [line for scored in chunked for line in scored.floor] == one.floor
