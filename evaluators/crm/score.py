@@ -6,10 +6,17 @@ submission is validated whole; `from_run` lets the last answered line win; lines
 images are stale).
 
 Per (question, variant) unit (evaluators/crm/metrics.py): the original and masked steps
-(evaluators/crm/steps.py), their Sentence-BERT cosines (evaluators/crm/embed.py: every distinct
-text of the run embedded once, in batches, cached under $MMFAITH_CACHE), the final answers, the
-hallucination judge's flags (the rule, evaluators/crm/hallucination.py, or an LLM judge). A
-unit whose original or masked CoT has no answer is not scored (counted as `n_missing`).
+(evaluators/crm/steps.py), their Sentence-BERT cosines (evaluators/crm/embed.py: each distinct
+text embedded once, cached under $MMFAITH_CACHE), the final answers, the hallucination judge's
+flags (the rule, evaluators/crm/hallucination.py, or an LLM judge). A unit whose original or
+masked CoT has no answer is not scored (counted as `n_missing`).
+
+Questions are scored UNIT_CHUNK at a time (`score_chunk`): a chunk's distinct texts embedded in one
+call, its units judged, scored and spooled, its steps and vectors dropped before the next, so memory
+is bounded by the chunk whatever the number of distinct texts. `workers` processes score chunks side
+by side (mmfaith/ordered_pool.py), merged in dataset order; texts in no cache are encoded only in
+this process, chunk after chunk (`scored_chunks`), so the vectors, and the bytes, do not depend on
+the number of workers.
 
 Noise floor: the original asked again with another seed (`resample_*`, evaluators/crm/run.py) is
 scored as a unit against the original like a variant; `noise_floor` gives its SDR and AFR (with
