@@ -57,7 +57,7 @@ from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_di
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.records import Shared, keep_fields
-from mmfaith.ordered_pool import ordered_map
+from mmfaith.ordered_pool import ordered_map, scoring_workers
 
 
 SCORED_FIELDS = ("id", "question", "question_type", "answer", "options", "regions", "image_original_sha256",
@@ -82,7 +82,7 @@ class CrmScoreRequest(ScoreSettings):
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
-    workers: int = 1
+    workers: int | None = None
     """Processes scoring chunks side by side (`scored_chunks`); the same bytes whatever their number."""
     chunk: int = UNIT_CHUNK
 
@@ -322,7 +322,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                       request.step_threshold, request.answer_threshold, request.chunk)
     spool, lines, floor, tally = ItemSpool(out, SUMMARY_FIELDS), [], [], Tally(request.coverage_threshold)
     missing, picks, rule, llm, n_steps = 0, [], [], [], []
-    for scored in scored_chunks(scoring, request.workers):
+    for scored in scored_chunks(scoring, scoring_workers(request.workers)):
         lines += spool.add(scored.units)
         floor += scored.floor
         missing += scored.missing
