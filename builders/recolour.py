@@ -77,6 +77,7 @@ LEAN_HUE = 45.0
 LIGHT_TARGETS = {"pink": PINK_MIN_L, "yellow": 70.0}
 WHITE_TARGET_L = 80.0
 CHROMA_PER_LIGHTNESS = 0.5
+VIVID_TARGETS = {"red": 1.0}
 MAX_GAIN = 6.0
 SHADING_FLATTEN = 0.35
 CHROMA_KEEPS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -164,7 +165,8 @@ def object_support(rgb: np.ndarray, mask: np.ndarray) -> Support | None:
 def _reads_as(labs: np.ndarray, target: str) -> bool:
     """True when TARGET_SHARE of the pixels are named `target` (colors.name_labs) and their median colour is
     named `target` clearly (colors.clearly_named: a near-black "blue", a salmon "red" next to pink are not); a
-    chromatic target has a chroma of at least MIN_CHROMA and CHROMA_PER_LIGHTNESS times its lightness (a pale
+    chromatic target has a chroma of at least MIN_CHROMA and CHROMA_PER_LIGHTNESS times its lightness
+    (VIVID_TARGETS times for red: a red of lower chroma is coral or salmon to a person, next to pink; a pale
     lavender is not clearly blue; a dark green may be less vivid than a light one), and pink and yellow are
     light (median lightness at least LIGHT_TARGETS + CLEAR_LIGHTNESS: a dark pink reads plum, a dark yellow
     olive), and white at least WHITE_TARGET_L (a light gray is not white)."""
@@ -178,7 +180,8 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
         return False  # a dark pink (by hue alone) is plum to a person, a dark yellow olive
     if target == "white" and lightness < WHITE_TARGET_L:
         return False  # a shaded "white" is light gray to a person
-    return target in ("black", "white", "gray") or chroma >= max(MIN_CHROMA, CHROMA_PER_LIGHTNESS * lightness)
+    return target in ("black", "white", "gray") or \
+        chroma >= max(MIN_CHROMA, VIVID_TARGETS.get(target, CHROMA_PER_LIGHTNESS) * lightness)
 
 
 def _lean(labs: np.ndarray) -> float | None:

@@ -209,6 +209,10 @@ class SceneView:
         if hole > self.rules.max_hole_area:
             return (f"hole {hole:.3f} of the image exceeds the {self.rules.inpainter} limit "
                     f"{self.rules.max_hole_area}")
+        return self.placement_reason(ann_id)
+
+    def placement_reason(self, ann_id: int) -> str | None:
+        """targets.movable_reason of the object in this scene (partly hidden, supporting another, ...), or None."""
         boxes = {ann: inst.bbox for ann, inst in self.instances.items()}
         crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
         return movable_reason(ann_id, self.masks, boxes, crowd)

@@ -8,8 +8,8 @@ For every question the shared generator asks about the scene (builders/coco_ques
 | color     | What color is the X?              | recolour X to a distractor option of its palette | that colour       |
 | count     | How many Xs are there?            | remove one X (inpainter)                         | count - 1         |
 | existence | Is there a X?                     | remove the only X                                | no                |
-| relation  | Is the S left or right of the R?  | move S across R, on its ground line; where       | the other side    |
-|           |                                   | neither may move, mirror the photo left to right |                   |
+| relation  | Is the S left or right of the R?  | mirror the photo left to right; where it may not | the other side    |
+|           |                                   | be, move S across R, on its ground line          |                   |
 
 The objects obey the shared target rules (builders/targets.py, builders/scene_view.py): a recolour
 target is in the category's palette and at least 40 delta E from the object's colour; a removed or
@@ -17,11 +17,12 @@ moved object carries nothing, is not partly hidden, fits the inpainter's hole li
 neighbours, its hole does not reach the image border and it has no reflection right below it
 (SceneView.removal_refusal; issue 29's audit: a strip left at the border, a bottle's reflection in
 a glass table after "no bottle"); a moved object is not fixed in place, and lands on free ground of
-the same kind (gates.ground_delta_e). Where neither object of a relation may move (issue 29's audit:
-every move of the samples is refused, and the moves it let through floated or left a smear), the
-photo is mirrored left to right (edits.edit_mirror): both objects swap sides, nothing is painted or
-filled; not in a scene holding a kind of object that usually carries writing (MIRROR_REFUSED: a
-stop sign, a clock's numerals, a book, a screen), where the mirrored text would give the edit away.
+the same kind (gates.ground_delta_e). A relation is first flipped by mirroring the photo left to
+right (edits.edit_mirror; issue 29's audit: most moves of the samples are refused, and the moves it
+let through floated or left a smear): both objects swap sides, nothing is painted or filled; not in a scene holding a kind of object that usually carries writing (MIRROR_REFUSED: a
+stop sign, a clock's numerals, a book, a screen, a bottle's label), where the mirrored text would
+give the edit away, and only when both objects are seen whole (nameable, not partly hidden, not cut
+by the border: the audit rejected a backpack seen as a strap and a person cut by the frame).
 
 Gates, all recorded in `build.gates` (a failure is a rejection with its stage and reason):
 - `answer`: the edited answer is an option and differs from the original; and the edited image
@@ -74,9 +75,9 @@ OPERATION = {"color": "recolor", "count": "remove", "existence": "remove", "rela
 """Each template's edit; a relation whose objects may not move mirrors the photo instead (`MIRROR`)."""
 MIRROR = "mirror"
 MIRROR_REFUSED = frozenset({"stop sign", "parking meter", "clock", "book", "keyboard", "laptop", "tv", "cell phone",
-                            "remote", "microwave", "oven", "bus", "train", "truck", "airplane", "boat"})
-"""Kinds of object that usually carry writing (signs, numerals, keys, screens, liveries): a scene holding one
-is never mirrored, its text would read backwards."""
+                            "remote", "microwave", "oven", "bus", "train", "truck", "airplane", "boat", "bottle"})
+"""Kinds of object that usually carry writing (signs, numerals, keys, screens, liveries, labels): a scene holding
+one is never mirrored, its text would read backwards (issue 29's audit: a wine bottle's label)."""
 GATE_MEASURE = "mean CIE76 delta E*ab over the edited cue (the mask; old and new mask for a move)"
 
 
@@ -239,12 +240,17 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
 
 def _relation_plan(question: Question, view: SceneView, settings: OfflineSettings,
                    rng: np.random.Generator) -> _Plan | str:
-    """Move the subject across the reference, or else the reference across the subject (either flips the
-    answer); the first object that may move and finds free ground on the other side. Where neither may move,
-    mirror the photo (module docstring), unless the scene holds a kind of object in MIRROR_REFUSED."""
+    """Mirror the photo (module docstring) unless `_mirror_refusal` refuses it; then move the subject across the
+    reference, or else the reference across the subject (either flips the answer): the first object that may move
+    and finds free ground on the other side."""
     facts = question.facts
     after = OTHER_SIDE[facts["relation"]]
-    reasons = []
+    refusal = _mirror_refusal(question, view)
+    if refusal is None:
+        return _Plan(question.evidence[0].ann_id, after, f"Mirror the photo left to right, so that the "
+                     f"{facts['subject']} is to the {after} of the {facts['reference']}.",
+                     facts_edited={**facts, "relation": after}, operation=MIRROR)
+    reasons = [f"the photo is not mirrored: {refusal}"]
     for mover, still, side in ((question.evidence[0], question.evidence[1], facts["relation"]),
                                (question.evidence[1], question.evidence[0], after)):
         category = mover.category
@@ -262,13 +268,22 @@ def _relation_plan(question: Question, view: SceneView, settings: OfflineSetting
         return _Plan(mover.ann_id, after, f"Move the {category} to the other side of the {still.category}, so that "
                      f"the {facts['subject']} is to the {after} of the {facts['reference']}.",
                      offset=offset, facts_edited={**facts, "relation": after})
+    return "; ".join(reasons)
+
+
+def _mirror_refusal(question: Question, view: SceneView) -> str | None:
+    """Why the photo may not be mirrored for a relation question (module docstring), or None: the scene holds a
+    kind of object that usually carries writing, or either object is not one a person could point at whole (not
+    nameable, partly hidden or supporting another: targets.movable_reason; cut by the image border)."""
     written = sorted({inst.category for inst in view.scene.instances} & MIRROR_REFUSED)
     if written:
-        reasons.append(f"the photo is not mirrored: it holds a {written[0]}, whose writing would read backwards")
-        return "; ".join(reasons)
-    return _Plan(question.evidence[0].ann_id, after, f"Mirror the photo left to right, so that the {facts['subject']} "
-                 f"is to the {after} of the {facts['reference']}.", facts_edited={**facts, "relation": after},
-                 operation=MIRROR)
+        return f"it holds a {written[0]}, whose writing would read backwards"
+    for inst in question.evidence:
+        why = view.unnameable(inst.ann_id) or view.placement_reason(inst.ann_id) or \
+            ("cut by the image border" if view.hole_touches_border(inst.ann_id) else None)
+        if why is not None:
+            return f"the {inst.category} is not seen whole: {why}"
+    return None
 
 
 def _crossing_offset(view: SceneView, ann_id: int, reference_box: tuple[float, float, float, float], relation: str,
