@@ -12,8 +12,9 @@ paints the polygon with a flat colour shows all three to a careful annotator (is
 2. An object is refused (`refusal`) when its outline cannot be trusted: the refinement keeps less
    than MIN_KEPT (85 %) of the polygon (a see-through shape: its polygon holds background; or a
    polygon that is mostly not the object) or adds more than MAX_ADDED (20 %) of it (the polygon
-   misses much of the object); or when the support is smaller than MIN_PIXELS (too small to judge
-   its shading or edges).
+   misses much of the object); or when the support is smaller than MIN_PIXELS (1500, about 0.5 % of a
+   640 x 480 photo: too small to judge its shading or edges; issue 29's audit rejected a recoloured
+   catcher's mitt of 20 x 31 px and a far closed umbrella of 1,045 px as targets nobody can make out).
 3. The colour is changed as light would show a different paint (`ObjectPaint.apply`): in linear RGB,
    every pixel becomes the target's albedo times the pixel's own shading (its luminance over the
    object's median luminance), so shadows, highlights and texture in lightness stay where they
@@ -61,7 +62,7 @@ CORE = 3
 GRABCUT_ITERATIONS = 4
 MIN_KEPT = 0.85
 MAX_ADDED = 0.20
-MIN_PIXELS = 400
+MIN_PIXELS = 1500
 EDGE_SIGMA = 0.8
 MATTE_FLOOR = 0.05
 TARGET_SHARE = 0.60
