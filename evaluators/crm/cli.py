@@ -56,6 +56,9 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--answer-threshold", type=float, default=0.90,
                      help="a free-form answer flips when its similarity to the original answer is below this")
     sim.add_argument("--batch-size", type=int, default=256, help="texts per Sentence-BERT batch")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes scoring chunks of questions side by side (default: the cores this process may "
+                             "use; the same scores whatever N)")
     add_judge_options(parser, "hallucination judge", "the masked steps",
                       "how often the rule and the LLM judge label the same steps")
 
@@ -67,13 +70,17 @@ def score(args: argparse.Namespace) -> int:
     from mmfaith.evaluators.crm.score import CrmScoreRequest, score_crm
     from mmfaith.evaluators.score_settings import shared_score_settings
     from mmfaith.nouns import counted
+    from mmfaith.step_pool import available_cores
 
     if not args.dataset:
         raise MmfaithError("score crm needs --dataset BUILD_DIR|RELEASE.")
+    if args.workers is not None and args.workers < 1:
+        raise MmfaithError(f"--workers must be 1 or more, not {args.workers}.")
     metrics = score_crm(CrmScoreRequest(
         **shared_score_settings(args), dataset=Path(args.dataset), sbert_model=args.sbert_model,
         step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, batch_size=args.batch_size,
-        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, judge=judge_endpoint(args)))
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, judge=judge_endpoint(args),
+        workers=args.workers or available_cores()))
     counts = metrics["counts"]
     print_score_line("crm", f"{counted(counts['n_units'], 'masked variant')} of "
                             f"{counted(counts['n_items'], 'question')}", metrics, args.out)
