@@ -99,3 +99,12 @@ def edit_move(
     image = np.where(seam[..., None], np.clip(np.rint(blended), 0, 255).astype(np.uint8), background)
     return EditOutcome(image, allowed=hole | seam, evidence=mask | moved_mask, bbox_after=mask_bbox(moved_mask),
                        hole=hole & ~seam)
+
+
+def edit_mirror(rgb: np.ndarray, mask: np.ndarray) -> EditOutcome:
+    """Mirror the whole photo left to right: every left/right relation swaps and nothing is painted or filled.
+    `mask` is the cue (the objects a question reads); it must show the change over itself and its mirror
+    image (`evidence`); every pixel may change (`allowed`)."""
+    mirrored = mask[:, ::-1]
+    return EditOutcome(np.ascontiguousarray(rgb[:, ::-1]), allowed=np.ones(mask.shape, dtype=bool),
+                       evidence=mask | mirrored, bbox_after=mask_bbox(mirrored))

@@ -12,8 +12,9 @@ paints the polygon with a flat colour shows all three to a careful annotator (is
 2. An object is refused (`refusal`) when its outline cannot be trusted: the refinement keeps less
    than MIN_KEPT (85 %) of the polygon (a see-through shape: its polygon holds background; or a
    polygon that is mostly not the object) or adds more than MAX_ADDED (20 %) of it (the polygon
-   misses much of the object); or when the support is smaller than MIN_PIXELS (too small to judge
-   its shading or edges).
+   misses much of the object); or when the support is smaller than MIN_PIXELS (1500, about 0.5 % of a
+   640 x 480 photo: too small to judge its shading or edges; issue 29's audit rejected a recoloured
+   catcher's mitt of 20 x 31 px and a far closed umbrella of 1,045 px as targets nobody can make out).
 3. The colour is changed as light would show a different paint (`ObjectPaint.apply`): in linear RGB,
    every pixel becomes the target's albedo times the pixel's own shading (its luminance over the
    object's median luminance), so shadows, highlights and texture in lightness stay where they
@@ -24,10 +25,17 @@ paints the polygon with a flat colour shows all three to a careful annotator (is
    result reads clearly as the target (`_reads_as`: TARGET_SHARE (60 %) of its pixels named the
    target, the median colour still so under small moves of lightness, chroma and hue, vivid enough,
    pink and yellow light): a black suitcase becomes dark green, not the prototype's mid green painted
-   flat. A target is refused (`ObjectPaint.refusal`) when that lightness lies more than
+   flat. The albedo takes the least chroma that reads clearly as the target, one step of CHROMA_KEEPS
+   more (desaturated toward its own gray): the prototype's full chroma comes out neon and flat (issue
+   29's audit: a white vase painted saturated red, yellow or green, a wooden table neon green), and a
+   "white" is at least WHITE_TARGET_L light (a shaded canopy made "white" came out light gray). A
+   target is refused (`ObjectPaint.refusal`) when that lightness lies more than
    MAX_LIGHTNESS_JUMP (50) L* from the object's own or is over MAX_GAIN (6) times as bright, when the
    object is darker than MIN_LIGHTNESS_TO_LIGHTEN (8: its pixels are noise, not shading) and would
-   be lightened, or when the object's mean hue already leans to the target (LEAN_HUE: a dark purple
+   be lightened, when more than MAX_CLIPPED_SHARE (5 %) of its pixels are over MAX_SHADING times its
+   median luminance (a light pattern on a dark object: a printed logo on an umbrella, a window, a
+   glare, which one albedo would paint with the rest and the clipped shading would flatten), or when
+   the object's mean hue already leans to the target (LEAN_HUE: a dark purple
    suitcase named black made purple leaves the photo's answer in doubt).
 4. The edge is soft: the support's matte (blurred by EDGE_SIGMA) blends the recoloured pixels
    into the photo's own, so the object's anti-aliased rim changes with it; `region` (where any
@@ -54,7 +62,7 @@ CORE = 3
 GRABCUT_ITERATIONS = 4
 MIN_KEPT = 0.85
 MAX_ADDED = 0.20
-MIN_PIXELS = 400
+MIN_PIXELS = 1500
 EDGE_SIGMA = 0.8
 MATTE_FLOOR = 0.05
 TARGET_SHARE = 0.60
@@ -62,14 +70,18 @@ MAX_LIGHTNESS_JUMP = 50.0
 MIN_LIGHTNESS_TO_LIGHTEN = 8.0
 LIGHTNESS_STEPS = 51
 MAX_SHADING = 4.0
+MAX_CLIPPED_SHARE = 0.05
 SHADING_PERCENTILE = 95.0
 MIN_CHROMA = 15.0
 LEAN_CHROMA = 4.0
 LEAN_HUE = 45.0
 LIGHT_TARGETS = {"pink": PINK_MIN_L, "yellow": 70.0}
+WHITE_TARGET_L = 80.0
 CHROMA_PER_LIGHTNESS = 0.5
+VIVID_TARGETS = {"red": 1.0}
 MAX_GAIN = 6.0
 SHADING_FLATTEN = 0.35
+CHROMA_KEEPS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 @cache
@@ -154,10 +166,11 @@ def object_support(rgb: np.ndarray, mask: np.ndarray) -> Support | None:
 def _reads_as(labs: np.ndarray, target: str) -> bool:
     """True when TARGET_SHARE of the pixels are named `target` (colors.name_labs) and their median colour is
     named `target` clearly (colors.clearly_named: a near-black "blue", a salmon "red" next to pink are not); a
-    chromatic target has a chroma of at least MIN_CHROMA and CHROMA_PER_LIGHTNESS times its lightness (a pale
+    chromatic target has a chroma of at least MIN_CHROMA and CHROMA_PER_LIGHTNESS times its lightness
+    (VIVID_TARGETS times for red: a red of lower chroma is coral or salmon to a person, next to pink; a pale
     lavender is not clearly blue; a dark green may be less vivid than a light one), and pink and yellow are
     light (median lightness at least LIGHT_TARGETS + CLEAR_LIGHTNESS: a dark pink reads plum, a dark yellow
-    olive)."""
+    olive), and white at least WHITE_TARGET_L (a light gray is not white)."""
     if float((name_labs(labs) == COLOR_NAMES.index(target)).mean()) < TARGET_SHARE:
         return False
     median = np.median(labs, axis=0)
@@ -166,7 +179,10 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
     lightness, chroma = float(median[0]), float(np.hypot(median[1], median[2]))
     if lightness - CLEAR_LIGHTNESS < LIGHT_TARGETS.get(target, 0.0):
         return False  # a dark pink (by hue alone) is plum to a person, a dark yellow olive
-    return target in ("black", "white", "gray") or chroma >= max(MIN_CHROMA, CHROMA_PER_LIGHTNESS * lightness)
+    if target == "white" and lightness < WHITE_TARGET_L:
+        return False  # a shaded "white" is light gray to a person
+    return target in ("black", "white", "gray") or \
+        chroma >= max(MIN_CHROMA, VIVID_TARGETS.get(target, CHROMA_PER_LIGHTNESS) * lightness)
 
 
 def _lean(labs: np.ndarray) -> float | None:
@@ -205,10 +221,15 @@ def _lightness_of(luminance: float) -> float:
     return 116.0 * luminance ** (1.0 / 3.0) - 16.0 if luminance > 0.008856 else 903.3 * luminance
 
 
-def _albedo(target: str, lightness: float) -> np.ndarray:
-    """The target prototype's chromaticity in linear RGB, scaled to the luminance of L* = `lightness`."""
+def _albedo(target: str, lightness: float, keep: float = 1.0) -> np.ndarray:
+    """The target prototype's chromaticity in linear RGB, scaled to the luminance of L* = `lightness`, its
+    chroma kept by `keep` (1: the prototype's; less: desaturated toward the gray of the same luminance)."""
     proto = _srgb_to_linear(np.array(COLOR_PROTOTYPES_RGB[target], dtype=np.uint8))
-    return proto * (_luminance_of(lightness) / float(_luminance(proto)))
+    albedo = proto * (_luminance_of(lightness) / float(_luminance(proto)))
+    if keep >= 1.0:
+        return albedo
+    gray = float(_luminance(albedo))
+    return (gray + keep * (albedo - gray)).astype(np.float32)
 
 
 class ObjectPaint:
@@ -227,6 +248,7 @@ class ObjectPaint:
         self.reference = max(float(np.median(_luminance(_srgb_to_linear(self.crop[pixels])))), 1e-4)
         self.own = _lightness_of(self.reference)
         shading = self._shading(pixels)
+        self.clipped = float((shading >= MAX_SHADING).mean()) if shading.size else 0.0
         self.sample = shading[:: max(1, shading.size // 4000)]
         self.lean = _lean(rgb_to_lab(self.crop[pixels]))
 
@@ -235,12 +257,26 @@ class ObjectPaint:
         luminance = _luminance(_srgb_to_linear(self.crop[pixels]))
         return np.clip(luminance / self.reference, 0.0, MAX_SHADING).astype(np.float32)
 
-    def _render(self, shading: np.ndarray, target: str, lightness: float) -> np.ndarray:
-        """The target's albedo at `lightness` lit by each pixel's shading (module docstring, step 3)."""
+    def _render(self, shading: np.ndarray, target: str, lightness: float, keep: float) -> np.ndarray:
+        """The target's albedo at `lightness` with its chroma kept by `keep`, lit by each pixel's shading (module
+        docstring, step 3)."""
         gain = _luminance_of(lightness) / self.reference
         exponent = 1.0 / (1.0 + SHADING_FLATTEN * float(np.log2(gain))) if gain > 1.0 else 1.0
         lit = np.power(shading, exponent)
-        return _linear_to_srgb(lit[:, None] * self._headroom(_albedo(target, lightness), lit)[None, :])
+        return _linear_to_srgb(lit[:, None] * self._headroom(_albedo(target, lightness, keep), lit)[None, :])
+
+    def _reads(self, target: str, lightness: float, keep: float) -> bool:
+        return _reads_as(rgb_to_lab(self._render(self.sample, target, lightness, keep)), target)
+
+    def _keep(self, target: str, lightness: float) -> float | None:
+        """How much of the prototype's chroma the albedo keeps at `lightness` (module docstring, step 3): the least
+        of CHROMA_KEEPS that reads clearly as `target`, one step more where that still reads. None when none
+        reads."""
+        for step, keep in enumerate(CHROMA_KEEPS):
+            if self._reads(target, lightness, keep):
+                more = CHROMA_KEEPS[min(step + 1, len(CHROMA_KEEPS) - 1)]
+                return more if self._reads(target, lightness, more) else keep
+        return None
 
     def _headroom(self, albedo: np.ndarray, lit: np.ndarray) -> np.ndarray:
         """The albedo desaturated toward its own gray (same luminance) just enough that the object's brightest
@@ -254,18 +290,20 @@ class ObjectPaint:
         keep = float(np.clip((1.0 / bright - gray) / (peak - gray), 0.0, 1.0))
         return gray + keep * (albedo - gray)
 
-    def _lightness(self, target: str, bounded: bool) -> float | None:
+    def _lightness(self, target: str, bounded: bool) -> tuple[float, float] | None:
         """The lightness closest to the object's own at which its rendered pixels clearly read as `target`
-        (`_reads_as`); `bounded`: only within MAX_LIGHTNESS_JUMP, at most MAX_GAIN times its luminance, and no
-        lighter at all for an object darker than MIN_LIGHTNESS_TO_LIGHTEN. None when there is none."""
+        (`_reads_as`), with the chroma kept there (`_keep`); `bounded`: only within MAX_LIGHTNESS_JUMP, at most
+        MAX_GAIN times its luminance, and no lighter at all for an object darker than MIN_LIGHTNESS_TO_LIGHTEN.
+        None when there is none."""
         low, high = 0.0, 100.0
         if bounded:
             low = max(0.0, self.own - MAX_LIGHTNESS_JUMP)
             high = self.own if self.own < MIN_LIGHTNESS_TO_LIGHTEN else min(
                 100.0, self.own + MAX_LIGHTNESS_JUMP, _lightness_of(MAX_GAIN * self.reference))
         for lightness in sorted(np.linspace(low, high, LIGHTNESS_STEPS), key=lambda v: (abs(v - self.own), v)):
-            if _reads_as(rgb_to_lab(self._render(self.sample, target, float(lightness))), target):
-                return float(lightness)
+            keep = self._keep(target, float(lightness))
+            if keep is not None:
+                return float(lightness), keep
         return None
 
     def leans_to(self, colour: str) -> bool:
@@ -282,20 +320,20 @@ class ObjectPaint:
         if self._lightness(target, bounded=True) is None:
             return (f"no {target} it could naturally take (its lightness is {self.own:.0f} L*; the new one may lie "
                     f"{MAX_LIGHTNESS_JUMP:.0f} from it, at most {MAX_GAIN:.0f} times as bright)")
+        if self.clipped > MAX_CLIPPED_SHARE:
+            return (f"{self.clipped:.2f} of its pixels are over {MAX_SHADING:.0f} times its median luminance (> "
+                    f"{MAX_CLIPPED_SHARE}): a light pattern (a logo, a window, a glare) would be painted with it")
         return None
 
     def apply(self, target: str) -> Recolour:
         """The image with the object recoloured to `target`; pixels outside `region` untouched. Never refuses:
         a target `refusal` refuses is rendered at the nearest lightness that names it (planners ask first)."""
-        lightness = self._lightness(target, bounded=True)
-        if lightness is None:
-            lightness = self._lightness(target, bounded=False)
-        if lightness is None:
-            lightness = _lightness_of(float(_luminance(_srgb_to_linear(
-                np.array(COLOR_PROTOTYPES_RGB[target], dtype=np.uint8)))))
+        found = self._lightness(target, bounded=True) or self._lightness(target, bounded=False)
+        lightness, keep = found or (_lightness_of(float(_luminance(_srgb_to_linear(
+            np.array(COLOR_PROTOTYPES_RGB[target], dtype=np.uint8))))), 1.0)
         matte = self.support.matte if self.support.pixels.any() else self.mask[self.support.box].astype(np.float32)
         region = matte > 0.0
-        painted = self._render(self._shading(region), target, lightness).astype(np.float32)
+        painted = self._render(self._shading(region), target, lightness, keep).astype(np.float32)
         alpha = matte[region][:, None]
         blended = self.crop[region].astype(np.float32) * (1.0 - alpha) + painted * alpha
         out_crop = self.crop.copy()

@@ -19,6 +19,9 @@ Rules and thresholds (docs/spd_faith_build.md states them):
   one side only, and where COCO's outline stops a few pixels short of the border a strip of the
   object stays: a frisbee's edge), nor one whose mirror image lies right below it
   (reflections.mirror_score >= MIRROR_LIMIT: the reflection of a bottle on a glass table would stay);
+- a recolour target named on NEIGHBOUR_SHARE (30 %) or more of the ring NEIGHBOUR_RING (3..10 px)
+  around the object is refused: the object would merge with what touches it (issue 29's audit: a
+  border-cut umbrella painted the green of its neighbour reads as a panel of that one);
 - an object whose mask holds another object's mirror image is a glass or polished surface (a glass
   table under a bottle) and is never recoloured: the recolour would paint the reflection and what is
   seen through it. The other object's reflection is read by reflections.mirror_score (at least
@@ -35,13 +38,14 @@ import cv2
 import numpy as np
 
 from mmfaith.builders.coco_source import Scene
-from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, object_color
+from mmfaith.builders.colors import ObjectColor, distinct_targets, is_monochrome, name_labs, object_color, rgb_to_lab
 from mmfaith.builders.edits import dilate, shift
 from mmfaith.builders.gates import ground_delta_e
 from mmfaith.builders.mask_box import grown_box, mask_extent
 from mmfaith.builders.recolour import ObjectPaint
 from mmfaith.builders.reflections import MIRROR_LIMIT, mirror_score
 from mmfaith.builders.targets import TargetRules, image_detail, movable_reason, nameable_reason
+from mmfaith.vocabulary import COLOR_NAMES
 
 MAX_NEIGHBOUR_OVERLAP = 0.02
 MIN_TARGET_DELTA_E = 40.0
@@ -49,6 +53,8 @@ PLACEMENT_TRIES = 200
 MAX_VERTICAL_SHIFT = 0.10
 BORDER_MARGIN = 2
 MIRROR_HOLD_SHARE = 0.5
+NEIGHBOUR_RING = (3, 10)
+NEIGHBOUR_SHARE = 0.30
 REMEMBERED_SCENES = 256
 """How many scenes' object facts a process keeps (SceneFacts): a build visits each image once per quota
 and visit, and the facts (colour, nameability, recolour targets) cost far more than the visit."""
@@ -157,8 +163,20 @@ class SceneView:
         if facts.monochrome is None:
             facts.monochrome = is_monochrome(self.rgb)
         palette = () if facts.monochrome else self.rules.color_palette(self.instances[ann_id].category)
-        targets = distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette) if palette else []
+        if not palette:
+            return []
+        mask = self.masks[ann_id]
+        around = self._named_on(dilate(mask, NEIGHBOUR_RING[1]) & ~dilate(mask, NEIGHBOUR_RING[0]))
+        targets = [target for target in distinct_targets(self.color(ann_id), MIN_TARGET_DELTA_E, palette)
+                   if target not in around]
         return [target for target in targets if self.paint(ann_id).refusal(target) is None]
+
+    def _named_on(self, region: np.ndarray) -> set[str]:
+        """The colour names (colors.name_labs) of at least NEIGHBOUR_SHARE of the region's pixels."""
+        if not region.any():
+            return set()
+        counts = np.bincount(name_labs(rgb_to_lab(self.rgb[region])), minlength=len(COLOR_NAMES))
+        return {name for name, count in zip(COLOR_NAMES, counts) if count >= NEIGHBOUR_SHARE * float(region.sum())}
 
     def holds_reflection(self, ann_id: int) -> bool:
         """True when the object's mask holds another object's mirror image (module docstring): it is glass or
@@ -191,6 +209,10 @@ class SceneView:
         if hole > self.rules.max_hole_area:
             return (f"hole {hole:.3f} of the image exceeds the {self.rules.inpainter} limit "
                     f"{self.rules.max_hole_area}")
+        return self.placement_reason(ann_id)
+
+    def placement_reason(self, ann_id: int) -> str | None:
+        """targets.movable_reason of the object in this scene (partly hidden, supporting another, ...), or None."""
         boxes = {ann: inst.bbox for ann, inst in self.instances.items()}
         crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
         return movable_reason(ann_id, self.masks, boxes, crowd)

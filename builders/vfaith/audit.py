@@ -2,8 +2,9 @@
 
 Recipes: offline builds of the embedded COCO sample (every template, three seeds: the seed draws the
 questions tried per image, the recolour target and the instance removed) and two of the 128-image
-sample (every template; and the removal and move templates alone, more questions tried per image, so
-that the few removals and moves the gates let through are seen). Every kept pair is an `AuditItem`:
+sample (every template; the removal and relation templates alone, more questions tried per image, so
+that the few removals and moves the gates let through are seen; colour and relation with every question
+of each image tried, so that every recolour and mirror the builders make is seen). Every kept pair is an `AuditItem`:
 
 - `key`: the question's slot (template, image id, annotation ids), the gold on the photo and on the
   made image, and the first 12 hex digits of the made image's sha256. It does not depend on the
@@ -39,6 +40,8 @@ RECIPES: tuple[AuditRecipe, ...] = (
     AuditRecipe("coco128-s0", "coco128", ("--per-template", "25", "--per-image", "2", "--seed", "0")),
     AuditRecipe("coco128-edits-s1", "coco128", ("--templates", "count,existence,relation", "--per-template", "25",
                                                 "--per-image", "4", "--seed", "1")),
+    AuditRecipe("coco128-color-relation-s2", "coco128", ("--templates", "color,relation", "--per-template", "40",
+                                                         "--per-image", "9", "--seed", "2")),
 )
 
 

@@ -8,7 +8,8 @@ For every question the shared generator asks about the scene (builders/coco_ques
 | color     | What color is the X?              | recolour X to a distractor option of its palette | that colour       |
 | count     | How many Xs are there?            | remove one X (inpainter)                         | count - 1         |
 | existence | Is there a X?                     | remove the only X                                | no                |
-| relation  | Is the S left or right of the R?  | move S across R, on its ground line              | the other side    |
+| relation  | Is the S left or right of the R?  | mirror the photo left to right; where it may not | the other side    |
+|           |                                   | be, move S across R, on its ground line          |                   |
 
 The objects obey the shared target rules (builders/targets.py, builders/scene_view.py): a recolour
 target is in the category's palette and at least 40 delta E from the object's colour; a removed or
@@ -16,7 +17,12 @@ moved object carries nothing, is not partly hidden, fits the inpainter's hole li
 neighbours, its hole does not reach the image border and it has no reflection right below it
 (SceneView.removal_refusal; issue 29's audit: a strip left at the border, a bottle's reflection in
 a glass table after "no bottle"); a moved object is not fixed in place, and lands on free ground of
-the same kind (gates.ground_delta_e).
+the same kind (gates.ground_delta_e). A relation is first flipped by mirroring the photo left to
+right (edits.edit_mirror; issue 29's audit: most moves of the samples are refused, and the moves it
+let through floated or left a smear): both objects swap sides, nothing is painted or filled; not in a scene holding a kind of object that usually carries writing (MIRROR_REFUSED: a
+stop sign, a clock's numerals, a book, a screen, a bottle's label), where the mirrored text would
+give the edit away, and only when both objects are seen whole (nameable, not partly hidden, not cut
+by the border: the audit rejected a backpack seen as a strap and a person cut by the frame).
 
 Gates, all recorded in `build.gates` (a failure is a rejection with its stage and reason):
 - `answer`: the edited answer is an option and differs from the original; and the edited image
@@ -47,7 +53,7 @@ import numpy as np
 from mmfaith.builders.coco_questions import Question, QuestionRules, scene_questions
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import object_color
-from mmfaith.builders.edits import EditOutcome, edit_color, edit_move, edit_remove, mask_bbox, shift
+from mmfaith.builders.edits import EditOutcome, edit_color, edit_mirror, edit_move, edit_remove, mask_bbox, shift
 from mmfaith.builders.gates import (MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, fill_reading,
                                     mean_delta_e, outside_changes)
 from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
@@ -66,6 +72,12 @@ TEMPLATE_CATEGORY = {"color": "RWS", "existence": "RWS", "count": "REA", "relati
 (RWS), counting and left/right relations ask for a reasoning step (REA). PFK, CRE and TIF come only
 from cue-driven sources."""
 OPERATION = {"color": "recolor", "count": "remove", "existence": "remove", "relation": "move"}
+"""Each template's edit; a relation whose objects may not move mirrors the photo instead (`MIRROR`)."""
+MIRROR = "mirror"
+MIRROR_REFUSED = frozenset({"stop sign", "parking meter", "clock", "book", "keyboard", "laptop", "tv", "cell phone",
+                            "remote", "microwave", "oven", "bus", "train", "truck", "airplane", "boat", "bottle"})
+"""Kinds of object that usually carry writing (signs, numerals, keys, screens, liveries, labels): a scene holding
+one is never mirrored, its text would read backwards (issue 29's audit: a wine bottle's label)."""
 GATE_MEASURE = "mean CIE76 delta E*ab over the edited cue (the mask; old and new mask for a move)"
 
 
@@ -188,6 +200,8 @@ class _Plan:
     color: str | None = None
     offset: tuple[int, int] | None = None
     facts_edited: dict[str, Any] = field(default_factory=dict)
+    operation: str = ""
+    """The edit (OPERATION of the template, or MIRROR); set from the template when empty."""
 
 
 def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Plan | str:
@@ -226,11 +240,17 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
 
 def _relation_plan(question: Question, view: SceneView, settings: OfflineSettings,
                    rng: np.random.Generator) -> _Plan | str:
-    """Move the subject across the reference, or else the reference across the subject (either flips the
-    answer); the first object that may move and finds free ground on the other side."""
+    """Mirror the photo (module docstring) unless `_mirror_refusal` refuses it; then move the subject across the
+    reference, or else the reference across the subject (either flips the answer): the first object that may move
+    and finds free ground on the other side."""
     facts = question.facts
     after = OTHER_SIDE[facts["relation"]]
-    reasons = []
+    refusal = _mirror_refusal(question, view)
+    if refusal is None:
+        return _Plan(question.evidence[0].ann_id, after, f"Mirror the photo left to right, so that the "
+                     f"{facts['subject']} is to the {after} of the {facts['reference']}.",
+                     facts_edited={**facts, "relation": after}, operation=MIRROR)
+    reasons = [f"the photo is not mirrored: {refusal}"]
     for mover, still, side in ((question.evidence[0], question.evidence[1], facts["relation"]),
                                (question.evidence[1], question.evidence[0], after)):
         category = mover.category
@@ -251,6 +271,21 @@ def _relation_plan(question: Question, view: SceneView, settings: OfflineSetting
     return "; ".join(reasons)
 
 
+def _mirror_refusal(question: Question, view: SceneView) -> str | None:
+    """Why the photo may not be mirrored for a relation question (module docstring), or None: the scene holds a
+    kind of object that usually carries writing, or either object is not one a person could point at whole (not
+    nameable, partly hidden or supporting another: targets.movable_reason; cut by the image border)."""
+    written = sorted({inst.category for inst in view.scene.instances} & MIRROR_REFUSED)
+    if written:
+        return f"it holds a {written[0]}, whose writing would read backwards"
+    for inst in question.evidence:
+        why = view.unnameable(inst.ann_id) or view.placement_reason(inst.ann_id) or \
+            ("cut by the image border" if view.hole_touches_border(inst.ann_id) else None)
+        if why is not None:
+            return f"the {inst.category} is not seen whole: {why}"
+    return None
+
+
 def _crossing_offset(view: SceneView, ann_id: int, reference_box: tuple[float, float, float, float], relation: str,
                      settings: OfflineSettings, rng: np.random.Generator) -> tuple[int, int] | None:
     """A free place whose box lies on the other side of the reference by the generator's gap."""
@@ -266,8 +301,14 @@ def _crossing_offset(view: SceneView, ann_id: int, reference_box: tuple[float, f
     return view.find_offset(ann_id, np.zeros(view.rgb.shape[:2], dtype=bool), rng, (0, high))
 
 
-def _apply(plan: _Plan, template: str, view: SceneView, settings: OfflineSettings) -> EditOutcome:
+def _apply(plan: _Plan, question: Question, view: SceneView, settings: OfflineSettings) -> EditOutcome:
     mask = view.masks[plan.ann_id]
+    template = question.template
+    if plan.operation == MIRROR:
+        cue = np.zeros_like(mask)
+        for inst in question.evidence:
+            cue |= view.masks[inst.ann_id]
+        return edit_mirror(view.rgb, cue)
     if template == "color":
         assert plan.color is not None
         return edit_color(view.rgb, mask, plan.color)
@@ -288,14 +329,19 @@ def _colour_answer_holds(question: Question, plan: _Plan, edit: EditOutcome, vie
 
 
 def _relation_answer_holds(question: Question, plan: _Plan, view: SceneView, settings: OfflineSettings) -> str | None:
-    """Why the moved object's box would not put the subject on the planned side, or None when it would.
+    """Why the moved object's box (or both boxes mirrored) would not put the subject on the planned side, or None
+    when it would.
 
-    Decided from the move's geometry alone (the moved mask's box), so it runs before any pixel is filled.
+    Decided from the edit's geometry alone, so it runs before any pixel is filled.
     """
-    assert plan.offset is not None
-    moved = mask_bbox(shift(view.masks[plan.ann_id], *plan.offset))
     subject, reference = question.evidence[0], question.evidence[1]
-    boxes = {subject.ann_id: subject.bbox, reference.ann_id: reference.bbox, plan.ann_id: moved}
+    boxes = {subject.ann_id: subject.bbox, reference.ann_id: reference.bbox}
+    if plan.operation == MIRROR:
+        width = view.rgb.shape[1]
+        boxes = {ann: (width - x - w, y, w, h) for ann, (x, y, w, h) in boxes.items()}
+    else:
+        assert plan.offset is not None
+        boxes[plan.ann_id] = mask_bbox(shift(view.masks[plan.ann_id], *plan.offset))
     (x, _, w, _), (rx, _, rw, _) = boxes[subject.ann_id], boxes[reference.ann_id]
     gap = settings.rules.min_relation_gap * view.rgb.shape[1]
     side = "right" if x >= rx + rw + gap else "left" if x + w <= rx - gap else None
@@ -317,12 +363,13 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
     if isinstance(plan, str):
         outcome.rejection = {**base, "stage": "plan", "reason": plan}
         return
+    plan.operation = plan.operation or OPERATION[question.template]
     target_label = question.label_of(plan.target_text)
     if target_label is None or target_label == question.answer:
         outcome.rejection = {**base, "stage": "answer",
                              "reason": f"the planned answer {plan.target_text!r} is not another option of the question"}
         return
-    plan_json = {"ann_id": plan.ann_id, "operation": OPERATION[question.template], "target": plan.target_text,
+    plan_json = {"ann_id": plan.ann_id, "operation": plan.operation, "target": plan.target_text,
                  "color": plan.color, "offset": list(plan.offset) if plan.offset else None}
     record_id = ID_PREFIX + sha256_bytes(canonical_json(
         {"dataset": settings.dataset, "file_name": view.scene.file_name, "question": question.key,
@@ -336,8 +383,8 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
     if question.template == "relation":
         with clock.stage("plan"):
             wrong = _relation_answer_holds(question, plan, view, settings)
-            assert plan.offset is not None
-            ground = view.moved_ground(plan.ann_id, plan.offset)
+            if plan.offset is not None:
+                ground = view.moved_ground(plan.ann_id, plan.offset)
         if wrong is not None:
             reject("answer", wrong, None)
             return
@@ -347,7 +394,7 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
                    {"ground_delta_e": ground, "max_ground_delta_e": MAX_GROUND_DELTA_E})
             return
     with clock.stage("inpaint"):
-        edit = _apply(plan, question.template, view, settings)
+        edit = _apply(plan, question, view, settings)
     rgb = view.rgb
     with clock.stage("gates"):
         delta_e = round(mean_delta_e(rgb, edit.image, edit.evidence), 3)
@@ -413,9 +460,9 @@ def _record(record_id: str, question: Question, plan: _Plan, target_label: str, 
         "image_edited_sha256": edited_sha256,
         "visual_cues": _cues(question, plan),
         "edit": {"cue_id": f"ann{plan.ann_id}", "instruction": plan.instruction, "target_answer": plan.target_text,
-                 "editor": {"name": f"mmfaith-{OPERATION[question.template]}",
-                            "model": settings.inpainter.name if question.template != "color" else None},
-                 "operation": OPERATION[question.template],
+                 "editor": {"name": f"mmfaith-{plan.operation}",
+                            "model": settings.inpainter.name if plan.operation in ("remove", "move") else None},
+                 "operation": plan.operation,
                  "attempts": [{"suggestion": plan.instruction, "verdict": "pass", "reason": "rule plan"}]},
         "source": {
             "dataset": settings.dataset, "split": settings.split, "image_id": scene.image_id, "row": None,
@@ -429,6 +476,6 @@ def _record(record_id: str, question: Question, plan: _Plan, target_label: str, 
                          "time": None, "history": []},
         "build": {"mmfaith_version": settings.version, "seed": settings.seed, "slot": question.key,
                   "template": question.template, "facts": question.facts, "facts_edited": plan.facts_edited,
-                  "plan": plan_json, "inpainter": None if question.template == "color" else
-                  {"name": settings.inpainter.name}, "gates": gates},
+                  "plan": plan_json, "inpainter": {"name": settings.inpainter.name}
+                  if plan.operation in ("remove", "move") else None, "gates": gates},
     }
