@@ -54,6 +54,13 @@ class Tally:
             self.paper_format += int(paper_format)
         return status
 
+    def add_tally(self, other: Tally) -> None:
+        """Count `other`'s answers too (a scorer's chunks, each tallied apart)."""
+        for status, count in other.counts.items():
+            self.counts[status] += count
+        self.paper_format += other.paper_format
+        self.paper_format_seen += other.paper_format_seen
+
     def to_json(self) -> dict[str, Any]:
         """metrics.json's `answers` block (module docstring), with its warnings."""
         expected = sum(self.counts.values())

@@ -10,7 +10,10 @@ replace the folder whole.
 - `ItemSpool(out, fields)`: items.jsonl written while a scorer makes its items, before its metrics: `keep(item)`
   writes the item's canonical JSON line (redacted, a batch of lines at a time) to a file beside `out` and
   returns the item with only `fields` (what the family's summary reads; mmfaith/records.py), equal kept values
-  held once, so a scorer's memory is that of what it summarises, not of items.jsonl.
+  held once, so a scorer's memory is that of what it summarises, not of items.jsonl. A scorer that makes its
+  items a chunk at a time on worker processes (mmfaith/ordered_pool.py) renders each chunk there
+  (`spooled(items, fields)`: the chunk's redacted lines and kept items) and `add`s the chunks here in order: the
+  same file as `keep` item by item.
 - `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines, written as `items`
   yields them, so a generator is never held whole; or moved into place from the `ItemSpool` given), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
@@ -19,8 +22,10 @@ replace the folder whole.
   only for its metrics.json (`evaluate`'s reference ends, scored in a scratch folder) skips its report and plots,
   most of a small score's cost.
 - `load_score_dir(path, fields)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`, each
-  item with only `fields` (a family's comparison names what it reads: `REPORT_FIELDS`; mmfaith/records.py),
-  equal kept values held once, so a report's memory is that of what it compares; `load_metrics(path)`:
+  item with only `fields` (a family's comparison names what it reads: `SUMMARY_FIELDS`; mmfaith/records.py),
+  equal kept values held once, so a report's memory is that of what it compares; `load_score_dirs(paths,
+  fields)`: the same of several score dirs, each read on its own forked process at once (up to the usable
+  cores; reading and parsing items.jsonl is most of a report's time); `load_metrics(path)`:
   metrics.json alone (items.jsonl is not read); `score_labels(paths, metrics)`: each score's model name ("(no image)" added for a --no-image score), with its
   folder where two share one.
 """
@@ -32,13 +37,16 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.jsonl import canonical_json, read_jsonl, write_lines_atomic, write_text_atomic
+from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.redact import redact
+from mmfaith.step_pool import available_cores
 
 
 TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".csv", ".txt", ".svg")
@@ -88,6 +96,23 @@ def replace_folder(out: Path, staging: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class SpooledChunk:
+    """A chunk of items as `ItemSpool.add` takes it: their items.jsonl lines (redacted) and the items kept small."""
+
+    lines: str
+    kept: list[dict[str, Any]]
+
+
+def spooled(items: Iterable[dict[str, Any]], fields: Fields) -> SpooledChunk:
+    """`items`' lines and kept fields (module docstring), equal kept values held once within the chunk."""
+    shared, lines, kept = Shared(), [], []
+    for item in items:
+        lines.append(canonical_json(item) + "\n")
+        kept.append(keep_fields(item, fields, shared))
+    return SpooledChunk(redact("".join(lines)), kept)
+
+
 class ItemSpool:
     """items.jsonl written as a scorer makes its items (module docstring); `close` before publishing."""
 
@@ -104,9 +129,16 @@ class ItemSpool:
             self._flush()
         return keep_fields(item, self._fields, self._shared)
 
+    def add(self, chunk: SpooledChunk) -> list[dict[str, Any]]:
+        """Write a chunk `spooled` made (after the items `keep` wrote); its kept items."""
+        self._flush()
+        self._handle.write(chunk.lines.encode("utf-8"))
+        return chunk.kept
+
     def _flush(self) -> None:
-        self._handle.write(redact("".join(self._pending)).encode("utf-8"))
-        self._pending.clear()
+        if self._pending:
+            self._handle.write(redact("".join(self._pending)).encode("utf-8"))
+            self._pending.clear()
 
     def close(self) -> Path:
         """Write what is pending and close the file (flushed to disk); its path."""
@@ -150,6 +182,13 @@ def load_score_dir(path: Path, fields: Fields | None = None) -> tuple[dict[str, 
     """(metrics.json, items.jsonl) of a score dir; each item with only `fields` when given (module docstring)."""
     metrics, shared = load_metrics(path), Shared()
     return metrics, [keep_fields(item, fields, shared) for _, item in read_jsonl(path / "items.jsonl")]
+
+
+def load_score_dirs(paths: Sequence[Path], fields: Fields | None = None) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """`load_score_dir` of each path, read side by side on forked processes (module docstring)."""
+    for path in paths:
+        load_metrics(path)  # a folder that is not a score dir is refused before any process starts
+    return list(ordered_map(lambda path: load_score_dir(path, fields), paths, available_cores()))
 
 
 def score_labels(paths: Sequence[Path], metrics: Sequence[dict[str, Any]]) -> list[str]:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 from mmfaith.vocabulary import COLOR_NAMES, COLOR_SYNONYMS, normalize_color
@@ -152,6 +152,12 @@ class JudgeCase:
     responses: dict[str, str | None]
     gold: list[Claim]
     descriptions: list[str]
+
+    @cached_property
+    def listed(self) -> dict[str, list[dict[str, Any]] | None]:
+        """Each response's JSON list of claims (parse.parse_claims; None: none, or no response), read once for the
+        rule judge and the item's answer status."""
+        return {probe: None if text is None else parse_claims(text) for probe, text in self.responses.items()}
 
 
 class Judge(Protocol):
@@ -328,9 +334,14 @@ def _corrected(match: re.Match[str]) -> str:
 def extract_claims(response: str | None, extra: tuple[str, ...] = ()) -> tuple[list[Claim], str]:
     """The rule judge's claims of one response and their source: json, text, or none (no response); `extra`: the
     dataset's own category names, read before COCO's (module docstring)."""
+    return _claims_of(response, None if response is None else parse_claims(response), extra)
+
+
+def _claims_of(response: str | None, listed: list[dict[str, Any]] | None,
+               extra: tuple[str, ...]) -> tuple[list[Claim], str]:
+    """`extract_claims` of a response whose JSON list (`parse_claims`) is already read."""
     if response is None:
         return [], "none"
-    listed = parse_claims(response)
     if listed is not None:
         return [claim_from_object(item, extra) for item in listed], "json"
     return claims_from_text(response, extra), "text"
@@ -382,7 +393,8 @@ class RuleJudge:
 
     def judge(self, case: JudgeCase) -> Judgement:
         own = tuple(sorted({g.category for g in case.gold} - _COCO_SET))  # a user's category names
-        extracted = {probe: extract_claims(case.responses.get(probe), own) for probe in CLAIM_PROBES}
+        extracted = {probe: _claims_of(case.responses.get(probe), case.listed.get(probe), own)
+                     for probe in CLAIM_PROBES}
         claims = {probe: found for probe, (found, _) in extracted.items()}
         return Judgement(
             claims=claims,

@@ -81,6 +81,9 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
                              "(JSON with a responses list; auto detects it by shape; --dataset is then the build "
                              "imported with `mmfaith build spd-faith --from-official`)")
     add_judge_options(parser, "judge", "the claims", "how often the rule and LLM judges extract the same claims")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes scoring the pairs side by side with the rule judge (default: the usable "
+                             "cores; the same files whatever N; an LLM judge runs --judge-workers threads instead)")
 
 
 def score(args: argparse.Namespace) -> int:
@@ -93,7 +96,8 @@ def score(args: argparse.Namespace) -> int:
     judge = judge_endpoint(args)
     metrics = score_spd_faith(ScoreRequest(
         **shared_score_settings(args), dataset=Path(args.dataset) if args.dataset else None, judge=judge,
-        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, format=args.format))
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, format=args.format,
+        workers=args.workers))
     counts = metrics["counts"]
     stale = f"; {counts['n_stale']} stale lines dropped" if counts.get("n_stale") else ""
     print_score_line("spd-faith", counted(counts["n_items"], "pair"), metrics, args.out, stale)

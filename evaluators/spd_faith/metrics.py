@@ -108,12 +108,14 @@ class Answer:
     order: str | None = None
 
 
-def read_answer(probe: str, answer: Answer) -> dict[str, Any]:
-    """{"status", "value", "order"}: value is yes (True) / no (False) or the count; None for describe or unparsed."""
+def read_answer(probe: str, answer: Answer, listed: bool | None = None) -> dict[str, Any]:
+    """{"status", "value", "order"}: value is yes (True) / no (False) or the count; None for describe or unparsed.
+    `listed`: for describe, whether the response holds a JSON list of claims when already read (JudgeCase.listed);
+    None: read here."""
     if answer.response is None:
         return {"status": "missing", "value": None, "order": None}
     if probe == "describe":
-        value, parsed = None, parse_claims(answer.response) is not None
+        value, parsed = None, parse_claims(answer.response) is not None if listed is None else listed
     else:
         value = read_count(answer.response) if probe == "count" else read_yes_no(answer.response, probe)
         parsed = value is not None
@@ -225,7 +227,8 @@ def score_item(record: dict[str, Any], cluster: str, answers: Mapping[str, Answe
                judgement: Judgement) -> dict[str, Any]:
     """The items.jsonl record of one pair: answers, claims, gold, per-item scores and the matches behind them
     (`case`: the pair's `judge_case`, whose gold the judgement was made against)."""
-    read = {probe: read_answer(probe, answers[probe]) for probe in PROBES}
+    read = {probe: read_answer(probe, answers[probe], case.listed["describe"] is not None if probe == "describe"
+                               else None) for probe in PROBES}
     value = {probe: read[probe]["value"] for probe in PROBES}
     gold = case.gold
     describe = judgement.claims["describe"]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
-from mmfaith.evaluators.score_dir import load_score_dir, score_labels
+from mmfaith.evaluators.score_dir import load_score_dirs, score_labels
 from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, SUMMARY_FIELDS, headline_from_sums,
                                                   item_components)
 from mmfaith.evaluators import coverage
@@ -201,7 +201,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
     if n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {n_bootstrap}.")
-    loaded = [load_score_dir(path, SUMMARY_FIELDS) for path in score_dirs]
+    loaded = load_score_dirs(score_dirs, SUMMARY_FIELDS)
     metrics = [m for m, _ in loaded]
     for path, m in zip(score_dirs[1:], metrics[1:]):
         for what, get in (("dataset revision", lambda x: x["provenance"]["dataset"]["revision"]),

@@ -34,6 +34,7 @@ answers are cached under the mmfaith cache dir, `mmfaith.cache`, never in the sc
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from mmfaith.evaluators.answers import last_boxed
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
-from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, Judgement, RuleJudge
 from mmfaith.evaluators.spd_faith.metrics import (DEFINITIONS_VERSION, SUMMARY_FIELDS, Answer, judge_case, score_item,
                                                   summarize)
@@ -56,10 +57,13 @@ from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.evaluators.spd_faith.run import item_shows
 from mmfaith.jsonl import canonical_json
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
+from mmfaith.ordered_pool import ordered_map
 from mmfaith.outdir import prepare_out_dir
+from mmfaith.step_pool import available_cores
 
 JUDGE_CHUNK = 4096
-"""Pairs judged and scored at a time: memory holds one chunk's cases and judgements, not every pair's."""
+"""Pairs judged and scored at a time (the unit of work of a worker process): memory holds a few chunks' cases and
+judgements, not every pair's."""
 
 SCORED_FIELDS = ("id", "subset", "difficulty", "num_differences", "differences", "image_a_sha256", "image_b_sha256",
                  "source.dataset", "source.file_name", "source.official")
@@ -77,6 +81,11 @@ class ScoreRequest(ScoreSettings):
     judge_agreement: bool = False
     format: str = "auto"
     """auto (an official response file is detected by its shape), predictions, or official."""
+    workers: int | None = None
+    """Processes scoring chunks of pairs side by side with the rule judge (mmfaith/ordered_pool.py); None: the
+    usable cores. The files are the same whatever the number."""
+    chunk: int = JUDGE_CHUNK
+    """Pairs judged and scored at a time (the files are the same whatever the size)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,18 @@ class Predictions:
     perturb: dict[str, Any] | None = None
     failed: frozenset[tuple[str, str]] = frozenset()
     no_image: bool = False
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    """What scoring a chunk of pairs gives back (on a worker process): the items' lines and kept fields, the
+    chunk's answer tally and answered count, and with --judge-agreement the rule judge's and the judge's readings
+    and which claiming probes were answered."""
+
+    items: SpooledChunk
+    tally: Tally
+    n_answered: int
+    agreement: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] | None
 
 
 def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False,
@@ -112,7 +133,7 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
     return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb, read.failed, read.no_image)
 
 
-def answer_tally(items: list[dict[str, Any]], predictions: Predictions, threshold: float) -> Tally:
+def answer_tally(items: Sequence[dict[str, Any]], predictions: Predictions, threshold: float) -> Tally:
     """Every expected answer's status (evaluators/coverage.py) from the items' reads (metrics.read_answer: a
     yes/no, a count, or a claims list for describe); paper format: a \\boxed{} (the prompts' format, appendix B)."""
     tally = Tally(threshold)
@@ -160,6 +181,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
+    if request.workers is not None and request.workers < 1:
+        raise MmfaithError(f"--workers must be 1 or more, not {request.workers}.")
     if request.dataset is None and request.format == "predictions":
         raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
     dataset = open_spd_dataset(request.dataset, fields=SCORED_FIELDS) if request.dataset is not None else None
@@ -184,27 +207,40 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     spool = ItemSpool(out, SUMMARY_FIELDS)
     items: list[dict[str, Any]] = []
     n_answered = 0
+    tally = Tally(request.coverage_threshold)
     compared: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] = ([], [], [])
-    for start in range(0, len(dataset.pairs), JUDGE_CHUNK):  # a chunk's cases and judgements held at a time
-        pairs = dataset.pairs[start:start + JUDGE_CHUNK]
+
+    def score_chunk(start: int) -> ScoredChunk:
+        pairs = dataset.pairs[start:start + request.chunk]
         answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
                    for pair in pairs]
         cases = [judge_case(pair.record, by_probe) for pair, by_probe in zip(pairs, answers)]
         judgements = judge.judge_all(cases)
-        items.extend(spool.keep(score_item(pair.record, pair.source_key, by_probe, case, judgement))
-                     for pair, by_probe, case, judgement in zip(pairs, answers, cases, judgements))
-        n_answered += sum(answer.response is not None for by_probe in answers for answer in by_probe.values())
-        if request.judge_agreement:
-            compared[0].extend(RuleJudge().judge_all(cases))
-            compared[1].extend(judgements)
-            compared[2].extend({probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases)
+        chunk = [score_item(pair.record, pair.source_key, by_probe, case, judgement)
+                 for pair, by_probe, case, judgement in zip(pairs, answers, cases, judgements)]
+        agreement = (RuleJudge().judge_all(cases), judgements,
+                     [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
+                     ) if request.judge_agreement else None
+        return ScoredChunk(spooled(chunk, SUMMARY_FIELDS), answer_tally(chunk, predictions, request.coverage_threshold),
+                           sum(answer.response is not None for by_probe in answers for answer in by_probe.values()),
+                           agreement)
+
+    # Chunks of pairs scored on forked workers (the rule judge; an LLM judge's calls run on its own threads, here)
+    workers = (available_cores() if request.workers is None else request.workers) if isinstance(judge, RuleJudge) else 1
+    for scored in ordered_map(score_chunk, range(0, len(dataset.pairs), request.chunk), workers):
+        items.extend(spool.add(scored.items))
+        tally.add_tally(scored.tally)
+        n_answered += scored.n_answered
+        if scored.agreement is not None:
+            for held, part in zip(compared, scored.agreement):
+                held.extend(part)
     agreement = claim_agreement(*compared) if request.judge_agreement else None
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
                                "provenance": _provenance(request, dataset, predictions, judge),
                                **summarize(items, request.n_bootstrap, request.seed)}
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
-    metrics["answers"] = answer_tally(items, predictions, request.coverage_threshold).to_json()
+    metrics["answers"] = tally.to_json()
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
     if official_block is not None:

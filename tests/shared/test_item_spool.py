@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mmfaith.evaluators.score_dir import ItemSpool, load_metrics, load_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import (ItemSpool, load_metrics, load_score_dir, load_score_dirs, publish_scores,
+                                         spooled)
 
 SECRET = "sk-" + "a1B2c3D4" * 5
 """A key-shaped string: redacted in items.jsonl whichever way it is written."""
@@ -49,3 +50,34 @@ def test_a_score_dir_is_read_with_only_the_fields_asked_and_metrics_alone(tmp_pa
     assert load_score_dir(tmp_path / "score")[1][0]["claims"][0]["note"].startswith("claim 0")  # whole without fields
     (tmp_path / "score" / "items.jsonl").write_text("not json\n")  # metrics alone never reads the items
     assert load_metrics(tmp_path / "score") == json.loads((tmp_path / "score" / "metrics.json").read_text())
+
+
+def test_chunks_rendered_apart_and_added_in_order_give_the_bytes_of_items_kept_one_by_one(tmp_path: Path) -> None:
+    """A scorer's workers render chunks (`spooled`) and the spool adds them in order: the same items.jsonl (redacted)
+    and the same kept items as `keep` item by item."""
+    items, fields = _items(10), ("id", "answers", "scores.DQR")
+    for out in ("one-by-one", "chunks"):
+        (tmp_path / out).mkdir()
+    spool = ItemSpool(tmp_path / "one-by-one", fields, batch=4)
+    kept = [spool.keep(item) for item in items]
+    publish_scores(tmp_path / "one-by-one", spool, {"n": 10}, _no_report)
+    spool = ItemSpool(tmp_path / "chunks", fields)
+    chunks = [spooled(items[start:start + 3], fields) for start in range(0, 10, 3)]
+    kept_chunks = [kept for chunk in chunks for kept in spool.add(chunk)]
+    publish_scores(tmp_path / "chunks", spool, {"n": 10}, _no_report)
+    written = (tmp_path / "chunks" / "items.jsonl").read_bytes()
+    assert written == (tmp_path / "one-by-one" / "items.jsonl").read_bytes() and SECRET not in written.decode()
+    assert kept_chunks == kept
+    assert chunks[0].kept[0]["answers"] is chunks[0].kept[2]["answers"]  # held once within a chunk
+
+
+def test_score_dirs_read_side_by_side_are_those_read_one_by_one(tmp_path: Path) -> None:
+    """`report` reads its score dirs on forked processes: the same metrics and kept items, in the order given."""
+    for name, n in (("a", 5), ("b", 7), ("c", 3)):
+        (tmp_path / name).mkdir()
+        publish_scores(tmp_path / name, _items(n), {"provenance": {"model": name}}, _no_report)
+    paths = [tmp_path / name for name in ("b", "a", "c")]
+    loaded = load_score_dirs(paths, ("id", "answers"))
+    assert loaded == [load_score_dir(path, ("id", "answers")) for path in paths]
+    assert [len(items) for _, items in loaded] == [7, 5, 3]
+    assert loaded[0][1][0]["answers"] is loaded[0][1][6]["answers"]  # equal kept objects still held once

@@ -143,6 +143,21 @@ def test_scoring_twice_gives_identical_bytes(build: Path, tmp_path: Path) -> Non
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
+def test_pairs_scored_in_chunks_on_worker_processes_give_the_bytes_of_one_process(build: Path, tmp_path: Path) -> None:
+    """--workers N: chunks of pairs judged and scored on forked processes, merged in dataset order: the same
+    items.jsonl and metrics.json (answer tally and counts included) as one process scoring every pair."""
+    mixed = {r["id"]: (oracle_responses if k % 3 else blind_responses) for k, r in enumerate(read_records(build))}
+    lines = [line for line in prediction_lines(build, lambda r: mixed[r["id"]](r), "m")
+             if (line["id"], line["probe"]) != (next(iter(mixed)), "count")]  # a missing answer, a free-text one
+    lines[1]["response"] = "The mug on the left turned red; nothing else changed."
+    predictions = write_lines(tmp_path / "p.jsonl", lines)
+    one = score(build, predictions, tmp_path / "one", workers=1)
+    chunked = score(build, predictions, tmp_path / "chunked", workers=3, chunk=2)  # 6 chunks of 12 pairs, 3 processes
+    assert chunked == one and 0 < one["overall"]["DQR"] < 1
+    for name in ("items.jsonl", "metrics.json", "report.md"):
+        assert (tmp_path / "chunked" / name).read_bytes() == (tmp_path / "one" / name).read_bytes(), name
+
+
 def test_missing_truncated_and_unparsed_answers_are_counted_and_scored(build: Path, tmp_path: Path) -> None:
     records = [r for r in read_records(build) if r["num_differences"] > 0]
     first, second, third = (r["id"] for r in records[:3])
