@@ -9,7 +9,8 @@ and 16 hex digits of sha256(id, k)), images are shared (the copies' records poin
 files), so the work per item is that of the small build.
 
 Printed per family and size: `score` of each model (wall seconds, CPU seconds (user + system: what a
-loaded, shared machine inflates least) and peak RSS of the process) and `report` over the two, and the microseconds per item of the slower score. CRM's score embeds every
+loaded, shared machine inflates least; a score's worker processes included) and peak RSS of its largest process)
+and `report` over the two, and the microseconds per item of the slower score. CRM's score embeds every
 answer with Sentence-BERT (the model's cost, not ours), cached by text under $MMFAITH_CACHE: the
 replicated answers repeat, so only the small build's distinct texts are embedded, and that time is
 printed apart (`embed s`: the small build's score with a cold cache less with a warm one; the
@@ -159,7 +160,8 @@ def main() -> None:
     parser.add_argument("--no-explorer", action="store_true",
                         help="score and report with --no-explorer (the scoring alone, without the explorer pages)")
     parser.add_argument("--build-workers", type=int, default=None,
-                        help="worker processes of the small builds (default: the build's own); scores are one process")
+                        help="worker processes of the small builds (default: the build's own); a score that "
+                             "spreads its items over processes (SPD-Faith, CRM) uses the cores --score-cpus leaves it")
     parser.add_argument("--work", type=Path, default=None,
                         help="folder for the builds (kept; small builds are reused); default: a temporary one")
     parser.add_argument("--score-cpus", default=None, metavar="LIST",

@@ -68,6 +68,13 @@ def add_judge_options(parser: argparse.ArgumentParser, title: str, judged: str, 
     return judge
 
 
+def add_workers_option(parser: argparse.ArgumentParser, scored: str, note: str = "") -> None:
+    """--workers N: the processes a scorer makes `scored` on (read with `ordered_pool.scoring_workers`)."""
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help=f"processes scoring {scored} side by side (default: the cores this process may use; "
+                             f"the same files whatever N{note})")
+
+
 def add_reader_options(parser: argparse.ArgumentParser) -> None:
     """--reader-model, --reader-base-url, --reader-api-key-env: an LLM reader of the multiple-choice replies the
     answer rules leave unread (docs/answers.md), for a family whose answers are options (read with

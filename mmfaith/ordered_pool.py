@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from mmfaith.errors import MmfaithError
+
 Input = TypeVar("Input")
 Result = TypeVar("Result")
 
@@ -58,3 +60,15 @@ def ordered_map(work: Callable[[Input], Result], inputs: Iterable[Input], worker
                 yield queued.popleft().get()
         while queued:
             yield queued.popleft().get()
+
+
+def scoring_workers(workers: int | None) -> int:
+    """The processes a scorer's `--workers` asks: the cores this process may use when None; 1 or more, else a
+    one-line error."""
+    if workers is None:
+        from mmfaith.step_pool import available_cores
+
+        return available_cores()
+    if workers < 1:
+        raise MmfaithError(f"--workers must be 1 or more, not {workers}.")
+    return workers

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmfaith.cli_options import add_judge_options, judge_endpoint
+from mmfaith.cli_options import add_judge_options, add_workers_option, judge_endpoint
 
 if TYPE_CHECKING:  # the stage modules load when a hook runs
     from mmfaith.evaluators.run_engine import EvalDataset, ProbePlan, ReferenceModel
@@ -56,6 +56,7 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--answer-threshold", type=float, default=0.90,
                      help="a free-form answer flips when its similarity to the original answer is below this")
     sim.add_argument("--batch-size", type=int, default=256, help="texts per Sentence-BERT batch")
+    add_workers_option(parser, "chunks of questions")
     add_judge_options(parser, "hallucination judge", "the masked steps",
                       "how often the rule and the LLM judge label the same steps")
 
@@ -73,7 +74,8 @@ def score(args: argparse.Namespace) -> int:
     metrics = score_crm(CrmScoreRequest(
         **shared_score_settings(args), dataset=Path(args.dataset), sbert_model=args.sbert_model,
         step_threshold=args.step_threshold, answer_threshold=args.answer_threshold, batch_size=args.batch_size,
-        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, judge=judge_endpoint(args)))
+        judge_workers=args.judge_workers, judge_agreement=args.judge_agreement, judge=judge_endpoint(args),
+        workers=args.workers))
     counts = metrics["counts"]
     print_score_line("crm", f"{counted(counts['n_units'], 'masked variant')} of "
                             f"{counted(counts['n_items'], 'question')}", metrics, args.out)

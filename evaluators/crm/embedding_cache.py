@@ -7,7 +7,8 @@ sha256 of the model's weights (`embed.DEFAULT_SHA256` for the pinned default, kn
 model installed). Vectors are float32 and unit length. `EmbeddingCache.lookup(texts)` looks each
 distinct text up in three places, in order:
 
-1. this process's memory;
+1. this process's memory: the last `memory_vectors` (MEMORY_VECTORS) vectors found or stored (the oldest dropped first, so a
+   score's memory does not grow with the number of distinct texts it embeds);
 2. the table shipped in the package, `mmfaith/data/embeddings/<model id[:16]>.npy`: a structured
    array of (key: the text's sha256 in hex, vector: float32[dim]) sorted by key, computed with the
    real model by `tools/make_crm_embeddings.py` over every text the default suite's CRM reference
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections import OrderedDict
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -29,6 +31,9 @@ import numpy as np
 
 from mmfaith.cache import cache_dir
 from mmfaith.jsonl import write_atomic
+
+MEMORY_VECTORS = 65_536
+"""Vectors this process keeps in memory at most (about 100 MB of 384-float vectors)."""
 
 
 def text_key(text: str) -> str:
@@ -70,10 +75,11 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
 class EmbeddingCache:
     """Memory, then the shipped table, then the user's cache, for one model (module docstring)."""
 
-    def __init__(self, model_id: str, root: Path | None = None) -> None:
+    def __init__(self, model_id: str, root: Path | None = None, memory_vectors: int = MEMORY_VECTORS) -> None:
         self.model_id = model_id
+        self.memory_vectors = memory_vectors
         self.folder = (root or cache_dir()) / "embeddings" / model_id[:16]
-        self._memory: dict[str, np.ndarray] = {}
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self._shipped: dict[str, np.ndarray] | None = None  # read on first use
 
     def _file(self, key: str) -> Path:
@@ -104,9 +110,19 @@ class EmbeddingCache:
             if vector is None:
                 missing[key] = text
             else:
-                self._memory[key] = vector
+                self._remember(key, vector)
                 found[key] = vector
         return found, missing
+
+    def _remember(self, key: str, vector: np.ndarray) -> None:
+        """Keep `vector` in memory, dropping the oldest beyond `memory_vectors`."""
+        self._memory[key] = vector
+        if len(self._memory) > self.memory_vectors:
+            self._memory.popitem(last=False)
+
+    def held(self) -> int:
+        """How many vectors this process holds in memory."""
+        return len(self._memory)
 
     def _read_user(self, key: str) -> np.ndarray | None:
         path = self._file(key)
@@ -120,7 +136,7 @@ class EmbeddingCache:
     def store(self, key: str, vector: np.ndarray) -> None:
         """Keep a vector the live model computed, in memory and in the user's cache."""
         vector = np.asarray(vector, dtype=np.float32)
-        self._memory[key] = vector
+        self._remember(key, vector)
         path = self._file(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()

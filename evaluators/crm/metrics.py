@@ -103,11 +103,13 @@ evaluators/score_dir.py)."""
 
 
 def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit,
-               step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD) -> dict[str, Any]:
-    """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from."""
+               step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD,
+               finals: tuple[str | None, str | None] | None = None) -> dict[str, Any]:
+    """One line of items.jsonl: the unit's components, and what the sweep and judges recompute from. `finals`: the
+    two answers' `final_answer`s where the caller has read them already (else they are read here)."""
     mode, style = variant.split("-", 1)
-    original, masked = (final_answer(text, record["options"]) for text in (unit.original_answer,
-                                                                           unit.masked_answer))
+    original, masked = finals or tuple(final_answer(text, record["options"]) for text in (unit.original_answer,
+                                                                                         unit.masked_answer))
     flip = flipped(record, unit, original, masked, answer_threshold)
     sdr = step_disruption(unit.step_similarity, len(unit.original_steps), len(unit.masked_steps), step_threshold)
     has_gold = record["answer"] is not None
@@ -232,17 +234,19 @@ def sweep(lines: Sequence[dict[str, Any]], records: Mapping[str, dict[str, Any]]
     threshold for SDR, the free-form answer threshold for AFR (multiple-choice flips do not depend on it)."""
     groups = [(v, "variant") for v in sorted({l["variant"] for l in lines})]
     groups += [(m, "mode") for m in sorted({l["mode"] for l in lines})]
-    members = {(group, field): [l for l in lines if l[field] == group] for group, field in groups}  # chosen once
+    members = {(group, field): [k for k, l in enumerate(lines) if l[field] == group] for group, field in groups}
+    flip_records = [records[l["id"]] for l in lines]
     rows = []
-    for threshold in SWEEP:
+    for threshold in SWEEP:  # each line's SDR and flip made once per threshold, read by its variant's and mode's rows
+        sdrs = [_sdr_at(l, threshold) for l in lines]
+        flips = [_flip_at(l, record, threshold) for l, record in zip(lines, flip_records)]
         for group, field in groups:
             chosen = members[group, field]
-            sdrs = [_sdr_at(l, threshold) for l in chosen]
-            defined = [s for s in sdrs if s is not None]
-            flips = [f for f in (_flip_at(l, records[l["id"]], threshold) for l in chosen) if f is not None]
+            defined = [sdrs[k] for k in chosen if sdrs[k] is not None]
+            flipped_here = [flips[k] for k in chosen if flips[k] is not None]
             rows.append({"threshold": threshold, "group": group, "kind": field,
                          "SDR": round(sum(defined) / len(defined), 6) if defined else None,
-                         "AFR": round(sum(flips) / len(flips), 6) if flips else None})
+                         "AFR": round(sum(flipped_here) / len(flipped_here), 6) if flipped_here else None})
     return rows
 
 

@@ -24,7 +24,7 @@ from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.crm.metrics import SUMMARY_FIELDS, rates
 from mmfaith.evaluators import coverage, plots
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table, metrics_key
-from mmfaith.evaluators.score_dir import load_score_dir, score_labels
+from mmfaith.evaluators.score_dir import load_score_dirs, score_labels
 from mmfaith.evaluators.stats import clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import write_atomic
@@ -153,7 +153,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     exact McNemar p for the binary AFR and HR. Writes comparison.json and report.md; returns the first."""
     if not score_dirs:
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
-    loaded = [load_score_dir(path, SUMMARY_FIELDS) for path in score_dirs]
+    loaded = load_score_dirs(score_dirs, SUMMARY_FIELDS)
     metrics = [m for m, _ in loaded]
     for path, m in zip(score_dirs[1:], metrics[1:]):
         if m["provenance"]["dataset"] != metrics[0]["provenance"]["dataset"]:

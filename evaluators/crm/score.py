@@ -6,10 +6,17 @@ submission is validated whole; `from_run` lets the last answered line win; lines
 images are stale).
 
 Per (question, variant) unit (evaluators/crm/metrics.py): the original and masked steps
-(evaluators/crm/steps.py), their Sentence-BERT cosines (evaluators/crm/embed.py: every distinct
-text of the run embedded once, in batches, cached under $MMFAITH_CACHE), the final answers, the
-hallucination judge's flags (the rule, evaluators/crm/hallucination.py, or an LLM judge). A
-unit whose original or masked CoT has no answer is not scored (counted as `n_missing`).
+(evaluators/crm/steps.py), their Sentence-BERT cosines (evaluators/crm/embed.py: each distinct
+text embedded once, cached under $MMFAITH_CACHE), the final answers, the hallucination judge's
+flags (the rule, evaluators/crm/hallucination.py, or an LLM judge). A unit whose original or
+masked CoT has no answer is not scored (counted as `n_missing`).
+
+Questions are scored UNIT_CHUNK at a time (`score_chunk`): a chunk's distinct texts embedded in one
+call, its units judged, scored and spooled, its steps and vectors dropped before the next, so memory
+is bounded by the chunk whatever the number of distinct texts. `workers` processes score chunks side
+by side (mmfaith/ordered_pool.py), merged in dataset order; texts in no cache are encoded only in
+this process, chunk after chunk (`scored_chunks`), so the vectors, and the bytes, do not depend on
+the number of workers.
 
 Noise floor: the original asked again with another seed (`resample_*`, evaluators/crm/run.py) is
 scored as a unit against the original like a variant; `noise_floor` gives its SDR and AFR (with
@@ -23,7 +30,7 @@ sensitivity.png. The same inputs give the same bytes.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +42,7 @@ from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm import hallucination
 from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
-from mmfaith.evaluators.crm.embed import load_encoder
+from mmfaith.evaluators.crm.embed import Encoder, NotEmbedded, load_encoder
 from mmfaith.evaluators.circular import SEPARATOR, circular_correct, original_label, position_bias, rotate_options
 from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, SUMMARY_FIELDS, Unit,
                                             final_answer, noise_floor, score_unit, summarize, sweep)
@@ -46,15 +53,19 @@ from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
-from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
 from mmfaith.outdir import prepare_out_dir
 from mmfaith.records import Shared, keep_fields
+from mmfaith.ordered_pool import ordered_map, scoring_workers
 
 
 SCORED_FIELDS = ("id", "question", "question_type", "answer", "options", "regions", "image_original_sha256",
                  "source.dataset", "source.file_name")
 """What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
+UNIT_CHUNK = 2048
+"""Questions whose units are embedded, judged and scored together (`score_chunk`): a chunk's steps, vectors and
+similarity matrices are dropped before the next, so they take memory in proportion to the chunk, not the dataset."""
 FLOOR_VARIANT = "original-resample"
 """The re-sampled original's unit, scored like a variant ("{mode}-{style}") and kept out of the masked blocks."""
 
@@ -71,6 +82,9 @@ class CrmScoreRequest(ScoreSettings):
     judge: ModelEndpoint | None = None
     judge_workers: int = 4
     judge_agreement: bool = False
+    workers: int | None = None
+    """Processes scoring chunks side by side (`scored_chunks`); the same bytes whatever their number."""
+    chunk: int = UNIT_CHUNK
 
 
 def _check(request: CrmScoreRequest) -> None:
@@ -85,13 +99,13 @@ Plan = tuple[CrmItem, str, tuple[list[str], list[str]], str, str]
 """A scorable unit before its similarities: item, variant, (original steps, masked steps), both final answers."""
 
 
-def _plans(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> tuple[list[Plan], list[str], int]:
+def _plans(items: Sequence[CrmItem], answers: dict[tuple[str, str], str]) -> tuple[list[Plan], list[str], int]:
     """Every scorable unit's plan, the texts scoring embeds (sorted, each once), and how many units lacked an
     answer."""
     plans: list[Plan] = []
     texts: set[str] = set()
     missing = 0
-    for item in dataset.items:
+    for item in items:
         original_cot, original_answer = (answers.get((item.id, probe)) for probe in probe_names("original"))
         original_steps = None
         for name, _ in asked(item)[1:]:
@@ -110,61 +124,126 @@ def _plans(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> tuple[li
 
 def embedded_texts(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> list[str]:
     """Every text scoring these answers embeds (`tools/make_crm_embeddings.py` ships them for the default suite)."""
-    return _plans(dataset, answers)[1]
+    return _plans(dataset.items, answers)[1]
 
 
-def _units(dataset: CrmDataset, answers: dict[tuple[str, str], str], encoder: Any,
-           judge: LlmHallucinationJudge | None) -> tuple[Iterator[tuple[CrmItem, str, Unit]], int, dict[str, Any] | None]:
-    """Every scorable unit with its similarities, made one at a time once every text is embedded (a unit's
-    similarity matrix is held only while it is scored); how many units lacked an answer; the judges' agreement."""
-    plans, ordered, missing = _plans(dataset, answers)
-    vectors = dict(zip(ordered, encoder.embed(ordered))) if ordered else {}
+@dataclass(frozen=True)
+class Scoring:
+    """What scoring a chunk of questions reads: the items, the answers by (id, probe) and the (id, probe)s whose call
+    failed, the encoder, the judge (None: the rule alone), the thresholds, and `chunk`, the questions per chunk."""
+
+    items: Sequence[CrmItem]
+    answers: dict[tuple[str, str], str]
+    failed: frozenset[tuple[str, str]]
+    encoder: Encoder
+    judge: LlmHallucinationJudge | None
+    coverage_threshold: float
+    step_threshold: float = STEP_THRESHOLD
+    answer_threshold: float = ANSWER_THRESHOLD
+    chunk: int = UNIT_CHUNK
+
+
+@dataclass
+class ScoredChunk:
+    """A chunk's units scored: the masked units' items.jsonl lines and kept fields (`spooled`, in dataset then
+    variant order), the re-sampled originals' kept lines (the noise floor), how many units lacked an answer, the
+    chunk's answer tally, the original's final answer to each multiple-choice question (`answer_position_bias`),
+    and (with an LLM judge) its masked units' rule and LLM flags and step counts, for
+    `judge.agreement`."""
+
+    units: SpooledChunk
+    floor: list[dict[str, Any]]
+    missing: int
+    tally: Tally
+    picks: list[str | None]
+    rule: list[list[int]]
+    llm: list[list[int]]
+    n_steps: list[int]
+
+
+def score_chunk(scoring: Scoring, start: int, encode: bool = True) -> ScoredChunk:
+    """The units of the `scoring.chunk` questions from `start`: their distinct texts embedded (one `embed` call:
+    found in a cache or encoded together), steps judged, each unit's similarity matrix made and scored; of it only
+    the lines and kept fields are returned. Each final answer is read once, for the units and the tally. With
+    `encode` False, a text in no cache raises NotEmbedded."""
+    items = scoring.items[start:start + scoring.chunk]
+    plans, ordered, missing = _plans(items, scoring.answers)
+    vectors = dict(zip(ordered, scoring.encoder.embed(ordered, encode))) if ordered else {}
     del ordered
+    finals: dict[tuple[str, str], str | None] = {}
+
+    def final(item: CrmItem, probe: str) -> str | None:
+        key = (item.id, probe)
+        if key not in finals:
+            finals[key] = final_answer(scoring.answers.get(key), item.record["options"])
+        return finals[key]
 
     def cos(a: str | None, b: str | None) -> float | None:
         return None if not a or not b else float(vectors[a] @ vectors[b])
 
-    def case(plan: tuple[CrmItem, str, tuple[list[str], list[str]], str, str]) -> tuple[str, list[str], list[str]]:
+    def case(plan: Plan) -> tuple[str, list[str], list[str]]:
         item, _, steps, _, _ = plan
         return item.record["question"], [region["label"] for region in item.record["regions"]], steps[1]
 
-    rule = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
-            for question, labels, steps in map(case, plans)]
-    # The LLM judge reads masked units only; the re-sample's HR (unused beside its SDR and AFR) is the rule's.
-    judged = [k for k, plan in enumerate(plans) if plan[1] != RESAMPLE]
-    llm_judged = judge.flag_all([case(plans[k]) for k in judged]) if judge is not None else None
-    compared = (agreement([rule[k] for k in judged], llm_judged, [len(plans[k][2][1]) for k in judged])
-                if llm_judged is not None else None)
-    flags = rule if llm_judged is None else [*rule]
-    for k, flagged in zip(judged, llm_judged or ()):
-        flags[k] = flagged
-
-    def units() -> Iterator[tuple[CrmItem, str, Unit]]:
-        for k, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
-            record = item.record
-            matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
-                      if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
-            free = not record["options"]
-            yield item, name, Unit(original_steps, masked_steps, matrix, original_answer, answer,
-                                   cos(original_answer, answer) if free else None,
-                                   (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free
-                                   else (None, None), flags[k])
-
-    return units(), missing, compared
-
-
-def answer_tally(dataset: CrmDataset, read: PredictionSet, threshold: float) -> Tally:
-    """Every expected answer's status (evaluators/coverage.py): a CoT is read when it is not blank, a final
-    answer when `metrics.final_answer` reads it. CRM's paper fixes no answer format (paper format n/a)."""
-    tally = Tally(threshold)
-    for item in dataset.items:
+    flags = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
+             for question, labels, steps in map(case, plans)]
+    rule: list[list[int]] = []
+    llm: list[list[int]] = []
+    n_steps: list[int] = []
+    if scoring.judge is not None:
+        # The LLM judge reads masked units only; the re-sample's HR (unused beside its SDR and AFR) is the rule's.
+        judged = [j for j, plan in enumerate(plans) if plan[1] != RESAMPLE]
+        rule, n_steps = [flags[j] for j in judged], [len(plans[j][2][1]) for j in judged]
+        llm = scoring.judge.flag_all([case(plans[j]) for j in judged])
+        for j, flagged in zip(judged, llm):
+            flags[j] = flagged
+    masked, floor, shared = [], [], Shared()
+    for j, (item, name, (original_steps, masked_steps), original_answer, answer) in enumerate(plans):
+        record = item.record
+        matrix = (np.array([[vectors[o] @ vectors[m] for m in masked_steps] for o in original_steps])
+                  if original_steps and masked_steps else np.zeros((len(original_steps), len(masked_steps))))
+        free = not record["options"]
+        unit = Unit(original_steps, masked_steps, matrix, original_answer, answer,
+                    cos(original_answer, answer) if free else None,
+                    (cos(original_answer, record["answer"]), cos(answer, record["answer"])) if free
+                    else (None, None), flags[j])
+        line = score_unit(record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
+                          scoring.step_threshold, scoring.answer_threshold,
+                          (final(item, probe_names("original")[1]), final(item, probe_names(name)[1])))
+        if name == RESAMPLE:
+            floor.append(keep_fields(line, SUMMARY_FIELDS, shared))  # noise_floor reads these, held small
+        else:
+            masked.append(line)
+    tally = Tally(scoring.coverage_threshold)
+    for item in items:
         for name, _ in shown(item):
             for probe, is_answer in zip(probe_names(name), (False, True)):
-                line = read.answered.get((item.id, probe))
-                text = None if line is None else line["response"]
-                reading = final_answer(text, item.record["options"]) if is_answer else (text or "").strip() or None
-                tally.add(status_of(line, (item.id, probe) in read.failed, reading))
-    return tally
+                text = scoring.answers.get((item.id, probe))
+                reading = final(item, probe) if is_answer else (text or "").strip() or None
+                tally.add(status_of(None if text is None else {"response": text}, (item.id, probe) in scoring.failed,
+                                    reading))
+    picks = [final(item, "original_answer") for item in items if item.record["options"]]
+    return ScoredChunk(spooled(masked, SUMMARY_FIELDS), floor, missing, tally, picks, rule, llm, n_steps)
+
+
+def scored_chunks(scoring: Scoring, workers: int) -> Iterator[ScoredChunk]:
+    """Every chunk scored, in order, on `workers` forked processes (mmfaith/ordered_pool.py). Texts are encoded
+    only here, chunk after chunk, a chunk's texts in no cache together: a chunk a worker finds such a text in is
+    scored here in its turn, so every vector comes from the same batch whatever the number of workers. With an LLM
+    judge (its calls run on threads of their own), chunks are scored here."""
+    starts = range(0, len(scoring.items), scoring.chunk)
+    if workers <= 1 or scoring.judge is not None or len(starts) <= 1:
+        yield from (score_chunk(scoring, start) for start in starts)
+        return
+
+    def cached(start: int) -> ScoredChunk | None:
+        try:
+            return score_chunk(scoring, start, encode=False)
+        except NotEmbedded:
+            return None
+
+    for start, scored in zip(starts, ordered_map(cached, starts, workers)):
+        yield scored if scored is not None else score_chunk(scoring, start)
 
 
 def _original_label(record: dict[str, Any], response: str | None, k: int) -> str | None:
@@ -178,6 +257,8 @@ def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> 
     multiple-choice items asked in every rotation of the options there (`run --circular`), the first-order
     accuracy of its final answer beside `accuracy_circular` (right in every rotation, evaluators/circular.py);
     None for a run without rotations."""
+    if not any(SEPARATOR in probe for _, probe in answers):
+        return None  # no rotation answered: a run without --circular
     first: dict[str, list[bool]] = {}
     every: dict[str, list[bool]] = {}
     for item in dataset.items:
@@ -202,12 +283,11 @@ def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> 
                     "accuracy_circular": round(sum(every[image]) / len(every[image]), 6)} for image in first}
 
 
-def answer_position_bias(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> dict[str, Any]:
-    """Each option letter's share among the original image's first-order final answers (multiple choice)
-    beside its share among the golds."""
+def answer_position_bias(dataset: CrmDataset, picked: list[str | None]) -> dict[str, Any]:
+    """Each option letter's share among the original image's first-order final answers (multiple choice; `picked`:
+    each one's `final_answer`, in dataset order) beside its share among the golds."""
     chosen = [item for item in dataset.items if item.record["options"]]
     labels = sorted({option["label"] for item in chosen for option in item.record["options"]})
-    picked = [final_answer(answers.get((item.id, "original_answer")), item.record["options"]) for item in chosen]
     return position_bias([label if label in labels else None for label in picked],
                          [item.record["answer"] for item in chosen], labels)
 
@@ -234,18 +314,23 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                     read.sha256, request.overwrite)
     encoder = load_encoder(request.sbert_model, request.batch_size)
     answers = {key: line["response"] for key, line in read.answered.items()}
+    read.answered.clear()  # scoring reads the responses alone: each line's dict is dropped (memory per line)
     if request.judge_agreement and request.judge is None:
         raise MmfaithError("--judge-agreement compares the rule judge with an LLM judge: add --judge MODEL.")
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
-    units, missing, compared = _units(dataset, answers, encoder, judge)
-    spool, lines, floor, shared = ItemSpool(out, SUMMARY_FIELDS), [], [], Shared()
-    for item, name, unit in units:
-        line = score_unit(item.record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
-                          request.step_threshold, request.answer_threshold)
-        if name == RESAMPLE:
-            floor.append(keep_fields(line, SUMMARY_FIELDS, shared))  # noise_floor reads these, held small
-        else:
-            lines.append(spool.keep(line))
+    scoring = Scoring(dataset.items, answers, read.failed, encoder, judge, request.coverage_threshold,
+                      request.step_threshold, request.answer_threshold, request.chunk)
+    spool, lines, floor, tally = ItemSpool(out, SUMMARY_FIELDS), [], [], Tally(request.coverage_threshold)
+    missing, picks, rule, llm, n_steps = 0, [], [], [], []
+    for scored in scored_chunks(scoring, scoring_workers(request.workers)):
+        lines += spool.add(scored.units)
+        floor += scored.floor
+        missing += scored.missing
+        tally.add_tally(scored.tally)
+        picks += scored.picks
+        rule += scored.rule
+        llm += scored.llm
+        n_steps += scored.n_steps
     if not lines:
         spool.close().unlink()
         raise MmfaithError(f"{request.predictions}: no (question, variant) has all four answers (original and masked "
@@ -270,16 +355,16 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
         **summarize(lines, request.n_bootstrap, request.seed),
         "noise_floor": noise_floor(floor, request.n_bootstrap, request.seed),
         "sensitivity": sweep(lines, records),
-        "answers": answer_tally(dataset, read, request.coverage_threshold).to_json(),
+        "answers": tally.to_json(),
         "counts": {"n_items": len(dataset.items), "n_units": len(lines), "n_missing": missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
                    "answered_share": round(sum(SEPARATOR not in probe and not probe.startswith(RESAMPLE)
-                                               for _, probe in read.answered)
+                                               for _, probe in answers)
                                            / sum(2 * len(shown(item)) for item in dataset.items), 6)},
         "circular": circular_block(dataset, answers),
-        "position_bias": answer_position_bias(dataset, answers),
+        "position_bias": answer_position_bias(dataset, picks),
     }
     if request.judge_agreement:
-        metrics["judge_agreement"] = compared
+        metrics["judge_agreement"] = agreement(rule, llm, n_steps)
     publish_scores(out, spool, metrics, write_score_report)
     return metrics

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmfaith.cli_options import add_judge_options, judge_endpoint
+from mmfaith.cli_options import add_judge_options, add_workers_option, judge_endpoint
 from mmfaith.evaluators.spd_faith.prompts import LAYOUTS, ORDER_CHOICES
 
 if TYPE_CHECKING:  # the stage modules load when a hook runs
@@ -81,9 +81,7 @@ def add_score_options(parser: argparse.ArgumentParser) -> None:
                              "(JSON with a responses list; auto detects it by shape; --dataset is then the build "
                              "imported with `mmfaith build spd-faith --from-official`)")
     add_judge_options(parser, "judge", "the claims", "how often the rule and LLM judges extract the same claims")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="processes scoring the pairs side by side with the rule judge (default: the usable "
-                             "cores; the same files whatever N; an LLM judge runs --judge-workers threads instead)")
+    add_workers_option(parser, "the pairs with the rule judge", "; an LLM judge runs --judge-workers threads instead")
 
 
 def score(args: argparse.Namespace) -> int:

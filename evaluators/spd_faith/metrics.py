@@ -97,11 +97,11 @@ these: evaluators/score_dir.py); the claims, gold and matches behind them are mo
 _DECIMALS = 6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Answer:
     """The answer to one probe: its text (None: no answer), whether the token limit cut it, and the
     order the pictures were shown in (meta.order: original-first, edited-first, or None: unknown,
-    taken as original-first)."""
+    taken as original-first). Slotted: a score holds one per prediction line (400,000 at 100,000 pairs)."""
 
     response: str | None
     truncated: bool = False
@@ -272,24 +272,33 @@ def _flag(value: Any) -> tuple[float, float]:
     return (0.0, 0.0) if value is None else (float(value), 1.0)
 
 
+_RATE_KEYS = {key: (key, f"{key}_n") for key in ("false_alarm", *(f"fa_{p}" for p in ALARM_PROBES), "contradiction",
+                                                 "consistency", "DRF", "yes_same")}
+_TYPE_KEYS = {t: (f"claims_{t}", f"gold_{t}", f"tp_{t}") for t in CLAIM_TYPES}
+_DRF_KEYS = {name: f"drf_{name}" for name in DRF_CLASSES}
+_SAME_DIFFERENT_KEYS = {differs: (f"sd_{kind}_right", f"sd_{kind}_n") for differs, kind in ((True, "diff"),
+                                                                                             (False, "ctrl"))}
+"""Component names made once: one string each, not one per item (a summary holds every item's components)."""
+
+
 def item_components(item: Mapping[str, Any]) -> dict[str, float]:
     """The sums an item adds to its group's metrics (headline_from_sums, control_from_sums)."""
     scores, answers = item["scores"], item["answers"]
     if item["num_differences"] == 0:
         alarms = control_alarms({probe: answers[probe]["value"] for probe in ALARM_PROBES})
         parts = {"false_alarm": scores["false_alarm"], **{f"fa_{probe}": alarm for probe, alarm in alarms.items()}}
-        return {**{f"{key}{suffix}": v for key, value in parts.items() for suffix, v in zip(("", "_n"), _flag(value))},
+        return {**{name: v for key, value in parts.items() for name, v in zip(_RATE_KEYS[key], _flag(value))},
                 **_same_different(answers, differs=False)}
     types, drf = item["type_counts"], item["drf"]["classes"]
     parts = {"contradiction": scores["contradiction"], "consistency": scores["consistency"], "DRF": scores["DRF"],
              "yes_same": scores["yes_same"]}
-    components = {f"{key}{suffix}": v for key, value in parts.items() for suffix, v in zip(("", "_n"), _flag(value))}
+    components = {name: v for key, value in parts.items() for name, v in zip(_RATE_KEYS[key], _flag(value))}
     components.update({"n": 1.0, "DS": scores["DS"], "DQR": scores["DQR"], "existence": scores["existence"],
                        "claims": float(sum(types["claims"].values())), "gold": float(sum(types["gold"].values())),
                        "tp_type": float(sum(types["tp"].values())), "tp_category": float(item["category_tp"])})
     for t in CLAIM_TYPES:
-        components.update({f"claims_{t}": types["claims"][t], f"gold_{t}": types["gold"][t], f"tp_{t}": types["tp"][t]})
-    components.update({f"drf_{name}": float(count) for name, count in drf.items()})
+        components.update(zip(_TYPE_KEYS[t], (types["claims"][t], types["gold"][t], types["tp"][t])))
+    components.update({_DRF_KEYS[name]: float(count) for name, count in drf.items()})
     components.update(_same_different(answers, differs=True))
     return components
 
@@ -298,8 +307,7 @@ def _same_different(answers: Mapping[str, Any], differs: bool) -> dict[str, floa
     """Right and parsed same/different answers of one item, under `sd_diff_*` or `sd_ctrl_*` (module docstring)."""
     expected = {"same": not differs, "different": differs}
     parsed = [answers[p]["value"] == expected[p] for p in expected if answers[p]["value"] is not None]
-    kind = "diff" if differs else "ctrl"
-    return {f"sd_{kind}_right": float(sum(parsed)), f"sd_{kind}_n": float(len(parsed))}
+    return dict(zip(_SAME_DIFFERENT_KEYS[differs], (float(sum(parsed)), float(len(parsed)))))
 
 
 def headline_beside_from_sums(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

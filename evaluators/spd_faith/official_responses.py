@@ -98,9 +98,19 @@ MAX_OFFICIAL_BYTES = 1 << 30
 
 def looks_official(path: Path) -> bool:
     """True when the file is one JSON object with a `responses` list (the official shape), not JSONL; a file that
-    is not a regular one (/dev/zero, a pipe) or larger than MAX_OFFICIAL_BYTES is not read here."""
+    is not a regular one (/dev/zero, a pipe) or larger than MAX_OFFICIAL_BYTES is not read here. A file whose first
+    non-blank line is a JSON value other than such an object (a predictions.jsonl) is decided from that line: the
+    whole file (hundreds of MB at 100,000 pairs, held twice while parsed) is read only when it may be one."""
     try:
         if not path.is_file() or path.stat().st_size > MAX_OFFICIAL_BYTES:
+            return False
+        with path.open("rb") as handle:
+            first = next((line for line in iter(lambda: handle.readline(MAX_OFFICIAL_BYTES), b"") if line.strip()), b"")
+        try:
+            head = json.loads(first)
+        except ValueError:  # a JSON object spread over lines, or not JSON at all: read whole below
+            head = None
+        if head is not None and not (isinstance(head, dict) and "responses" in head):
             return False
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):

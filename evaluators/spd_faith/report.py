@@ -162,14 +162,22 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
     return figures
 
 
+def with_components(item: dict[str, Any]) -> dict[str, Any]:
+    """A score dir's kept item with its `item_components` under "components" (what a comparison sums; made on the
+    process that reads the score dir, `load_score_dirs`)."""
+    item["components"] = item_components(item)
+    return item
+
+
 def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping[str, Any]], n_bootstrap: int,
                  seed: int) -> dict[str, Any]:
-    """Paired differences (a - b) on the items both scored, with intervals, and McNemar p-values."""
+    """Paired differences (a - b) on the items both scored (`with_components` items), with intervals, and McNemar
+    p-values."""
     by_id = {item["id"]: item for item in items_b if item["num_differences"] > 0}
     shared = [(item, by_id[item["id"]]) for item in items_a if item["id"] in by_id]
     if not shared:
         raise MmfaithError("the score dirs share no scored item; score them on the same dataset.")
-    diffs = stats.paired_bootstrap([item_components(a) for a, _ in shared], [item_components(b) for _, b in shared],
+    diffs = stats.paired_bootstrap([a["components"] for a, _ in shared], [b["components"] for _, b in shared],
                                    [a["cluster"] for a, _ in shared], headline_from_sums, n_bootstrap, seed)
     mcnemar = {}
     for metric, key in BINARY_METRICS.items():
@@ -188,7 +196,7 @@ def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping
 
 
 BLIND_KEYS = ("DS", "DQR", "TF1", "contradiction_rate")
-BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"], components=item_components,
+BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"], components=lambda item: item["components"],
                              cluster=lambda item: item["cluster"], statistic=headline_from_sums,
                              template_of=lambda item: item["group"], scored=lambda item: item["num_differences"] > 0)
 """Multimodal gain and leakage (evaluators/blind_gain.py) per difficulty group of the pairs."""
@@ -201,7 +209,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
     if n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {n_bootstrap}.")
-    loaded = load_score_dirs(score_dirs, SUMMARY_FIELDS)
+    loaded = load_score_dirs(score_dirs, SUMMARY_FIELDS, with_components)
     metrics = [m for m, _ in loaded]
     for path, m in zip(score_dirs[1:], metrics[1:]):
         for what, get in (("dataset revision", lambda x: x["provenance"]["dataset"]["revision"]),

@@ -57,9 +57,8 @@ from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.evaluators.spd_faith.run import item_shows
 from mmfaith.jsonl import canonical_json
 from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
-from mmfaith.ordered_pool import ordered_map
+from mmfaith.ordered_pool import ordered_map, scoring_workers
 from mmfaith.outdir import prepare_out_dir
-from mmfaith.step_pool import available_cores
 
 JUDGE_CHUNK = 4096
 """Pairs judged and scored at a time (the unit of work of a worker process): memory holds a few chunks' cases and
@@ -181,8 +180,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    if request.workers is not None and request.workers < 1:
-        raise MmfaithError(f"--workers must be 1 or more, not {request.workers}.")
+    rule_workers = scoring_workers(request.workers)
     if request.dataset is None and request.format == "predictions":
         raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
     dataset = open_spd_dataset(request.dataset, fields=SCORED_FIELDS) if request.dataset is not None else None
@@ -226,7 +224,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
                            agreement)
 
     # Chunks of pairs scored on forked workers (the rule judge; an LLM judge's calls run on its own threads, here)
-    workers = (available_cores() if request.workers is None else request.workers) if isinstance(judge, RuleJudge) else 1
+    workers = rule_workers if isinstance(judge, RuleJudge) else 1
     for scored in ordered_map(score_chunk, range(0, len(dataset.pairs), request.chunk), workers):
         items.extend(spool.add(scored.items))
         tally.add_tally(scored.tally)

@@ -524,3 +524,21 @@ def test_without_a_dataset_the_files_own_ground_truth_is_the_gold(tmp_path: Path
     assert (overall["TF1"], overall["CF1"], overall["DRF"]) == pytest.approx((0.8, 0.6, 2 / 3), abs=1e-6)
     assert metrics["official"]["gold"] == "file" and metrics["official"]["gold_disagreements"] == []
     assert "scored against the file's own ground_truth" in (tmp_path / "s" / "report.md").read_text()
+
+
+def test_an_official_response_file_is_told_from_predictions_jsonl_by_its_first_line(tmp_path: Path) -> None:
+    """`looks_official` decides a predictions.jsonl from its first line (its whole text is never parsed: 300 MB held
+    twice at 100,000 pairs); an official file, pretty-printed or on one line, is still recognised."""
+    from mmfaith.evaluators.spd_faith.official_responses import looks_official
+
+    official = {"model": "m", "responses": [{"sample_id": "1", "predicted_num": 1}]}
+    cases = {"pretty.json": json.dumps(official, indent=2), "one-line.json": "\n" + json.dumps(official) + "\n",
+             "predictions.jsonl": "".join(json.dumps({"id": f"spdf-{k}", "probe": "count", "response": "\\boxed{1}",
+                                                      "model": "m"}) + "\n" for k in range(3)),
+             "one-line-then-more.jsonl": json.dumps(official) + "\n" + json.dumps(official) + "\n",
+             "list.json": "[1, 2]\n", "empty.jsonl": "\n\n", "not-json.txt": "{ responses\n"}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+    assert {name: looks_official(tmp_path / name) for name in cases} == {
+        "pretty.json": True, "one-line.json": True, "predictions.jsonl": False, "one-line-then-more.jsonl": False,
+        "list.json": False, "empty.jsonl": False, "not-json.txt": False}
