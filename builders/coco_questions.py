@@ -63,12 +63,19 @@ when the category's instances across the source usually cover min_counted_area (
 area; `CategoryContext.typical_area`): a category that is mostly small (traffic lights, handbags,
 cars, bottles, cups in COCO) stands unannotated in the background of many scenes, so "no traffic
 light" at night among many small lights, or "no handbag" in a dense crowd, cannot be confirmed
-(issue 29's CRM audit). Usually small: with `typical_area` given (CRM passes it), count and present
-existence ask only about categories whose median box across the source covers min_counted_area too,
-for the same reason: a present car, cup, bottle, book, clock, knife or chair that is large enough here
-mostly has smaller, unannotated twins in the background (a white pickup behind the one annotated
-car of COCO 64), and such a kind's "1" or "yes" cannot be checked; an absent question may still take
-its instance as the anchor (the anchor is masked, not asked about). With `whole_objects` (CRM, whose
+(issue 29's CRM audit). Usually small, usually alone: with a `KindStats` table given (`kinds`: CRM
+passes the shipped COCO table, builders/coco_kinds.py, since a median over the one or two instances
+a small source holds of a kind says nothing about it), count and existence (present and absent) ask
+only about categories whose median box covers min_counted_area and that are usually alone (at least
+ALONE_SHARE of the images holding them hold one instance), and colour and relation ("the X") only
+about categories usually alone and objects covering min_counted_area, for the same reason: a present car, cup, bottle, book, clock, knife or
+chair that is large enough here mostly has smaller, unannotated twins in the background (a white
+pickup behind the one annotated car of COCO 64), and a kind that usually comes in groups (persons,
+chairs, cups, trucks, bicycles, teddy bears) is the kind annotators leave partly unannotated (a
+plush turtle beside the two annotated teddy bears of 643, a blurred second bicycle down the street of
+74, a second pickup in 64, a face in a side mirror called "the person" in 151, a slatted seat under
+"no chair" in 136, a small terracotta jug called "the vase" in 138 beside a larger unannotated one), so its "2", "yes", "no" or "the X" cannot be checked; an absent question may still
+take such an instance as the anchor (the anchor is masked, not asked about). With `whole_objects` (CRM, whose
 masks cover the annotated boxes), count, present existence and relation (the questions whose answer
 is which objects are there and where) ask only about objects that stand whole in their boxes: not
 partly hidden (targets.partly_hidden_reason: its mask fills under 30 % of its box, or other objects
@@ -121,6 +128,8 @@ SHADES = {"white": {"gray"}, "black": {"gray"}, "gray": {"white", "black"}}
 RELATION_SURFACES = frozenset({"dining table", "bed", "couch", "bench"})
 FITTED_APPLIANCES = frozenset({"oven", "refrigerator"})
 MIN_FITTED_AREA = 0.01
+ALONE_SHARE = 0.5
+"""A category is usually alone when at least this share of the images holding it hold one instance."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +284,35 @@ def balanced_window(balance: QuestionBalance, template: str, windows: Sequence[t
     return tied[0]
 
 
+@dataclass(frozen=True)
+class KindStats:
+    """How a category usually appears in COCO images (module docstring, "usually small", "usually alone"):
+    in how many images it is annotated, the median box area of its non-crowd instances over the image area,
+    and the share of those images that hold exactly one instance of it (crowd regions counted as instances)."""
+
+    images: int
+    median_area: float
+    alone_share: float
+
+
+def kind_stats(dataset: Mapping[str, Any]) -> dict[str, KindStats]:
+    """Each annotated category's `KindStats` over a COCO instances dataset (its `images`, `annotations`,
+    `categories`), by category name."""
+    names = {c["id"]: c["name"] for c in dataset["categories"]}
+    sizes = {image["id"]: float(image["width"] * image["height"]) for image in dataset["images"]}
+    areas: dict[str, list[float]] = {}
+    per_image: dict[str, Counter[int]] = {}
+    for ann in dataset["annotations"]:
+        name = names[ann["category_id"]]
+        per_image.setdefault(name, Counter())[ann["image_id"]] += 1
+        if not ann.get("iscrowd"):
+            areas.setdefault(name, []).append(ann["bbox"][2] * ann["bbox"][3] / sizes[ann["image_id"]])
+    return {name: KindStats(images=len(counts),
+                            median_area=float(np.median(areas[name])) if name in areas else 0.0,
+                            alone_share=sum(1 for n in counts.values() if n == 1) / len(counts))
+            for name, counts in sorted(per_image.items())}
+
+
 class CategoryContext:
     """Which categories of a COCO source go together: in how many images each pair is annotated (crowd
     included), and each category's supercategory; `plausible_absent` gives a scene's candidates for
@@ -288,13 +326,10 @@ class CategoryContext:
         for categories in by_image.values():
             self.together.update((a, b) for a in categories for b in categories if a != b)
         self.supercategory = {c["name"]: c.get("supercategory") for c in source.coco.dataset["categories"]}
-        areas: dict[str, list[float]] = {}
-        for ann in source.coco.dataset["annotations"]:
-            image = source.coco.imgs[ann["image_id"]]
-            if not ann.get("iscrowd"):
-                areas.setdefault(source.categories[ann["category_id"]], []).append(
-                    ann["bbox"][2] * ann["bbox"][3] / float(image["width"] * image["height"]))
-        self.typical_area = {category: float(np.median(values)) for category, values in sorted(areas.items())}
+        self.kinds = kind_stats(source.coco.dataset)
+        """Each category's `KindStats` across the source."""
+        self.typical_area = {category: kind.median_area for category, kind in self.kinds.items()
+                             if kind.median_area > 0.0}
         """Each category's median instance box area over the image area, across the source (crowd left out)."""
 
     def plausible_absent(self, scene: Scene,
@@ -541,19 +576,39 @@ def _relation_question(view: _SceneView, first: Instance, second: Instance, seed
                     {"subject": subject.category, "reference": reference.category, "relation": relation})
 
 
+def usually_alone(kinds: Mapping[str, KindStats] | None, category: str) -> bool:
+    """Whether images holding the category usually hold one instance of it (`ALONE_SHARE` of them; module
+    docstring, "usually alone"); True without a table, False for a category the table lacks."""
+    return kinds is None or (category in kinds and kinds[category].alone_share >= ALONE_SHARE)
+
+
+def usually_counted(kinds: Mapping[str, KindStats] | None, category: str, rules: QuestionRules) -> bool:
+    """Whether a count or an existence question may be about the category (module docstring, "usually small",
+    "usually alone"): usually alone and its median box covers min_counted_area; True without a table."""
+    return kinds is None or (usually_alone(kinds, category) and kinds[category].median_area >= rules.min_counted_area)
+
+
+def the_one(kinds: Mapping[str, KindStats] | None, inst: Instance, scene: Scene, rules: QuestionRules) -> bool:
+    """Whether a colour or relation question may call the instance "the X" (module docstring, "usually alone"):
+    with a table, its kind is usually alone and it covers min_counted_area of the image (a smaller one mostly has
+    unannotated twins, as counts do); True without a table."""
+    return kinds is None or (usually_alone(kinds, inst.category) and _area(inst, scene) >= rules.min_counted_area)
+
+
 def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequence[str] = TEMPLATES,
                     rules: QuestionRules = QuestionRules(), target_rules: TargetRules = TargetRules(),
                     absent: Mapping[str, Mapping[str, int]] | None = None,
                     balance: QuestionBalance | None = None,
-                    typical_area: Mapping[str, float] | None = None) -> list[Question]:
+                    kinds: Mapping[str, KindStats] | None = None) -> list[Question]:
     """Every question the templates allow on one scene (module docstring), in a deterministic order.
 
     `rgb` is the scene's decoded HxWx3 uint8 image (colour questions read its pixels). `absent` is
     `CategoryContext.plausible_absent(scene)` (none given: no absent existence questions); `balance`
     steers the free choices (module docstring) and is only read here: the caller records what it
-    keeps. `typical_area` (`CategoryContext.typical_area`; none given: no such rule) keeps count and
-    present existence to categories usually covering min_counted_area across the source (module
-    docstring, "usually small"). Unknown template names raise ValueError.
+    keeps. `kinds` (a `KindStats` table: CRM passes `crm_kinds`; none given: no such rule) keeps count
+    and existence to categories usually covering min_counted_area and usually alone, and colour and
+    relation ("the X") to categories usually alone and objects covering min_counted_area (module
+    docstring, "usually small", "usually alone"). Unknown template names raise ValueError.
     """
     unknown = sorted(set(templates) - set(TEMPLATES))
     if unknown:
@@ -565,21 +620,23 @@ def scene_questions(scene: Scene, rgb: np.ndarray, seed: int, templates: Sequenc
     if "color" in templates and not is_monochrome(rgb):
         for inst in view.singles():
             fitted = rules.whole_objects and inst.category in FITTED_APPLIANCES
-            if inst.category not in PEOPLE and view.small_enough(inst) and not fitted:
+            if inst.category not in PEOPLE and view.small_enough(inst) and not fitted \
+                    and the_one(kinds, inst, scene, rules):
                 question = _color_question(view, inst, rgb, seed, target_rules, balance)
                 if question is not None:
                     questions.append(question)
     counted = view.counted()
     present = [(cat, insts) for cat, insts in counted
-               if (typical_area is None or typical_area.get(cat, 0.0) >= rules.min_counted_area)
-               and (not rules.whole_objects or view.whole(cat, insts))]
+               if usually_counted(kinds, cat, rules) and (not rules.whole_objects or view.whole(cat, insts))]
     if "count" in templates:
         questions += [_count_question(view, cat, insts, seed, balance) for cat, insts in present]
     if "existence" in templates:
         questions += [_existence_question(view, cat, insts, seed, balance) for cat, insts in present]
-        questions += _absent_questions(view, counted, absent or {}, seed, balance)
+        asked = {category: links for category, links in (absent or {}).items()
+                 if usually_counted(kinds, category, rules)}
+        questions += _absent_questions(view, counted, asked, seed, balance)
     if "relation" in templates:
-        singles = view.singles()
+        singles = [inst for inst in view.singles() if the_one(kinds, inst, scene, rules)]
         if rules.whole_objects:
             singles = [inst for inst in singles if view.whole(inst.category, (inst,))]
         for i, first in enumerate(singles):

@@ -6,8 +6,9 @@ evidence regions (`{id, bbox [x, y, w, h], label}`), the image file and the reco
 - COCO (the embedded sample by default, or any COCO instances file with its images): the
   questions come from the shared generator (`builders/coco_questions.scene_questions`) with CRM's
   rules (`QUESTION_RULES`: colour only about objects of one colour; count, present existence and
-  relation only about whole objects, not partly hidden nor fitted appliances; count and present
-  existence only about categories usually large in the source, `CategoryContext.typical_area`), and the
+  relation only about whole objects, not partly hidden nor fitted appliances; count and existence only
+  about kinds usually large and usually alone, colour and relation only about an object of a kind usually
+  alone covering 1 % of the image, by the shipped COCO table, `crm_kinds`), and the
   evidence regions are `Question.regions()`: the boxes of the instances the answer depends on.
   Their instance masks travel with the candidate (`segments`) for `--mask-shape segment`.
 - VisArgs-style rows (published layout: `url`, `visual_premises`, `b_box` of `{h, startX, startY,
@@ -29,8 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mmfaith.builders.coco_questions import (TEMPLATES, CategoryContext, Question, QuestionBalance, QuestionRules,
-                                             question_rng, scene_questions)
+from mmfaith.builders.coco_kinds import COCO_KINDS
+from mmfaith.builders.coco_questions import (TEMPLATES, CategoryContext, KindStats, Question, QuestionBalance,
+                                             QuestionRules, question_rng, scene_questions)
 from mmfaith.builders.coco_source import CocoSource, Instance, License, Scene
 from mmfaith.errors import MmfaithError
 from mmfaith.images import read_rgb
@@ -42,6 +44,15 @@ judges the colour on the whole object; a phone named from its screen or cream ba
 gold in issue 29's audit); count, present existence and relation only about objects standing whole in the boxes the
 masks cover, and no colour of a fitted appliance (`whole_objects`: a salad server's handle past its box, an oven box
 leaving the stovetop were remnants; a teal stove with a black cooktop was named black)."""
+
+
+def crm_kinds(context: CategoryContext) -> dict[str, KindStats]:
+    """The category table CRM's rules read (`scene_questions(kinds=...)`): the shipped COCO table
+    (builders/coco_kinds.py, tools/make_coco_kinds.py), the source's own statistics for a category it lacks. A
+    source of a few dozen images says little about a kind (the embedded sample's one bicycle covers 18 % of its
+    image, bicycles 0.14 % by median in the 128-image COCO sample, whose blurred second bicycle stayed visible
+    beside the masked one of COCO 74 in issue 29's audit)."""
+    return {**context.kinds, **COCO_KINDS}
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,7 @@ def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = 
     `skipped`) unless `allow_noderivs`: a masked variant is a derivative."""
     skipped = {} if skipped is None else skipped
     context, balance = CategoryContext(source), QuestionBalance()
+    kinds = crm_kinds(context)
     for image_id in source.image_ids():
         scene = source.scene(image_id)
         if not scene.license.allows_derivatives and not allow_noderivs:
@@ -101,7 +113,7 @@ def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = 
         by_template: dict[str, list[Question]] = {}
         for question in scene_questions(scene, rgb, seed, templates, QUESTION_RULES,
                                         absent=context.plausible_absent(scene), balance=balance,
-                                        typical_area=context.typical_area):
+                                        kinds=kinds):
             by_template.setdefault(question.template, []).append(question)
         chosen = []
         while len(chosen) < per_image and any(by_template.values()):

@@ -65,19 +65,27 @@ def test_records_are_schema_valid_and_gated(crm_build: Path) -> None:
 
 
 def test_coco_questions_come_from_the_shared_generator(crm_build: Path, sample: tuple[Path, Path]) -> None:
-    from mmfaith.builders.coco_questions import CategoryContext, QuestionBalance, scene_questions
+    from mmfaith.builders.coco_questions import CategoryContext, scene_questions
     from mmfaith.builders.coco_source import CocoSource
+    from mmfaith.builders.crm.sources import QUESTION_RULES, coco_candidates, crm_kinds
     from mmfaith.images import read_rgb
 
     source = CocoSource(*sample)
+    context = CategoryContext(source)
     record = read_records(crm_build)[0]
     scene = source.scene(record["source"]["image_id"])
-    # The build's first image is asked with a fresh balance (nothing kept before it).
-    questions = scene_questions(scene, read_rgb(scene.path), 0, absent=CategoryContext(source).plausible_absent(scene),
-                                balance=QuestionBalance())
+    # The shared generator with CRM's rules and kind table asks the record's question about the same evidence.
+    questions = scene_questions(scene, read_rgb(scene.path), 0, rules=QUESTION_RULES,
+                                absent=context.plausible_absent(scene), kinds=crm_kinds(context))
     question = next(q for q in questions if f"coco:{q.key}" == record["build"]["key"])
     assert record["question"] == question.question and record["regions"] == question.regions()
-    assert record["answer"] == question.answer and record["question_type"] == question.template
+    assert record["question_type"] == question.template
+    # Its options are the build's candidate's (one balance over the build's kept questions); the build settles the
+    # gold's letter over the items it keeps (build._apply_cap, GoldCap.lettered).
+    candidate = next(c for c in coco_candidates(source, 0) if c.key == record["build"]["key"])
+    gold = next(o["text"] for o in record["options"] if o["label"] == record["answer"])
+    assert gold == next(o["text"] for o in candidate.options if o["label"] == candidate.answer)
+    assert sorted(o["text"] for o in record["options"]) == sorted(o["text"] for o in candidate.options)
 
 
 def _has_color_near(sheet: Image.Image, x: float, y: float, color: tuple[int, int, int]) -> bool:
