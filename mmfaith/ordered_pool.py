@@ -11,13 +11,16 @@ the number of workers (so what a caller writes from the results is the same byte
   inputs are in flight at a time, so this process holds that many results at most, however many inputs. Standard
   output and error are flushed before the fork (a child must not print the parent's buffered text again).
 - With one worker or one input, or where fork is unavailable, it runs here, one input at a time.
-- An exception raised by `work` in a worker is raised here, the workers stopped first.
+- An exception raised by `work` in a worker is raised here, the workers stopped first; a worker that dies (killed,
+  out of memory) is a one-line MmfaithError, never a wait forever.
 - Call it before this process starts threads of its own (forking a process with threads is unsafe); a caller whose
   work uses threads or network clients (an LLM judge) passes workers=1.
 """
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import concurrent.futures.process
 import multiprocessing
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -47,19 +50,27 @@ def ordered_map(work: Callable[[Input], Result], inputs: Iterable[Input], worker
     global _WORK
     sys.stdout.flush()
     sys.stderr.flush()
-    _WORK = work
+    _WORK = work  # the executor forks its processes at the first submit: they inherit `work` then
     try:
-        pool = multiprocessing.get_context("fork").Pool(workers)
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            queued: collections.deque[concurrent.futures.Future[Any]] = collections.deque()
+            for value in pending:
+                queued.append(pool.submit(_call, value))
+                if len(queued) >= 2 * workers:
+                    yield _result(queued.popleft())
+            while queued:
+                yield _result(queued.popleft())
     finally:
         _WORK = None
-    with pool:
-        queued: collections.deque[Any] = collections.deque()
-        for value in pending:
-            queued.append(pool.apply_async(_call, (value,)))
-            if len(queued) >= 2 * workers:
-                yield queued.popleft().get()
-        while queued:
-            yield queued.popleft().get()
+
+
+def _result(future: concurrent.futures.Future[Any]) -> Any:
+    """A worker's result; a worker that died (killed, out of memory) is a one-line error, never a wait forever."""
+    try:
+        return future.result()
+    except concurrent.futures.process.BrokenProcessPool as exc:
+        raise MmfaithError("a worker process died before it finished (killed, or out of memory?); run again, or "
+                           "with --workers 1 to work in this process alone.") from exc
 
 
 def scoring_workers(workers: int | None) -> int:

@@ -226,14 +226,21 @@ FLIP = {  # the flag each family's flip carries, and whether an items.jsonl line
 
 
 def _score_and_report(name: str, folder: Path) -> None:
-    """Build, run the family's oracle over HTTP, derive an always-A model, score both and report them, as a user does."""
+    """Build, run the family's oracle over HTTP, derive an always-A model, score both and report them, as a user does:
+    `mmfaith score` and `mmfaith report` in their own processes (they fork workers, which a process running
+    Playwright's threads must not do)."""
     build, predictions_of = oracle_and_always_a(folder, name, BUILDS[name])
     for model, predictions in predictions_of.items():
-        assert main(["score", name, "--dataset", str(build), "--predictions", str(predictions), "--from-run",
-                     "--out", str(folder / model), "--bootstrap", "50"]) == 0
+        _mmfaith("score", name, "--dataset", str(build), "--predictions", str(predictions), "--from-run",
+                 "--out", str(folder / model), "--bootstrap", "50")
         assert (folder / model / "index.html").is_file()
-    assert main(["report", str(folder / "oracle"), str(folder / "always-a"), "--out", str(folder / "report"),
-                 "--bootstrap", "50"]) == 0
+    _mmfaith("report", str(folder / "oracle"), str(folder / "always-a"), "--out", str(folder / "report"),
+             "--bootstrap", "50")
+
+
+def _mmfaith(*arguments: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "mmfaith", *arguments], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("name", list(BUILDS))

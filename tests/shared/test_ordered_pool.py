@@ -33,3 +33,15 @@ def test_an_error_in_a_worker_is_raised_in_the_caller() -> None:
 
     with pytest.raises(MmfaithError, match="item 5: bad"):
         list(ordered_map(work, range(12), workers=2))
+
+
+def test_a_worker_that_dies_is_an_error_not_a_wait_forever() -> None:
+    here = os.getpid()
+
+    def work(k: int) -> int:
+        if k == 3 and os.getpid() != here:
+            os._exit(9)  # as a worker killed by the kernel's out-of-memory killer ends: no exception, no result
+        return k
+
+    with pytest.raises(MmfaithError, match="worker process died"):
+        list(ordered_map(work, range(8), workers=2))
