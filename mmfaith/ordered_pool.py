@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from mmfaith.errors import MmfaithError
+from mmfaith.step_pool import available_cores
 
 Input = TypeVar("Input")
 Result = TypeVar("Result")
@@ -69,16 +70,14 @@ def _result(future: concurrent.futures.Future[Any]) -> Any:
     try:
         return future.result()
     except concurrent.futures.process.BrokenProcessPool as exc:
-        raise MmfaithError("a worker process died before it finished (killed, or out of memory?); run again, or "
-                           "with --workers 1 to work in this process alone.") from exc
+        raise MmfaithError("a worker process died before it finished (killed, or out of memory?); run again (a "
+                           "score's --workers 1 works in its own process alone).") from exc
 
 
 def scoring_workers(workers: int | None) -> int:
     """The processes a scorer's `--workers` asks: the cores this process may use when None; 1 or more, else a
     one-line error."""
     if workers is None:
-        from mmfaith.step_pool import available_cores
-
         return available_cores()
     if workers < 1:
         raise MmfaithError(f"--workers must be 1 or more, not {workers}.")
