@@ -49,11 +49,11 @@ leaving the stovetop were remnants; a teal stove with a black cooktop was named 
 
 
 TABLE_SUPERCATEGORIES = frozenset({"food", "kitchen", "appliance"})
-"""COCO supercategories of the things on a table, a counter or a kitchen wall: CRM asks no count or present
-existence about them (`table_thing`)."""
+"""COCO supercategories of the things on a table, a counter or a kitchen wall: CRM asks no count, present
+existence or relation about them (`table_thing`)."""
 MIN_ABSENT_AREA = 0.05
 """An absent kind's usual box (median over the image, `crm_kinds`) must cover this for "no X" (`crm_absent`)."""
-HOLDS = {"dining table": frozenset({"food", "kitchen"})}
+HOLDS: dict[str, frozenset[str]] = {"dining table": frozenset({"food", "kitchen"})}
 """The COCO supercategories of what a kind usually holds: no "no X" where they are (`crm_absent`)."""
 
 
