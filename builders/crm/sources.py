@@ -8,7 +8,9 @@ evidence regions (`{id, bbox [x, y, w, h], label}`), the image file and the reco
   rules (`QUESTION_RULES`: colour only about objects of one colour; count, present existence and
   relation only about whole objects, not partly hidden nor fitted appliances; count and existence only
   about kinds usually large and usually alone, colour and relation only about an object of a kind usually
-  alone covering 1 % of the image, by the shipped COCO table, `crm_kinds`), and the
+  alone covering 1 % of the image, by the shipped COCO table, `crm_kinds`; count, present existence and relation
+  not about food, dishes and kitchen appliances, `table_thing`; "no X" only about a kind usually covering 5 % of
+  an image, kin to nothing in the scene and holding none of its things, `crm_absent`), and the
   evidence regions are `Question.regions()`: the boxes of the instances the answer depends on.
   Their instance masks travel with the candidate (`segments`) for `--mask-shape segment`.
 - VisArgs-style rows (published layout: `url`, `visual_premises`, `b_box` of `{h, startX, startY,
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,50 @@ judges the colour on the whole object; a phone named from its screen or cream ba
 gold in issue 29's audit); count, present existence and relation only about objects standing whole in the boxes the
 masks cover, and no colour of a fitted appliance (`whole_objects`: a salad server's handle past its box, an oven box
 leaving the stovetop were remnants; a teal stove with a black cooktop was named black)."""
+
+
+TABLE_SUPERCATEGORIES = frozenset({"food", "kitchen", "appliance"})
+"""COCO supercategories of the things on a table, a counter or a kitchen wall: CRM asks no count, present
+existence or relation about them (`table_thing`)."""
+MIN_ABSENT_AREA = 0.05
+"""An absent kind's usual box (median over the image, `crm_kinds`) must cover this for "no X" (`crm_absent`)."""
+HOLDS: dict[str, frozenset[str]] = {"dining table": frozenset({"food", "kitchen"})}
+"""The COCO supercategories of what a kind usually holds: no "no X" where they are (`crm_absent`)."""
+
+
+def table_thing(question: Question, supercategory: Mapping[str, str | None]) -> bool:
+    """Whether the question asks which food, dishes or kitchen appliances (`TABLE_SUPERCATEGORIES`) are there or
+    where (count, present existence, relation), which CRM does not ask: a table, counter or kitchen holds
+    unannotated look-alikes of them that stay visible beside the masked boxes (two hot dogs beside COCO 321's
+    sandwich, trays of pizza bases above 620's pizzas, a vessel sink basin annotated as 590's bowl, a second
+    microwave on 294's counter), and their annotations stop short of what belongs to them (a tap pouring over
+    138's sink shows where the sink is, a candle stands above 428's cake); issue 29's audit."""
+    if question.template == "relation":
+        named = (question.facts["subject"], question.facts["reference"])
+    elif question.template == "count" or (question.template == "existence" and question.facts["count"] > 0):
+        named = (question.facts["category"],)
+    else:
+        return False
+    return any(supercategory.get(category) in TABLE_SUPERCATEGORIES for category in named)
+
+
+def crm_absent(context: CategoryContext, scene: Scene, kinds: Mapping[str, KindStats]) -> dict[str, dict[str, int]]:
+    """The scene's candidates for "no X" (`CategoryContext.plausible_absent`) that a person can confirm missing
+    (issue 29's audit):
+
+    - a kind whose instances usually cover `MIN_ABSENT_AREA` of their image (`kinds`), a thing one sees missing at
+      a glance: a smaller kind can stand unannotated anywhere in a kitchen, a street or a crowd (a bowl on 338's
+      busy counters, a backpack among 94's far pedestrians, a suitcase in 389's crowded hall);
+    - a kind that shares its COCO supercategory with nothing annotated in the scene: an unannotated relative of
+      what is there reads as one (a cushioned patio seat among 283's chairs and table as a couch, box appliances
+      beside 338's and 486's ovens as a microwave, dozens of tiny vehicles among 540's cars as a motorcycle);
+    - a kind that holds none of the scene's things (`HOLDS`): food and dishes stand on a table, in view or just
+      out of it, and COCO's "dining table" is any table (a barrel top at 308's wine tasting, a work table in 486's
+      kitchen, the steel top of 620's pizza rack, the table under 92's plate of cake)."""
+    kin = {context.supercategory.get(inst.category) for inst in scene.instances} - {None}
+    return {category: links for category, links in context.plausible_absent(scene).items()
+            if category in kinds and kinds[category].median_area >= MIN_ABSENT_AREA
+            and context.supercategory.get(category) not in kin and not HOLDS.get(category, frozenset()) & kin}
 
 
 def crm_kinds(context: CategoryContext) -> dict[str, KindStats]:
@@ -112,9 +158,9 @@ def coco_candidates(source: CocoSource, seed: int, templates: tuple[str, ...] = 
         rgb = read_rgb(scene.path) if max_pixels is None else read_rgb(scene.path, max_pixels)
         by_template: dict[str, list[Question]] = {}
         for question in scene_questions(scene, rgb, seed, templates, QUESTION_RULES,
-                                        absent=context.plausible_absent(scene), balance=balance,
-                                        kinds=kinds):
-            by_template.setdefault(question.template, []).append(question)
+                                        absent=crm_absent(context, scene, kinds), balance=balance, kinds=kinds):
+            if not table_thing(question, context.supercategory):
+                by_template.setdefault(question.template, []).append(question)
         chosen = []
         while len(chosen) < per_image and any(by_template.values()):
             for template in templates:
