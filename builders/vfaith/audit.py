@@ -1,12 +1,12 @@
 """VFaith's part of the naturalness audit (builders/audit_set.py, docs/audit.md).
 
 Recipes: offline builds of the embedded COCO sample (every template, three seeds: the seed draws the
-questions tried per image, the recolour target and the instance removed) and two of the 128-image
+questions tried per image, the recolour target and the instance removed) and three of the 128-image
 sample (every template; the removal and relation templates alone, more questions tried per image, so
 that the few removals and moves the gates let through are seen; colour and relation with every question
-of each image tried, so that every recolour and mirror the builders make is seen), and one more of each sample
-with every count and existence question of each image (`*-crops-s3`: every crop out of frame is seen). Every
-kept pair is an `AuditItem`:
+of each image tried, so that every recolour and mirror the builders make is seen), and one more of each
+sample with every count and existence question of each image and no gold cap (`*-crops-s3`: every crop
+out of frame, builders/vfaith/reframe.py, is seen). Every kept pair is an `AuditItem`:
 
 - `key`: the question's slot (template, image id, annotation ids), the gold on the photo and on the
   made image, and the first 12 hex digits of the made image's sha256. It does not depend on the
@@ -14,7 +14,8 @@ kept pair is an `AuditItem`:
   the same key; a change of the rendering gives a new key (the verdict was on the old pixels).
 - `kind`: the template (color, count, existence, relation).
 - `gates`: the pixel gates as the build recorded them (mean delta E over the cue above
-  `min_delta_e`, none for a crop, whose kept share of the photo is read instead; changed pixels outside the allowed region at most 0, a filled hole's texture ratio,
+  `min_delta_e`, none for a crop, whose kept share of the photo above `min_kept_share` is read
+  instead; changed pixels outside the allowed region at most 0, a filled hole's texture ratio,
   surround uniformity and blotch within their limits, a move's ground delta E), each that was judged.
 - `images`: the photo, then the made image (the edited one, or the original of a reversed pair).
 - `lines`: the question, the options, the gold on each image, the edit, the cue's box and the
