@@ -54,6 +54,7 @@ FRAME_STRIP = 0.01
 FRAME_LIGHT, FRAME_DARK = 200.0, 50.0
 """Median 8-bit luma of an edge strip at or above which it is light, at or below which it is dark."""
 ANIMALS = frozenset({"bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"})
+"""COCO's animal kinds (supercategory animal)."""
 CROP_REFUSED: dict[str, str] = {
     **{kind: "a surface is annotated only where it shows between the things on it, and stands among others"
        for kind in ("dining table", "bed", "couch", "bench")},
@@ -86,6 +87,7 @@ class Crop:
         return np.ascontiguousarray(rgb[self.y:self.y + self.height, self.x:self.x + self.width])
 
     def as_json(self) -> list[int]:
+        """[x, y, w, h], as `build.plan.crop` records it."""
         return [self.x, self.y, self.width, self.height]
 
 
