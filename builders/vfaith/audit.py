@@ -1,10 +1,12 @@
 """VFaith's part of the naturalness audit (builders/audit_set.py, docs/audit.md).
 
 Recipes: offline builds of the embedded COCO sample (every template, three seeds: the seed draws the
-questions tried per image, the recolour target and the instance removed) and two of the 128-image
+questions tried per image, the recolour target and the instance removed) and three of the 128-image
 sample (every template; the removal and relation templates alone, more questions tried per image, so
 that the few removals and moves the gates let through are seen; colour and relation with every question
-of each image tried, so that every recolour and mirror the builders make is seen). Every kept pair is an `AuditItem`:
+of each image tried, so that every recolour and mirror the builders make is seen), and one more of each
+sample with every count and existence question of each image and no gold cap (`*-crops-s3`: every crop
+out of frame, builders/vfaith/reframe.py, is seen). Every kept pair is an `AuditItem`:
 
 - `key`: the question's slot (template, image id, annotation ids), the gold on the photo and on the
   made image, and the first 12 hex digits of the made image's sha256. It does not depend on the
@@ -12,7 +14,8 @@ of each image tried, so that every recolour and mirror the builders make is seen
   the same key; a change of the rendering gives a new key (the verdict was on the old pixels).
 - `kind`: the template (color, count, existence, relation).
 - `gates`: the pixel gates as the build recorded them (mean delta E over the cue above
-  `min_delta_e`, changed pixels outside the allowed region at most 0, a filled hole's texture ratio,
+  `min_delta_e`, none for a crop, whose kept share of the photo above `min_kept_share` is read
+  instead; changed pixels outside the allowed region at most 0, a filled hole's texture ratio,
   surround uniformity and blotch within their limits, a move's ground delta E), each that was judged.
 - `images`: the photo, then the made image (the edited one, or the original of a reversed pair).
 - `lines`: the question, the options, the gold on each image, the edit, the cue's box and the
@@ -33,6 +36,8 @@ from mmfaith.builders.vfaith.presentation import PHOTO_SIDES, source_photo
 from mmfaith.jsonl import read_jsonl
 
 EVERY_TEMPLATE = ("--per-template", "20", "--per-image", "3")
+CROPS = ("--templates", "count,existence", "--per-template", "60", "--per-image", "9", "--gold-margin", "1")
+"""Every count and existence question of each image, no gold cap: every crop (builders/vfaith/reframe.py) is seen."""
 RECIPES: tuple[AuditRecipe, ...] = (
     AuditRecipe("embedded-s0", "embedded", (*EVERY_TEMPLATE, "--seed", "0")),
     AuditRecipe("embedded-s1", "embedded", (*EVERY_TEMPLATE, "--seed", "1")),
@@ -42,6 +47,8 @@ RECIPES: tuple[AuditRecipe, ...] = (
                                                 "--per-image", "4", "--seed", "1")),
     AuditRecipe("coco128-color-relation-s2", "coco128", ("--templates", "color,relation", "--per-template", "40",
                                                          "--per-image", "9", "--seed", "2")),
+    AuditRecipe("embedded-crops-s3", "embedded", (*CROPS, "--seed", "3")),
+    AuditRecipe("coco128-crops-s3", "coco128", (*CROPS, "--seed", "3")),
 )
 
 
@@ -78,9 +85,12 @@ def _item(build_dir: Path, record: dict[str, Any], perception: dict[str, Any] | 
 
 
 def _gates(gates: dict[str, Any]) -> tuple[GateReading, ...]:
-    readings = [GateReading("delta_e", float(gates["delta_e"]), float(gates["min_delta_e"]), "above"),
-                GateReading("outside_changed_pixels", float(gates["outside_changed_pixels"]),
+    readings = [GateReading("outside_changed_pixels", float(gates["outside_changed_pixels"]),
                             float(gates["outside_tolerance"]), "below")]
+    if gates["delta_e"] is not None:
+        readings.insert(0, GateReading("delta_e", float(gates["delta_e"]), float(gates["min_delta_e"]), "above"))
+    if gates.get("kept_share") is not None:
+        readings.append(GateReading("kept_share", float(gates["kept_share"]), float(gates["min_kept_share"]), "above"))
     for gate, limit, passes in RECORDED_FILL_GATES:
         if gates.get(gate) is not None:
             readings.append(GateReading(gate, float(gates[gate]), float(gates[limit]), passes))

@@ -6,8 +6,10 @@ For every question the shared generator asks about the scene (builders/coco_ques
 | template  | question                          | edit (shared operation, builders/edits.py)       | new answer        |
 |-----------|-----------------------------------|--------------------------------------------------|-------------------|
 | color     | What color is the X?              | recolour X to a distractor option of its palette | that colour       |
-| count     | How many Xs are there?            | remove one X (inpainter)                         | count - 1         |
-| existence | Is there a X?                     | remove the only X                                | no                |
+| count     | How many Xs are there?            | crop the photo so that the only X is out of      | count - 1         |
+|           |                                   | frame (builders/vfaith/reframe.py); where it may |                   |
+|           |                                   | not be, remove one X (inpainter)                 |                   |
+| existence | Is there a X?                     | crop the only X out of frame, or else remove it  | no                |
 | relation  | Is the S left or right of the R?  | mirror the photo left to right; where it may not | the other side    |
 |           |                                   | be, move S across R, on its ground line          |                   |
 
@@ -24,13 +26,20 @@ stop sign, a clock's numerals, a book, a screen, a bottle's label), where the mi
 give the edit away, and only when both objects are seen whole (nameable, not partly hidden, not cut
 by the border: the audit rejected a backpack seen as a strap and a person cut by the frame).
 
+A crop (issue 29's audit: most inpainted removals of the samples left a blotch, a smear or structure cut
+across) paints nothing: the made image is a rectangle of the photo that stops short of the object, smaller than
+the photo and at its scale; reframe.crop_out says where a crop's "no" or "0" can be trusted (one annotated
+instance of a kind usually alone, not a surface, cutlery, kitchen appliance, potted plant or animal, no
+look-alike kind annotated, a photo without a frame, at least half of the photo kept, nothing carried cut).
+
 Gates, all recorded in `build.gates` (a failure is a rejection with its stage and reason):
 - `answer`: the edited answer is an option and differs from the original; and the edited image
   really has it: a recoloured object is named the target colour by the same rule the generator
   used (colors.object_color, dominant), a moved subject's new box is on the other side of the
   reference by the generator's gap (QuestionRules.min_relation_gap);
-- `gate`: nothing outside the edit's allowed region changed (0 pixels), the change inside is
-  visible (mean delta E over the cue >= min_delta_e), a filled hole is neither a smear nor a blotch
+- `gate`: nothing outside the edit's allowed region changed (0 pixels; for a crop: no kept pixel), the change
+  inside is visible (mean delta E over the cue >= min_delta_e; none for a crop, whose cue leaves the frame and
+  whose gates record the kept share instead), a filled hole is neither a smear nor a blotch
   of copied content nor cut across several surfaces (gates.fill_reading: texture >= min_fill_texture,
   surround >= MIN_FILL_SURROUND, blotch <= MAX_FILL_BLOTCH), and a moved object stands on the same
   kind of ground (ground delta E <= MAX_GROUND_DELTA_E).
@@ -61,6 +70,7 @@ from mmfaith.builders.scene_view import SceneView, seeded_rng
 from mmfaith.builders.stage_clock import StageClock
 from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.vfaith.perception import OTHER_SIDE
+from mmfaith.builders.vfaith.reframe import MIN_KEPT_SHARE, Crop, crop_out
 from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
@@ -72,8 +82,10 @@ TEMPLATE_CATEGORY = {"color": "RWS", "existence": "RWS", "count": "REA", "relati
 (RWS), counting and left/right relations ask for a reasoning step (REA). PFK, CRE and TIF come only
 from cue-driven sources."""
 OPERATION = {"color": "recolor", "count": "remove", "existence": "remove", "relation": "move"}
-"""Each template's edit; a relation whose objects may not move mirrors the photo instead (`MIRROR`)."""
+"""Each template's edit; a relation whose objects may not move mirrors the photo instead (`MIRROR`), a count or
+an existence whose object may be cropped out of frame is cropped (`CROP`)."""
 MIRROR = "mirror"
+CROP = "crop"
 MIRROR_REFUSED = frozenset({"stop sign", "parking meter", "clock", "book", "keyboard", "laptop", "tv", "cell phone",
                             "remote", "microwave", "oven", "bus", "train", "truck", "airplane", "boat", "bottle"})
 """Kinds of object that usually carry writing (signs, numerals, keys, screens, liveries, labels): a scene holding
@@ -201,7 +213,8 @@ class _Plan:
     offset: tuple[int, int] | None = None
     facts_edited: dict[str, Any] = field(default_factory=dict)
     operation: str = ""
-    """The edit (OPERATION of the template, or MIRROR); set from the template when empty."""
+    """The edit (OPERATION of the template, MIRROR or CROP); set from the template when empty."""
+    crop: Crop | None = None
 
 
 def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Plan | str:
@@ -223,14 +236,20 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         return _Plan(subject, color, f"Recolour the {facts['category']} from {facts['color']} to {color}.",
                      color=color, facts_edited={**facts, "color": color})
     if question.template in ("count", "existence"):
+        count = facts["count"] - 1
+        target = "no" if question.template == "existence" else str(count)
+        first = question.evidence[0].ann_id
+        crop = crop_out(view, first)
+        if isinstance(crop, Crop):
+            return _Plan(first, target, f"Crop the photo to x,y,w,h {','.join(map(str, crop.as_json()))}, so that "
+                         f"the {facts['category']} is out of frame.", facts_edited={**facts, "count": count},
+                         operation=CROP, crop=crop)
         refusals = {inst.ann_id: view.removal_refusal(inst.ann_id) for inst in question.evidence}
         removable = [ann for ann, refusal in refusals.items() if refusal is None]
         if not removable:
-            return f"no {facts['category']} may be removed: " + "; ".join(
+            return f"not cropped out of frame: {crop}; no {facts['category']} may be removed: " + "; ".join(
                 f"annotation {ann}: {refusal}" for ann, refusal in refusals.items())
         ann_id = removable[int(rng.integers(len(removable)))]
-        count = facts["count"] - 1
-        target = "no" if question.template == "existence" else str(count)
         what = f"the {facts['category']}" if question.template == "existence" else f"one {facts['category']}"
         return _Plan(ann_id, target, f"Remove {what} (annotation {ann_id}).", facts_edited={**facts, "count": count})
     if question.template == "relation":
@@ -371,6 +390,8 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
         return
     plan_json = {"ann_id": plan.ann_id, "operation": plan.operation, "target": plan.target_text,
                  "color": plan.color, "offset": list(plan.offset) if plan.offset else None}
+    if plan.crop is not None:
+        plan_json["crop"] = plan.crop.as_json()
     record_id = ID_PREFIX + sha256_bytes(canonical_json(
         {"dataset": settings.dataset, "file_name": view.scene.file_name, "question": question.key,
          "plan": plan_json}).encode("utf-8"))[:16]
@@ -393,6 +414,14 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
                    f"ground delta E {ground} > {MAX_GROUND_DELTA_E}",
                    {"ground_delta_e": ground, "max_ground_delta_e": MAX_GROUND_DELTA_E})
             return
+    if plan.crop is not None:
+        gates = _crop_gates(plan.crop, settings)
+        with clock.stage("encode"):
+            outcome.edited_png = png_bytes(plan.crop.apply(view.rgb))
+            edited_sha256 = sha256_bytes(outcome.edited_png)
+        outcome.record = _record(record_id, question, plan, target_label, plan_json, gates, view.scene, settings,
+                                 edited_sha256)
+        return
     with clock.stage("inpaint"):
         edit = _apply(plan, question, view, settings)
     rgb = view.rgb
@@ -428,6 +457,14 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
         edited_sha256 = sha256_bytes(outcome.edited_png)
     outcome.record = _record(record_id, question, plan, target_label, plan_json, gates, view.scene, settings,
                              edited_sha256)
+
+
+def _crop_gates(crop: Crop, settings: OfflineSettings) -> dict[str, Any]:
+    """A crop's gates: no delta E (its cue leaves the frame), no kept pixel changed (a crop copies them), the
+    share of the photo kept and its least (reframe.best_crop chose it at least that)."""
+    return {"measure": "crop: the kept rectangle of the photo, its pixels untouched", "delta_e": None,
+            "min_delta_e": settings.min_delta_e, "outside_changed_pixels": 0, "outside_tolerance": 0,
+            "kept_share": crop.share, "min_kept_share": MIN_KEPT_SHARE}
 
 
 def _cues(question: Question, plan: _Plan) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """preview.png: a contact sheet of the first pairs of a VFaith build.
 
 Each cell shows the original image (left) and the edited one (right) with the edited cue outlined
-(where it went, for a moved cue),
+(where it went, for a moved cue; on the photo only, for a cue cropped out of frame),
 then the question, the options, and both gold answers (original and edited), so a reader checks at
 a glance that the edit makes the planned option correct.
 """
@@ -13,6 +13,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from mmfaith.builders.preview_sheet import cell, first_records, outline, thumbnail, write_sheet
+from mmfaith.builders.vfaith.presentation import source_photo
 
 THUMB_WIDTH = 300
 CELLS_PER_ROW = 2
@@ -37,7 +38,8 @@ def _cell(build_dir: Path, record: dict[str, Any]) -> Image.Image:
     halves = []
     for key in ("image_original", "image_edited"):
         thumb, scale = thumbnail(build_dir / record[key], THUMB_WIDTH)
-        if cue is not None and cue["bbox"] is not None:
+        cropped_out = record["edit"].get("operation") == "crop" and key != source_photo(record)
+        if cue is not None and cue["bbox"] is not None and not cropped_out:  # a cropped-out cue is off the frame
             x, y, w, h = cue["bbox"]
             offset = (record["build"].get("plan") or {}).get("offset")
             if key == "image_edited" and offset:  # a moved cue is outlined where it went

@@ -26,8 +26,12 @@ def test_every_pair_is_an_item_named_by_what_it_is_made_of(vfaith_build: Path) -
                                                      vfaith_build / record[made]]
         assert all(path.is_file() for _, path in item.images)
         readings = {reading.gate: reading for reading in item.gates}
-        assert readings["delta_e"].value == build["gates"]["delta_e"] and readings["delta_e"].margin() >= 0
-        assert ("fill_texture" in readings) == (build["gates"]["fill_texture"] is not None)
+        if record["edit"]["operation"] == "crop":  # no delta E: the cue leaves the frame; its kept share is read
+            assert "delta_e" not in readings and readings["kept_share"].value == build["gates"]["kept_share"]
+            assert readings["kept_share"].margin() >= 0
+        else:
+            assert readings["delta_e"].value == build["gates"]["delta_e"] and readings["delta_e"].margin() >= 0
+        assert ("fill_texture" in readings) == (build["gates"].get("fill_texture") is not None)
         assert any(record["question"] in line for line in item.lines)
     assert candidates(vfaith_build) == len(records) + sum(1 for _ in (vfaith_build / "rejected.jsonl").open())
 

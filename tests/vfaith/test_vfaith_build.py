@@ -46,22 +46,32 @@ def test_every_template_makes_pairs_whose_edit_makes_the_planned_option_correct(
         assert record["answer_original"] in labels and record["answer_edited"] in labels
         assert record["answer_original"] != record["answer_edited"]
         gates = record["build"]["gates"]
-        assert gates["outside_changed_pixels"] == 0 and gates["delta_e"] >= gates["min_delta_e"]
-        assert gates["fill_texture"] is None or gates["fill_texture"] >= gates["min_fill_texture"]
         original = read_rgb(vfaith_build / record["image_original"], 10**8)
         edited = read_rgb(vfaith_build / record["image_edited"], 10**8)
         assert sha256_file(vfaith_build / record["image_edited"]) == record["image_edited_sha256"]
         scene, instances = _scene_of(record, removable_sample)
         cue = instances[int(record["edit"]["cue_id"].removeprefix("ann"))]
         mask = cue.mask(scene.height, scene.width)
-        changed = np.any(original != edited, axis=-1)
         template, target = record["build"]["template"], labels[record["answer_edited"]]
+        assert gates["outside_changed_pixels"] == 0
+        cropped = record["edit"]["operation"] == "crop"
+        if cropped:  # the made image is a rectangle of the photo without the cue (builders/vfaith/reframe.py)
+            assert template in ("count", "existence")
+            assert gates["delta_e"] is None and gates["kept_share"] >= gates["min_kept_share"]
+            photo_rgb, made_rgb = (original, edited) if record["build"]["source_photo"] == "image_original" else \
+                (edited, original)
+            x, y, w, h = record["build"]["plan"]["crop"]
+            assert np.array_equal(made_rgb, photo_rgb[y:y + h, x:x + w]) and not mask[y:y + h, x:x + w].any()
+        else:
+            assert gates["delta_e"] >= gates["min_delta_e"]
+            assert gates["fill_texture"] is None or gates["fill_texture"] >= gates["min_fill_texture"]
+            changed = np.any(original != edited, axis=-1)
         if template == "color":  # the object now reads as the planned colour, by the generator's own rule
             assert object_color(edited, mask).name == target != labels[record["answer_original"]]
             # The recolour follows the refined outline (builders/recolour.py): within its band around the polygon.
             assert not (changed & ~dilate(mask, BAND + 2)).any()
         elif template in ("count", "existence"):  # the cue is gone from the made image: most of its pixels changed
-            assert changed[mask].mean() > 0.5
+            assert cropped or changed[mask].mean() > 0.5
             # A reversed pair shows the removal as the original and the photo as the edited image; either way
             # the photo's answer is the annotated count and the made image's one less.
             photo = record["build"]["source_photo"]

@@ -1,7 +1,8 @@
 """Issue 29: VFaith's count and existence removals and relation moves, on cases a careful annotator judged.
 
 Held-out cases (benchmarks/audit/vfaith.jsonl, labelled by looking at each card): a removal a person rejected is
-no longer made, and each refusal names its cause. The pairs are made as a build's worker makes them
+no longer made, and each refusal names its cause (a question whose object may be cropped out of frame is flipped by
+that crop instead: tests/vfaith/test_vfaith_crops.py). The pairs are made as a build's worker makes them
 (offline.make_image_pairs with PatchMatch, the audit's inpainter).
 """
 from __future__ import annotations
@@ -15,8 +16,10 @@ from PIL import Image
 from mmfaith.builders.coco_source import CocoSource
 from mmfaith.builders.gates import MIN_FILL_TEXTURE, FillReading, fill_reading
 from mmfaith.builders.inpainters import InpainterSpec
+from mmfaith.builders.scene_view import SceneView
 from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.vfaith.offline import OfflineSettings, QuestionOutcome, make_image_pairs
+from mmfaith.images import read_rgb
 
 FRISBEE = Path(__file__).resolve().parents[1] / "fixtures" / "border_frisbee"
 """COCO 307 cropped (its bottom border kept) with its frisbee's annotation: instances.json says how."""
@@ -52,12 +55,16 @@ def test_a_bottle_whose_reflection_would_remain_is_not_removed(sample) -> None:
 def test_an_object_whose_outline_stops_short_of_the_border_is_not_removed() -> None:
     # Audit (coco128-s0): COCO 307's frisbee lies on the bottom border but its polygon stops 6 px above it; the
     # removal left a blue-and-yellow strip of the frisbee along the border. Its mask does not touch the border,
-    # its hole (the mask grown by the 7 px dilation) does.
-    outcomes = _outcomes(CocoSource(FRISBEE / "instances.json", FRISBEE / "train2017"), 307)
+    # its hole (the mask grown by the 7 px dilation) does. The question is now flipped by cropping the frisbee out
+    # of frame (builders/vfaith/reframe.py: the audit accepted that crop), never by that removal.
+    source = CocoSource(FRISBEE / "instances.json", FRISBEE / "train2017")
+    scene = source.scene(307)
+    view = SceneView(scene, read_rgb(scene.path, 10**8), 7, 3, TargetRules("patchmatch"))
+    assert view.removal_refusal(603158) == "cut by the image border, or its outline stops just short of it"
+    outcomes = _outcomes(source, 307)
     for key in ("count:307:603158", "existence:307:603158"):
-        assert outcomes[key].record is None
-        assert "annotation 603158: cut by the image border, or its outline stops just short of it" in \
-            outcomes[key].rejection["reason"]
+        record = outcomes[key].record
+        assert record is not None and record["edit"]["operation"] == "crop" and record["build"]["inpainter"] is None
 
 
 def _fixture_reading(name: str) -> FillReading:
