@@ -379,8 +379,9 @@ def vllm_server(vllm_python: Path, tiny_vlm_dir: Path,
 
 @pytest.fixture(scope="session")
 def vfaith_build(tmp_path_factory: pytest.TempPathFactory, removable_sample: tuple[Path, Path]) -> Path:
-    """A VFaith build of the removable sample (write_removable_sample: the embedded sample alone now gives one
-    pair of each of three templates): every template, PatchMatch fills, seed 0 (read-only for tests)."""
+    """A VFaith build of the removable sample (write_removable_sample: the embedded sample with COCO 49's
+    removable potted plant in four scenes, so removals are made beside the crops): every template, PatchMatch
+    fills, seed 0 (read-only for tests)."""
     from mmfaith.builders.inpainters import InpainterSpec
     from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
 
