@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from mmfaith.cli import main
 from mmfaith.evaluators.circular import options_position_bias
+from mmfaith.evaluators.mcot.boxes import Region, intersection_area, union_area
 from mmfaith.evaluators.mcot.score import McotScoreRequest, score_mcot, scored_meta
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.loaders.mcot.dataset import open_mcot_dataset
@@ -87,3 +89,14 @@ def test_options_position_bias_over_the_multiple_choice_records() -> None:
                                 "C": {"answered": 0.0, "gold": 0.0}}, "n_answers": 1, "n_golds": 2}
     with pytest.raises(ValueError):
         options_position_bias(records, ["A"])
+
+
+def test_intersection_area_equals_the_union_of_one_box_clipped() -> None:
+    """The judge's and grounding's constant-time intersection (boxes.intersection_area) against the exact sweep
+    (boxes.union_area) on random boxes, disjoint, touching and nested ones included."""
+    rng = random.Random(0)
+    for _ in range(2000):
+        a, b = (Region(x, y, x + rng.randint(0, 30), y + rng.randint(0, 30))
+                for x, y in ((rng.randint(0, 40), rng.randint(0, 40)) for _ in range(2)))
+        assert intersection_area(a, b) == union_area([a], within=b) == intersection_area(b, a)
+    assert intersection_area(Region(0, 0, 10, 10), Region(10, 0, 20, 10)) == 0  # touching: no pixel shared
