@@ -129,19 +129,28 @@ RATES = ("accuracy_trace", *(f"accuracy_{probe}" for probe in REPLAYS), "agreeme
 """The rates `rate_cis` gives an interval to."""
 
 
+_REPLAY_RATES = tuple((probe, f"accuracy_{probe}", f"accuracy_{probe}/n") for probe in REPLAYS)
+_JUDGED_RATES = (("reliable", "reliability", "reliability/n"), ("sufficient", "sufficiency", "sufficiency/n"),
+                 ("grounding_iou", "grounding_iou", "grounding_iou/n"),
+                 ("target_hit", "target_hit_rate", "target_hit_rate/n"))
+"""(item field, numerator key, denominator key) of the rates a visual item has where its field is not None."""
+
+
 def _rate_parts(item: Item) -> dict[str, float]:
-    """An item's (numerator, denominator) of every rate `rate_cis` gives an interval to."""
-    correct, answers = item["correct"], item["answers"]
-    parts = {"accuracy_trace": (float(correct["trace"]), 1.0)}
+    """An item's numerator ("name") and denominator ("name/n") of every rate `rate_cis` gives an interval to."""
+    correct = item["correct"]
+    parts = {"accuracy_trace": float(correct["trace"]), "accuracy_trace/n": 1.0}
     if item["visual"]:
-        parts |= {f"accuracy_{probe}": (float(correct[probe]), 1.0) for probe in REPLAYS if probe in correct}
-        agree = answers.get("replay_none") == answers.get("trace")
-        parts["agreement_replay_none_trace"] = (float(agree), 1.0)
-        for name, value in (("reliability", item["reliable"]), ("sufficiency", item["sufficient"]),
-                            ("grounding_iou", item["grounding_iou"]), ("target_hit_rate", item["target_hit"])):
-            if value is not None:
-                parts[name] = (float(value), 1.0)
-    return {f"{name}{side}": value for name, pair in parts.items() for side, value in zip(("", "/n"), pair)}
+        for probe, top, bottom in _REPLAY_RATES:
+            if probe in correct:
+                parts[top], parts[bottom] = float(correct[probe]), 1.0
+        answers = item["answers"]
+        parts["agreement_replay_none_trace"] = float(answers.get("replay_none") == answers.get("trace"))
+        parts["agreement_replay_none_trace/n"] = 1.0
+        for field_name, top, bottom in _JUDGED_RATES:
+            if item[field_name] is not None:
+                parts[top], parts[bottom] = float(item[field_name]), 1.0
+    return parts
 
 
 def rate_cis(items: Sequence[Item], n_bootstrap: int, seed: int,
