@@ -3,7 +3,7 @@
 Predictions are read by the shared reader (evaluators/predictions.py; a submission of traces is
 scored the same way, but its replays can only come from `mmfaith run`). Each item's outcome
 (`metrics.ItemOutcome`) comes from its `trace` line (meta.trace: the answer, the crops, the tool
-calls) and its replay lines (meta.answer, meta.injection, meta.skipped); the judge labels each
+calls) and its replay lines (meta.answer, meta.injection.changed); the judge labels each
 visual item. The score dir is checked and written whole (evaluators/score_dir.py); the same inputs
 give the same bytes (the bootstrap is seeded; LLM judge answers are cached under the cache dir).
 
