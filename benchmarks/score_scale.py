@@ -3,11 +3,11 @@
 For each family, one small build of the embedded COCO sample is made (`mmfaith build`, as a user
 runs it) and answered by the family's oracle (its first reference model, the one that reads the gold) (`mmfaith run` against
 `mmfaith serve-reference`); an always-A model's predictions are the oracle's lines with every
-response replaced by "A" (MCoT, whose answers are read from its lines' meta: every trace's last turn and every
-response "<answer>A</answer>", and meta.answer and the trace's answers "A"; `_always_a`). Then, per size, the build and both prediction files are replicated to
-that many items: copy k of each record and of each prediction line gets fresh ids (the id's prefix
-and 16 hex digits of sha256(id, k)), images are shared (the copies' records point at the same image
-files), so the work per item is that of the small build.
+response replaced by "A" (MCoT, whose answers are read from its lines' meta: every trace's last turn and
+every response "<answer>A</answer>", and meta.answer and the trace's answers "A"; `_always_a`). Then, per
+size, the build and both prediction files are replicated to that many items: copy k of each record and of
+each prediction line gets fresh ids (the id's prefix and 16 hex digits of sha256(id, k)), images are shared
+(the copies' records point at the same image files), so the work per item is that of the small build.
 
 Printed per family and size: `score` of each model (wall seconds, CPU seconds (user + system: what a
 loaded, shared machine inflates least; a score's worker processes included) and peak RSS of its largest process)

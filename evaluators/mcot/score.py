@@ -108,7 +108,8 @@ def scored_meta(meta: dict[str, Any]) -> dict[str, Any]:
     trace = meta.get("trace")
     if isinstance(trace, dict):
         turns = trace.get("turns") or []
-        kept["trace"] = {"answer": trace.get("answer"), "crops": [{"box": crop["box"]} for crop in trace.get("crops") or []],
+        kept["trace"] = {"answer": trace.get("answer"),
+                         "crops": [{"box": crop["box"]} for crop in trace.get("crops") or []],
                          "reply": turns[-1].get("text") if turns else None,
                          "tool_calls": sum(len(turn.get("tool_calls") or []) for turn in turns)}
     return kept

@@ -68,8 +68,8 @@ def test_a_bad_workers_count_is_refused_before_reading(circular_run: tuple[Path,
 def test_scored_meta_keeps_only_what_scoring_reads() -> None:
     trace = {"answer": "B", "final_answer": "B", "coords": "resized", "image_size": [480, 640],
              "crops": [{"box": [1, 2, 30, 40], "image_number": 2, "sha256": "ab" * 32}],
-             "turns": [{"text": "look <tool_call>{}</tool_call>", "tool_calls": [{"arguments": {"bbox_2d": [1, 2, 3, 4]}},
-                                                                                 {"error": "bad box"}]},
+             "turns": [{"text": "look <tool_call>{}</tool_call>",
+                        "tool_calls": [{"arguments": {"bbox_2d": [1, 2, 3, 4]}}, {"error": "bad box"}]},
                        {"text": "<answer>B</answer>", "tool_calls": []}]}
     assert scored_meta({"trace": trace, "finish_reason": "stop", "generation": {"seed": 1}}) == {
         "trace": {"answer": "B", "crops": [{"box": [1, 2, 30, 40]}], "reply": "<answer>B</answer>", "tool_calls": 2}}
