@@ -29,7 +29,8 @@ from mmfaith.evaluators.circular import (circular_correct, controls_lines, optio
 from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
                                            grounding)
-from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, SUMMARY_FIELDS, ItemOutcome, summarize
+from mmfaith.evaluators.mcot.metrics import (DEFINITIONS_VERSION, SUMMARY_FIELDS, ItemOutcome, SummaryItem,
+                                             summarize, summary_item)
 from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_tag
 from mmfaith.evaluators.coverage import Tally, status_of
@@ -244,13 +245,14 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
         raise MmfaithError(f"--max-crop-share must be in (0, 1], not {request.max_crop_share}.")
     reader = ChoiceReader(request.reader, request.extract)
     scoring = Scoring(dataset.items, read, judge, second, reader, request)
-    spool, items, tally = ItemSpool(out, SUMMARY_FIELDS), [], Tally(request.coverage_threshold)
+    spool, tally = ItemSpool(out, SUMMARY_FIELDS), Tally(request.coverage_threshold)
+    items: list[SummaryItem] = []
     picks: list[str | None] = []
     rights: list[tuple[bool, bool]] = []
     compared: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for scored in ordered_map(lambda start: score_chunk(scoring, start), range(0, len(dataset.items), request.chunk),
                               scoring.workers()):
-        items.extend(spool.add(scored.items))
+        items.extend(map(summary_item, spool.add(scored.items)))
         tally.add_tally(scored.tally)
         picks += scored.picks
         rights += scored.circular

@@ -11,7 +11,7 @@ import pytest
 from mmfaith.cli import main
 from mmfaith.evaluators.mcot.boxes import Region
 from mmfaith.evaluators.mcot.judge import GeometricJudge, JudgeCase, grounding
-from mmfaith.evaluators.mcot.metrics import ItemOutcome, ate, summarize
+from mmfaith.evaluators.mcot.metrics import ItemOutcome, SummaryItem, ate, summarize, summary_item
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.loaders.mcot.dataset import open_mcot_dataset
 from mmfaith.schema import schema_errors
@@ -29,9 +29,9 @@ def item(number: int, category: str, trace: int, none: int | None = None, text: 
                        answers={probe: "A" if right else "B" for probe, right in correct.items()})
 
 
-def lines(outcomes: list[ItemOutcome]) -> list[dict]:
-    """The outcomes as `summarize` and `ate` read them: their items.jsonl lines."""
-    return [outcome.to_json() for outcome in outcomes]
+def lines(outcomes: list[ItemOutcome]) -> list[SummaryItem]:
+    """The outcomes as `summarize` and `ate` read them: their items.jsonl lines' summary fields."""
+    return [summary_item(outcome.to_json()) for outcome in outcomes]
 
 
 GOLDEN = [
