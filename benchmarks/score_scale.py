@@ -3,10 +3,11 @@
 For each family, one small build of the embedded COCO sample is made (`mmfaith build`, as a user
 runs it) and answered by the family's oracle (its first reference model, the one that reads the gold) (`mmfaith run` against
 `mmfaith serve-reference`); an always-A model's predictions are the oracle's lines with every
-response replaced by "A". Then, per size, the build and both prediction files are replicated to
-that many items: copy k of each record and of each prediction line gets fresh ids (the id's prefix
-and 16 hex digits of sha256(id, k)), images are shared (the copies' records point at the same image
-files), so the work per item is that of the small build.
+response replaced by "A" (MCoT, whose answers are read from its lines' meta: every trace's last turn and
+every response "<answer>A</answer>", and meta.answer and the trace's answers "A"; `_always_a`). Then, per
+size, the build and both prediction files are replicated to that many items: copy k of each record and of
+each prediction line gets fresh ids (the id's prefix and 16 hex digits of sha256(id, k)), images are shared
+(the copies' records point at the same image files), so the work per item is that of the small build.
 
 Printed per family and size: `score` of each model (wall seconds, CPU seconds (user + system: what a
 loaded, shared machine inflates least; a score's worker processes included) and peak RSS of its largest process)
@@ -66,9 +67,27 @@ def _small_build(name: str, folder: Path, workers: int | None) -> None:
                      "--out", str(folder / "run"), "--no-progress")
         shutil.copy(folder / "run" / "predictions.jsonl", folder / "oracle.jsonl")
     lines = [json.loads(line) for line in (folder / "oracle.jsonl").read_text().splitlines() if line.strip()]
-    always_a = [{**line, "model": "always-a", "response": "A" if line["response"] is not None else None}
-                for line in lines]
+    always_a = [_always_a(name, line) for line in lines]
     (folder / "always-a.jsonl").write_text("".join(json.dumps(line) + "\n" for line in always_a))
+
+
+def _always_a(name: str, line: dict) -> dict:
+    """An oracle's prediction line as the always-A model's: every answer "A" (a failed call stays failed). MCoT
+    reads a trace's answer from its last turn's text and a replay's from meta.answer, not from the response: those
+    answer A too, in its prompt's format (an <answer> tag)."""
+    if line["response"] is None:
+        return {**line, "model": "always-a"}
+    if name != "mcot":
+        return {**line, "model": "always-a", "response": "A"}
+    reply, meta = "<answer>A</answer>", dict(line["meta"])
+    if "answer" in meta:
+        meta["answer"] = "A"
+    if isinstance(meta.get("trace"), dict):
+        trace = {**meta["trace"], "answer": "A", "final_answer": "A"}
+        if trace.get("turns"):
+            trace["turns"] = [*trace["turns"][:-1], {**trace["turns"][-1], "text": reply}]
+        meta["trace"] = trace
+    return {**line, "model": "always-a", "response": reply, "meta": meta}
 
 
 def _fresh_id(item_id: str, copy: int) -> str:
@@ -170,6 +189,9 @@ def main() -> None:
     parser.add_argument("--embedding-cache", type=Path, default=None, metavar="DIR",
                         help="CRM: a warm copy of $MMFAITH_CACHE for the small build's texts (no model is loaded; "
                              "the embedding time is then not measured)")
+    parser.add_argument("--keep-scores", action="store_true",
+                        help="keep each size's score dirs and report under --work (e.g. to compare two versions' "
+                             "files with cmp); default: removed once measured")
     args = parser.parse_args()
     global SCORE_CPUS
     SCORE_CPUS = {int(cpu) for cpu in args.score_cpus.split(",")} if args.score_cpus else None
@@ -200,7 +222,7 @@ def main() -> None:
             embedding = "-" if embed is None else f"{embed:.1f}"
             print(f"{name:<10} {items:>9,} {lines:>9,} {shown['oracle']:>24} {shown['always-a']:>24} "
                   f"{shown['report']:>24} {slower / items * 1e6:>8.0f} {embedding:>8}", flush=True)
-            for model in ("oracle", "always-a", "report"):
+            for model in () if args.keep_scores else ("oracle", "always-a", "report"):
                 shutil.rmtree(big / model, ignore_errors=True)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)

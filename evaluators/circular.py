@@ -15,7 +15,9 @@ Contract
   rotation (False as soon as one rotation is wrong, unparsed or missing).
 - `position_bias(answers, golds, labels)`: each letter's share among the model's parsed first-order
   answers beside its share among the golds; a model that always answers "A" shows 1.0 for A
-  whatever the golds.
+  whatever the golds. `options_position_bias(records, picks)`: the same over a dataset's
+  multiple-choice records (those with options; the labels are all their options' labels) and one
+  picked label per such record, in order (a label that is none of them counts as unparsed).
 """
 from __future__ import annotations
 
@@ -71,6 +73,17 @@ def position_bias(answers: Iterable[str | None], golds: Iterable[str], labels: S
         label: {"answered": round(answers.count(label) / len(answers), 6) if answers else None,
                 "gold": round(golds.count(label) / len(golds), 6) if golds else None} for label in labels}
     return {"letters": shares, "n_answers": len(answers), "n_golds": len(golds)}
+
+
+def options_position_bias(records: Iterable[Mapping[str, Any]], picks: Sequence[str | None]) -> dict[str, Any]:
+    """`position_bias` of `picks` (one first-order answer per record with options, in order) over the records
+    with options, against their golds (`answer`), on every label their options use (module docstring)."""
+    chosen = [record for record in records if record["options"]]
+    if len(chosen) != len(picks):
+        raise ValueError(f"{len(picks)} picked answers for {len(chosen)} multiple-choice records")
+    labels = sorted({option["label"] for record in chosen for option in record["options"]})
+    return position_bias([pick if pick in labels else None for pick in picks], [record["answer"] for record in chosen],
+                         labels)
 
 
 def controls_lines(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> list[str]:

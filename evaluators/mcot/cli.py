@@ -83,10 +83,11 @@ def reference_model(name: str, dataset: EvalDataset) -> ReferenceModel:
 
 def add_score_options(parser: argparse.ArgumentParser) -> None:
     """The LLM reader of its multiple-choice answers; the judge of reliability and sufficiency."""
-    from mmfaith.cli_options import add_reader_options
+    from mmfaith.cli_options import add_reader_options, add_workers_option
 
     parser.description = SCORE_DESCRIPTION
     add_reader_options(parser)
+    add_workers_option(parser, "chunks of questions", "; an LLM judge or reader keeps one process")
     judge = parser.add_argument_group("judge (reliability, sufficiency)")
     judge.add_argument("--judge", default="geometric", metavar="geometric|MODEL",
                        help="geometric (offline: the crops cover the target boxes) or an OpenAI-compatible vision model")

@@ -30,7 +30,7 @@ from PIL import Image
 
 from mmfaith.cache import ContentCache
 from mmfaith.clients import ModelEndpoint, ask_with_images
-from mmfaith.evaluators.mcot.boxes import Region, crop, union_area
+from mmfaith.evaluators.mcot.boxes import Region, crop, intersection_area, union_area
 from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.images import png_bytes
 
@@ -90,7 +90,7 @@ def coverage_share(case: JudgeCase, max_share: float = MAX_CROP_SHARE) -> float 
 
 def iou(a: Region, b: Region) -> float:
     """Intersection over union of two boxes."""
-    inter = union_area([a], within=b)
+    inter = intersection_area(a, b)
     union = a.area + b.area - inter
     return inter / union if union else 0.0
 
@@ -104,7 +104,7 @@ def grounding(case: JudgeCase, max_share: float = MAX_CROP_SHARE) -> dict[str, A
     if not targets or not case.regions:
         return None
     best = max(iou(region, target) for region in case.regions for target in targets)
-    hit = any(union_area([region], within=target) >= HIT_SHARE * target.area
+    hit = any(intersection_area(region, target) >= HIT_SHARE * target.area
               for region in zooms(case, max_share) for target in targets if target.area)
     return {"iou": round(best, 6), "hit": int(hit)}
 

@@ -26,13 +26,19 @@ Aggregates (`summarize`):
   replay (failed, empty or unread) is left out (`ate.*.left_out`), never counted as a change.
 - `crop_region_size` (7, A.3.4): per visual item the summed crop area over the image area, averaged;
   `tool_call_count`: tool calls per answered trace (malformed ones included), averaged.
+
+The aggregates read each item as a `SummaryItem`: the `SUMMARY_FIELDS` of its items.jsonl line (`summary_item`
+of `ItemOutcome.to_json()`, or of the fields a scorer's worker kept: evaluators/score_dir.py), so a scorer holds
+a small tuple per item, not its outcome; each item's rate components are made once for the overall block and its
+category's.
 """
 from __future__ import annotations
 
+import sys
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -42,6 +48,38 @@ DEFINITIONS_VERSION = "mcot-metrics/1"
 REPLAYS = ("replay_none", "replay_text", "replay_visual")
 CROP_SIZE_BINS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
 """Edges of the crop-region-size histogram (the last bin holds everything from 0.5 up)."""
+
+
+class SummaryItem(NamedTuple):
+    """One item as the aggregates read it: its line's `SUMMARY_FIELDS` (`summary_item`), a tuple (about 300 bytes
+    with its own floats, against about 700 for the same fields in a dict: what a scorer holds per item)."""
+
+    category: str
+    source_key: str
+    trace_answered: bool
+    correct: dict[str, int]
+    visual: bool
+    text_changed: bool
+    tool_calls: int
+    crop_region_size: float | None
+    reliable: int | None
+    sufficient: int | None
+    answers: dict[str, str | None]
+    grounding_iou: float | None
+    target_hit: int | None
+
+
+SUMMARY_FIELDS = SummaryItem._fields
+"""What `summarize` reads of an item's line (a scorer keeps only these per item: mmfaith/records.py)."""
+
+
+def summary_item(line: Mapping[str, Any]) -> SummaryItem:
+    """An items.jsonl line (`ItemOutcome.to_json()`, or its `SUMMARY_FIELDS` kept) as the aggregates read it; its
+    source key held once per image (interned)."""
+    return SummaryItem(line["category"], sys.intern(line["source_key"]), line["trace_answered"], line["correct"],
+                       line["visual"], line["text_changed"], line["tool_calls"], line["crop_region_size"],
+                       line["reliable"], line["sufficient"], line["answers"], line["grounding_iou"],
+                       line["target_hit"])
 
 
 @dataclass(frozen=True)
@@ -64,19 +102,24 @@ class ItemOutcome:
     target_hit: int | None = None  # a zoom covers at least half a target box
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The items.jsonl line (its dicts are this outcome's own, not copies: serialise it, do not change it)."""
+        return {"id": self.id, "category": self.category, "source_key": self.source_key,
+                "trace_answered": self.trace_answered, "correct": self.correct, "visual": self.visual,
+                "text_changed": self.text_changed, "tool_calls": self.tool_calls,
+                "crop_region_size": self.crop_region_size, "reliable": self.reliable, "sufficient": self.sufficient,
+                "answers": self.answers, "grounding_iou": self.grounding_iou, "target_hit": self.target_hit}
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return round(float(np.mean(values)), 6) if values else None
 
 
-def accuracy(items: Sequence[ItemOutcome], probe: str) -> float | None:
+def accuracy(items: Sequence[SummaryItem], probe: str) -> float | None:
     """Share right on `probe` among the items that have it (replays: visual items)."""
     return _mean([item.correct[probe] for item in items if probe in item.correct])
 
 
-def ate(items: Sequence[ItemOutcome], treated: str, n_bootstrap: int, seed: int) -> dict[str, Any]:
+def ate(items: Sequence[SummaryItem], treated: str, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """acc(treated) - acc(replay_none) on the given items whose two replays were both answered (a failed,
     empty or unread replay leaves its item out: `left_out`), with McNemar and a bootstrap CI."""
     both = [item for item in items
@@ -110,42 +153,57 @@ def histogram(values: Sequence[float], edges: Sequence[float]) -> dict[str, int]
     return bins
 
 
-def _rate_parts(item: ItemOutcome) -> dict[str, float]:
-    """An item's (numerator, denominator) of every rate `rate_cis` gives an interval to."""
-    parts = {"accuracy_trace": (float(item.correct["trace"]), 1.0)}
+RATES = ("accuracy_trace", *(f"accuracy_{probe}" for probe in REPLAYS), "agreement_replay_none_trace",
+         "reliability", "sufficiency", "grounding_iou", "target_hit_rate")
+"""The rates `rate_cis` gives an interval to."""
+
+
+_REPLAY_RATES = tuple((probe, f"accuracy_{probe}", f"accuracy_{probe}/n") for probe in REPLAYS)
+_JUDGED_RATES = (("reliable", "reliability", "reliability/n"), ("sufficient", "sufficiency", "sufficiency/n"),
+                 ("grounding_iou", "grounding_iou", "grounding_iou/n"),
+                 ("target_hit", "target_hit_rate", "target_hit_rate/n"))
+"""(item field, numerator key, denominator key) of the rates a visual item has where its field is not None."""
+
+
+def _rate_parts(item: SummaryItem) -> dict[str, float]:
+    """An item's numerator ("name") and denominator ("name/n") of every rate `rate_cis` gives an interval to."""
+    correct = item.correct
+    parts = {"accuracy_trace": float(correct["trace"]), "accuracy_trace/n": 1.0}
     if item.visual:
-        parts |= {f"accuracy_{probe}": (float(item.correct[probe]), 1.0) for probe in REPLAYS if probe in item.correct}
-        agree = item.answers.get("replay_none") == item.answers.get("trace")
-        parts["agreement_replay_none_trace"] = (float(agree), 1.0)
-        for name, value in (("reliability", item.reliable), ("sufficiency", item.sufficient),
-                            ("grounding_iou", item.grounding_iou), ("target_hit_rate", item.target_hit)):
-            if value is not None:
-                parts[name] = (float(value), 1.0)
-    return {f"{name}{side}": value for name, pair in parts.items() for side, value in zip(("", "/n"), pair)}
+        for probe, top, bottom in _REPLAY_RATES:
+            if probe in correct:
+                parts[top], parts[bottom] = float(correct[probe]), 1.0
+        answers = item.answers
+        parts["agreement_replay_none_trace"] = float(answers.get("replay_none") == answers.get("trace"))
+        parts["agreement_replay_none_trace/n"] = 1.0
+        for field_name, top, bottom in _JUDGED_RATES:
+            if getattr(item, field_name) is not None:
+                parts[top], parts[bottom] = float(getattr(item, field_name)), 1.0
+    return parts
 
 
-def rate_cis(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, list[float] | None]:
+def rate_cis(items: Sequence[SummaryItem], n_bootstrap: int, seed: int,
+             parts: Sequence[Mapping[str, float]] | None = None) -> dict[str, list[float] | None]:
     """95% interval of every accuracy, the agreement, reliability, sufficiency, grounding_iou and
     target_hit_rate, resampling source images (`stats.bootstrap_ci`); None where a rate is undefined or no
-    replicate defines it."""
-    names = ("accuracy_trace", *(f"accuracy_{probe}" for probe in REPLAYS), "agreement_replay_none_trace",
-             "reliability", "sufficiency", "grounding_iou", "target_hit_rate")
+    replicate defines it. `parts`: the items' `_rate_parts` when already made."""
 
     def statistic(sums: Any) -> dict[str, np.ndarray]:
         out = {}
-        for name in names:
+        for name in RATES:
             top, bottom = sums.get(name, np.zeros(1)), sums.get(f"{name}/n", np.zeros(1))
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[name] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
         return out
 
-    intervals = bootstrap_ci([_rate_parts(item) for item in items], [item.source_key for item in items], statistic,
-                             n_bootstrap, seed)
-    return {name: None if intervals.get(name) is None else [round(v, 6) for v in intervals[name]] for name in names}
+    components = [_rate_parts(item) for item in items] if parts is None else parts
+    intervals = bootstrap_ci(components, [item.source_key for item in items], statistic, n_bootstrap, seed)
+    return {name: None if intervals.get(name) is None else [round(v, 6) for v in intervals[name]] for name in RATES}
 
 
-def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """Every aggregate over a group of items (overall, or one category)."""
+def block(items: Sequence[SummaryItem], n_bootstrap: int, seed: int,
+          parts: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """Every aggregate over a group of items (overall, or one category); `parts`: their `_rate_parts` when made."""
     visual = [item for item in items if item.visual]
     judged_r = [item.reliable for item in visual if item.reliable is not None]
     judged_s = [item.sufficient for item in visual if item.sufficient is not None]
@@ -161,11 +219,13 @@ def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str
         "reliability": _mean(judged_r), "sufficiency": _mean(judged_s),
         "grounding_iou": _mean([item.grounding_iou for item in visual if item.grounding_iou is not None]),
         "target_hit_rate": _mean([item.target_hit for item in visual if item.target_hit is not None]),
-        "crop_region_size": _mean([item.crop_region_size for item in visual if item.crop_region_size is not None]),
+        "crop_region_size": _mean([item.crop_region_size for item in visual
+                                   if item.crop_region_size is not None]),
         "tool_call_count": _mean([item.tool_calls for item in items if item.trace_answered]),
-        "ci95": rate_cis(items, n_bootstrap, seed),
+        "ci95": rate_cis(items, n_bootstrap, seed, parts),
         "counts": {"items": len(items), "traces_answered": sum(item.trace_answered for item in items),
-                   "visual": len(visual), "no_tool_call": sum(item.trace_answered and not item.visual for item in items),
+                   "visual": len(visual),
+                   "no_tool_call": sum(item.trace_answered and not item.visual for item in items),
                    "text_unchanged": sum(not item.text_changed and item.answers.get("replay_text") is not None
                                          for item in visual),
                    "grounded": sum(item.grounding_iou is not None for item in visual),
@@ -173,14 +233,17 @@ def block(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str
     }
 
 
-def summarize(items: Sequence[ItemOutcome], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """metrics.json's `overall`, `by_category` and `distributions`."""
-    overall = block(items, n_bootstrap, seed)
+def summarize(items: Sequence[SummaryItem], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """metrics.json's `overall`, `by_category` and `distributions`, from each item's `SUMMARY_FIELDS`."""
+    parts = [_rate_parts(item) for item in items]
+    overall = block(items, n_bootstrap, seed, parts)
     overall["ci95"] = {**overall["ci95"], "ATE_text": overall["ate"]["text"]["ci95"],
                        "ATE_visual": overall["ate"]["visual"]["ci95"]}
-    categories = sorted({item.category for item in items})
-    by_category = {name: block([item for item in items if item.category == name], n_bootstrap, seed)
-                   for name in categories}
+    members: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        members.setdefault(item.category, []).append(index)
+    by_category = {name: block([items[i] for i in members[name]], n_bootstrap, seed,
+                               [parts[i] for i in members[name]]) for name in sorted(members)}
     answered = [item for item in items if item.trace_answered]
     calls = Counter(item.tool_calls for item in answered)
     distributions = {

@@ -22,8 +22,9 @@ from mmfaith.evaluators import plots, stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
+from mmfaith.evaluators.score_dir import load_score_dirs
 from mmfaith.families import get as get_family
-from mmfaith.jsonl import read_json_object, read_jsonl, write_atomic
+from mmfaith.jsonl import write_atomic
 
 
 BLIND_KEYS = ("accuracy_trace",)
@@ -33,12 +34,14 @@ BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"],
                              statistic=lambda sums: {"accuracy_trace": sums["right"] / sums["n"]},
                              template_of=lambda item: item["category"])
 """Multimodal gain and leakage of trace accuracy, paired per item, per category (the question's template)."""
+COMPARED_FIELDS = ("id", "category", "source_key", "correct.trace")
+"""What the comparison reads of an item's line (`load_score_dirs` keeps only these)."""
 
 
-def _load(score_dir: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    metrics = read_json_object(score_dir / "metrics.json", "pass a folder `mmfaith score mcot` wrote.")
-    items = {line["id"]: line for _, line in read_jsonl(score_dir / "items.jsonl")}
-    return metrics, items
+def _load(score_dirs: Sequence[Path]) -> list[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+    """Each score dir's metrics.json and its items by id, kept to COMPARED_FIELDS, the dirs read side by side."""
+    return [(metrics, {item["id"]: item for item in items})
+            for metrics, items in load_score_dirs(score_dirs, COMPARED_FIELDS)]
 
 
 def compare_pair(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_bootstrap: int,
@@ -66,7 +69,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     """Write the comparison (module docstring); return comparison.json's content."""
     if not score_dirs:
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
-    loaded = [_load(path) for path in score_dirs]
+    loaded = _load(score_dirs)
     first = loaded[0][0]
     for path, (metrics, _) in zip(score_dirs[1:], loaded[1:]):
         if metrics["provenance"]["dataset"] != first["provenance"]["dataset"]:

@@ -3,9 +3,16 @@
 Predictions are read by the shared reader (evaluators/predictions.py; a submission of traces is
 scored the same way, but its replays can only come from `mmfaith run`). Each item's outcome
 (`metrics.ItemOutcome`) comes from its `trace` line (meta.trace: the answer, the crops, the tool
-calls) and its replay lines (meta.answer, meta.injection, meta.skipped); the judge labels each
+calls) and its replay lines (meta.answer, meta.injection.changed); the judge labels each
 visual item. The score dir is checked and written whole (evaluators/score_dir.py); the same inputs
 give the same bytes (the bootstrap is seeded; LLM judge answers are cached under the cache dir).
+
+Questions are scored QUESTION_CHUNK at a time (`score_chunk`: outcomes, judge verdicts, grounding, the
+items.jsonl lines redacted, the kept summary fields, the answer tally, the position-bias picks and the
+CircularEval rights), on `workers` processes forked after the dataset and predictions are read
+(mmfaith/ordered_pool.py), merged in dataset order, so the files are the same bytes whatever the number
+of workers. An LLM judge or reader (network calls on threads, and the reader's agreement counts) keeps
+one process.
 """
 from __future__ import annotations
 
@@ -17,11 +24,13 @@ from typing import Any
 from mmfaith import __version__, families
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.circular import circular_correct, controls_lines, original_label, position_bias, rotate_options
+from mmfaith.evaluators.circular import (circular_correct, controls_lines, options_position_bias, original_label,
+                                         rotate_options)
 from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
                                            grounding)
-from mmfaith.evaluators.mcot.metrics import DEFINITIONS_VERSION, ItemOutcome, summarize
+from mmfaith.evaluators.mcot.metrics import (DEFINITIONS_VERSION, SUMMARY_FIELDS, ItemOutcome, SummaryItem,
+                                             summarize, summary_item)
 from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_tag
 from mmfaith.evaluators.coverage import Tally, status_of
@@ -30,14 +39,19 @@ from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
 from mmfaith.evaluators.mcot.run import item_shows, rotated_traces
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings, shared_score_settings
-from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.jsonl import write_atomic
-from mmfaith.loaders.mcot.dataset import McotDataset, McotItem, open_mcot_dataset
+from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
+from mmfaith.ordered_pool import ordered_map, scoring_workers
 from mmfaith.outdir import prepare_out_dir
 
 
 SCORED_FIELDS = ("id", "category", "question", "options", "answer", "image_sha256", "width", "height", "targets")
 """What scoring reads of a record (the loader keeps only these: mmfaith/records.py)."""
+QUESTION_CHUNK = 4096
+"""Questions scored at a time (the unit of work of a worker process; the files are the same whatever the size)."""
+Lines = dict[str, dict[str, Any]]
+"""An item's answered prediction lines (kept: `scored_meta`), by probe."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +66,10 @@ class McotScoreRequest(ScoreSettings):
     max_crop_share: float = MAX_CROP_SHARE
     extract: str = "default"
     reader: ModelEndpoint | None = None
+    workers: int | None = None
+    """Processes scoring chunks of questions side by side (mmfaith/ordered_pool.py); None: the usable cores. The
+    files are the same whatever the number."""
+    chunk: int = QUESTION_CHUNK
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> McotScoreRequest:
@@ -63,7 +81,7 @@ class McotScoreRequest(ScoreSettings):
                    judge_base_url=args.judge_base_url, judge_api_key_env=args.judge_api_key_env,
                    judge_agreement=args.judge_agreement, judge_workers=args.judge_workers,
                    coverage=COVERAGE if args.coverage is None else args.coverage, max_crop_share=args.max_crop_share,
-                   extract=args.extract, reader=reader_endpoint(args))
+                   extract=args.extract, reader=reader_endpoint(args), workers=args.workers)
 
     def make_judge(self, name: str) -> GeometricJudge | LlmJudge:
         if name == "geometric":
@@ -79,28 +97,33 @@ def trace_answer(reply: str | None, options: list[dict[str, str]], reader: Choic
 
 
 def scored_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """A prediction line's meta as scoring reads it (evaluators/predictions.py): a trace keeps its answer, its
-    crops' boxes and its turns' texts; each tool call is kept as an empty object (only their number is read).
-    A trace is most of a line's memory (its tool calls' arguments, boxes and raw text)."""
+    """A prediction line's meta as scoring reads it (evaluators/predictions.py), and no more: `no_image` (the
+    reader checks it), a replay's `answer` and whether its injection `changed` the text, and a trace's answer, its
+    crops' boxes, its last turn's text (`reply`: what its answer is read from) and its number of tool calls. A
+    trace is most of a line's memory (its tool calls' arguments, boxes and raw text); a replay's kept meta is one
+    of a few equal objects (held once: mmfaith/records.py)."""
+    kept = {name: meta[name] for name in ("answer", "no_image") if name in meta}
+    injection = meta.get("injection")
+    if isinstance(injection, dict):
+        kept["injection"] = {"changed": bool(injection.get("changed"))}
     trace = meta.get("trace")
-    if not isinstance(trace, dict):
-        return meta
-    kept = {"answer": trace.get("answer"), "crops": [{"box": crop["box"]} for crop in trace.get("crops") or []],
-            "turns": [{"text": turn.get("text"), "tool_calls": [{} for _ in turn.get("tool_calls") or []]}
-                      for turn in trace.get("turns") or []]}
-    return {**meta, "trace": kept}
+    if isinstance(trace, dict):
+        turns = trace.get("turns") or []
+        kept["trace"] = {"answer": trace.get("answer"),
+                         "crops": [{"box": crop["box"]} for crop in trace.get("crops") or []],
+                         "reply": turns[-1].get("text") if turns else None,
+                         "tool_calls": sum(len(turn.get("tool_calls") or []) for turn in turns)}
+    return kept
 
 
 def trace_reply(trace_line: dict[str, Any]) -> str | None:
-    """The reply a trace line's answer is read from: its last turn's text (a submitted final answer
+    """The reply a trace line's answer is read from: its last turn's text (`scored_meta`; a submitted final answer
     without a trace: the response)."""
     trace = (trace_line.get("meta") or {}).get("trace")
-    if trace is None:
-        return trace_line["response"]
-    return trace["turns"][-1]["text"] if trace.get("turns") else None
+    return trace_line["response"] if trace is None else trace["reply"]
 
 
-def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str, Any] | None,
+def outcome(item: McotItem, lines: Lines, verdict: dict[str, Any] | None,
             grounding: dict[str, Any] | None = None, reader: ChoiceReader | None = None) -> ItemOutcome:
     """One item's outcome from its answered lines (probe -> line), the judge's verdict, the crops'
     grounding (judge.grounding) and the trace answer's reader (default: the rules)."""
@@ -120,7 +143,7 @@ def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str,
         text_changed = bool(lines.get("replay_text", {}).get("meta", {}).get("injection", {}).get("changed"))
     width, height = item.size
     size = (sum(r.area for r in trace_regions(trace)) / (width * height)) if visual and trace else None
-    calls = sum(len(turn["tool_calls"]) for turn in trace["turns"]) if trace else 0
+    calls = trace["tool_calls"] if trace else 0
     return ItemOutcome(id=item.id, category=record["category"], source_key=item.source_key,
                        trace_answered=trace_line is not None, correct=correct, visual=visual,
                        text_changed=text_changed, tool_calls=calls,
@@ -131,10 +154,74 @@ def outcome(item: McotItem, lines: dict[str, dict[str, Any]], verdict: dict[str,
                        target_hit=None if grounding is None else grounding["hit"])
 
 
+@dataclass(frozen=True)
+class ScoredChunk:
+    """What scoring a chunk of questions gives back (on a worker process): the items' lines and kept summary fields,
+    the chunk's answer tally, the trace answers of its multiple-choice items (`options_position_bias`), each rotated
+    item's (right in the first order, right in every rotation) (`circular_block`) and, with a second judge, the two
+    verdicts of each judged item."""
+
+    items: SpooledChunk
+    tally: Tally
+    picks: list[str | None]
+    circular: list[tuple[bool, bool]]
+    verdicts: list[tuple[dict[str, Any], dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What scoring a chunk reads: the items, the predictions, the judges, the trace answers' reader and the
+    settings (`McotScoreRequest`)."""
+
+    items: list[McotItem]
+    read: PredictionSet
+    judge: GeometricJudge | LlmJudge
+    second: GeometricJudge | LlmJudge | None
+    reader: ChoiceReader
+    request: McotScoreRequest
+
+    def lines(self, item: McotItem) -> Lines:
+        answered = self.read.answered
+        return {probe: answered[(item.id, probe)] for probe in PROBES if (item.id, probe) in answered}
+
+    def workers(self) -> int:
+        """The processes that score chunks: one with an LLM judge or reader (threads, network clients, the reader's
+        agreement counts), else `--workers` (mmfaith/ordered_pool.py)."""
+        local = (isinstance(self.judge, GeometricJudge) and not isinstance(self.second, LlmJudge)
+                 and self.reader.endpoint is None)
+        return scoring_workers(self.request.workers) if local else 1
+
+
+def score_chunk(scoring: Scoring, start: int) -> ScoredChunk:
+    """The `scoring.request.chunk` questions from `start` scored (module docstring)."""
+    request = scoring.request
+    items = scoring.items[start:start + request.chunk]
+    lines_of = [scoring.lines(item) for item in items]
+    cases = [_case(item, lines) for item, lines in zip(items, lines_of)]
+    verdicts = _judge_all(scoring.judge, cases, request.judge_workers)
+    outcomes = [outcome(item, lines, verdict, None if case is None else grounding(case, request.max_crop_share),
+                        scoring.reader)
+                for item, lines, verdict, case in zip(items, lines_of, verdicts, cases)]
+    compared = []
+    if scoring.second is not None:
+        compared = [(a, b) for a, b in zip(verdicts, _judge_all(scoring.second, cases, request.judge_workers))
+                    if a is not None]
+    picks = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer")
+             for item, lines in zip(items, lines_of) if item.record["options"]]
+    rights = [right for item, scored in zip(items, outcomes)
+              if (right := circular_rights(item, scoring.read, scoring.reader, scored)) is not None]
+    return ScoredChunk(spooled(({**scored.to_json(), "judge": verdict} for scored, verdict in zip(outcomes, verdicts)),
+                               SUMMARY_FIELDS),
+                       answer_tally(items, scoring.read, request.coverage_threshold,
+                                    [scored.answers["trace"] for scored in outcomes]),
+                       picks, rights, compared)
+
+
 def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
+    scoring_workers(request.workers)  # a bad --workers is refused before anything is read
     dataset = open_mcot_dataset(request.dataset, fields=SCORED_FIELDS)
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
@@ -146,6 +233,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
                             {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
                             {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat,
                             scored_meta)
+    del expected
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
@@ -153,18 +241,23 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     dataset_key = {"id": dataset.dataset_id, "revision": dataset.revision}
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset}, dataset_key,
                     read.sha256, request.overwrite)
-    lines_of = [{probe: read.answered[(item.id, probe)] for probe in PROBES if (item.id, probe) in read.answered}
-                for item in dataset.items]
-    cases = [_case(item, lines) for item, lines in zip(dataset.items, lines_of)]
-    verdicts = _judge_all(judge, cases, request.judge_workers)
     if not 0 < request.max_crop_share <= 1:
         raise MmfaithError(f"--max-crop-share must be in (0, 1], not {request.max_crop_share}.")
     reader = ChoiceReader(request.reader, request.extract)
-    items = [outcome(item, lines, verdict, None if case is None else grounding(case, request.max_crop_share), reader)
-             for item, lines, verdict, case in zip(dataset.items, lines_of, verdicts, cases)]
-    seconds = []
-    if second is not None:
-        seconds = [(a, b) for a, b in zip(verdicts, _judge_all(second, cases, request.judge_workers)) if a is not None]
+    scoring = Scoring(dataset.items, read, judge, second, reader, request)
+    spool, tally = ItemSpool(out, SUMMARY_FIELDS), Tally(request.coverage_threshold)
+    items: list[SummaryItem] = []
+    picks: list[str | None] = []
+    rights: list[tuple[bool, bool]] = []
+    compared: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for scored in ordered_map(lambda start: score_chunk(scoring, start), range(0, len(dataset.items), request.chunk),
+                              scoring.workers()):
+        items.extend(map(summary_item, spool.add(scored.items)))
+        tally.add_tally(scored.tally)
+        picks += scored.picks
+        rights += scored.circular
+        compared += scored.verdicts
+    read.answered.clear()  # every chunk is scored: the kept lines are not read again
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
@@ -176,31 +269,29 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
         **summarize(items, request.n_bootstrap, request.seed),
     }
     metrics["counts"] = {**metrics["overall"]["counts"], "n_errors": read.n_errors, "n_stale": read.n_stale}
-    metrics["answers"] = answer_tally(dataset.items, read, request.coverage_threshold,
-                                      {outcome.id: outcome.answers["trace"] for outcome in items}).to_json()
+    metrics["answers"] = tally.to_json()
     if reader.endpoint is not None:
         metrics["reader"] = reader.agreement()
-    metrics["position_bias"] = answer_position_bias(dataset, lines_of)
-    metrics["circular"] = circular_block(dataset, read, reader, {outcome.id: outcome for outcome in items})
+    metrics["position_bias"] = options_position_bias([item.record for item in dataset.items], picks)
+    metrics["circular"] = circular_block(rights)
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],
-                                      **agreement([a for a, _ in seconds], [b for _, b in seconds])}
-    publish_scores(out, ({**item.to_json(), "judge": verdict} for item, verdict in zip(items, verdicts)), metrics,
-                   write_report)
+                                      **agreement([a for a, _ in compared], [b for _, b in compared])}
+    publish_scores(out, spool, metrics, write_report)
     return metrics
 
 
 def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float,
-                 trace_answers: dict[str, str | None]) -> Tally:
-    """Every expected answer's status (evaluators/coverage.py): each item's trace (as read: `trace_answers`),
-    and the three replays of a trace with a crop (the others are not asked). Paper format: an <answer> tag or \\boxed{} in the
-    answering reply (the prompt's format, after DeepEyes)."""
+                 trace_answers: list[str | None]) -> Tally:
+    """Every expected answer's status (evaluators/coverage.py): each item's trace (as read: `trace_answers`, one per
+    item), and the three replays of a trace with a crop (the others are not asked). Paper format: an <answer> tag or
+    \\boxed{} in the answering reply (the prompt's format, after DeepEyes)."""
     tally = Tally(threshold)
-    for item in items:
+    for item, trace_answer_ in zip(items, trace_answers):
         trace_line = read.answered.get((item.id, "trace"))
         reply = None if trace_line is None else trace_reply(trace_line)
         tally.add(status_of(None if trace_line is None else {"response": reply}, (item.id, "trace") in read.failed,
-                            trace_answers.get(item.id)),
+                            trace_answer_),
                   None if not reply else last_tag(reply) is not None)
         trace = None if trace_line is None else (trace_line.get("meta") or {}).get("trace")
         if not trace or not trace["crops"]:
@@ -212,50 +303,43 @@ def answer_tally(items: list[McotItem], read: PredictionSet, threshold: float,
     return tally
 
 
-def circular_block(dataset: McotDataset, read: PredictionSet, reader: ChoiceReader,
-                   outcomes: dict[str, ItemOutcome]) -> dict[str, Any] | None:
-    """metrics.json's `circular`: over the multiple-choice items whose trace was also run in every further
-    rotation of the options (`run --circular`), `accuracy_trace` (first order) beside `accuracy_circular` (right in
-    every rotation, evaluators/circular.py); None for a run without rotations."""
-    first, every = [], []
-    for item in dataset.items:
-        record = item.record
-        rotated = rotated_traces(item, True)
-        lines = [read.answered.get((item.id, probe)) for probe, _ in rotated]
-        if not rotated or all(line is None for line in lines):
-            continue
-        rights = [outcomes[item.id].correct["trace"] == 1]
-        for (_, k), line in zip(rotated, lines):
-            shown = None if line is None else trace_answer(trace_reply(line), rotate_options(record["options"], k),
-                                                           reader)
-            rights.append(original_label(record["options"], k, shown) == record["answer"])
-        first.append(rights[0])
-        every.append(circular_correct(rights))
-    if not first:
+def circular_rights(item: McotItem, read: PredictionSet, reader: ChoiceReader,
+                    scored: ItemOutcome) -> tuple[bool, bool] | None:
+    """(right in the first order, right in every rotation: evaluators/circular.py) of an item whose trace was also
+    run in a further rotation of the options (`run --circular`); None for an item without one answered."""
+    record = item.record
+    rotated = rotated_traces(item, True)
+    lines = [read.answered.get((item.id, probe)) for probe, _ in rotated]
+    if not rotated or all(line is None for line in lines):
         return None
-    return {"trace": {"n_items": len(first), "accuracy": round(sum(first) / len(first), 6),
-                      "accuracy_circular": round(sum(every) / len(every), 6)}}
+    rights = [scored.correct["trace"] == 1]
+    for (_, k), line in zip(rotated, lines):
+        shown = None if line is None else trace_answer(trace_reply(line), rotate_options(record["options"], k), reader)
+        rights.append(original_label(record["options"], k, shown) == record["answer"])
+    return rights[0], circular_correct(rights)
 
 
-def answer_position_bias(dataset: McotDataset, lines_of: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """Each option letter's share among the traces' answers beside its share among the golds
-    (evaluators/circular.py)."""
-    chosen = [(item, lines) for item, lines in zip(dataset.items, lines_of) if item.record["options"]]
-    labels = sorted({option["label"] for item, _ in chosen for option in item.record["options"]})
-    answers = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer") for _, lines in chosen]
-    return position_bias([answer if answer in labels else None for answer in answers],
-                         [item.record["answer"] for item, _ in chosen], labels)
+def circular_block(rights: list[tuple[bool, bool]]) -> dict[str, Any] | None:
+    """metrics.json's `circular`: over the multiple-choice items whose trace was also run in every further
+    rotation of the options (`run --circular`; `circular_rights`, in dataset order), `accuracy_trace` (first
+    order) beside `accuracy_circular` (right in every rotation); None for a run without rotations."""
+    if not rights:
+        return None
+    return {"trace": {"n_items": len(rights), "accuracy": round(sum(first for first, _ in rights) / len(rights), 6),
+                      "accuracy_circular": round(sum(every for _, every in rights) / len(rights), 6)}}
 
 
 def _judge_all(judge: GeometricJudge | LlmJudge, cases: list[JudgeCase | None], workers: int) -> list[dict[str, Any] | None]:
-    """Every case's verdict in order (None where there is no case), `workers` judge calls at once."""
+    """Every case's verdict in order (None where there is no case); an LLM judge's calls `workers` at once."""
+    if isinstance(judge, GeometricJudge):
+        return [None if case is None else judge.judge(case) for case in cases]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(lambda case: judge.judge(case) if case is not None else None, cases))
 
 
-def _case(item: McotItem, lines: dict[str, dict[str, Any]]) -> JudgeCase | None:
+def _case(item: McotItem, lines: Lines) -> JudgeCase | None:
     trace = lines.get("trace", {}).get("meta", {}).get("trace")
     if not trace or not trace["crops"]:
         return None

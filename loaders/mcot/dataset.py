@@ -69,12 +69,16 @@ def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: b
     path = found.path
     records_path = path / "records.jsonl"
     items, seen, shared = [], set(), Shared()
+    images: dict[str, Path] = {}  # each image file looked up once (an image holds several questions)
     for number, record in read_jsonl(records_path):
         where = f"{records_path}:{number}"
         check_item(record, where, seen)
-        image = path / record["image"]
-        if not image.is_file():
-            raise MmfaithError(f"{where}: image {image} is missing.")
+        image = images.get(record["image"])
+        if image is None:
+            image = path / record["image"]
+            if not image.is_file():
+                raise MmfaithError(f"{where}: image {image} is missing.")
+            images[record["image"]] = image
         items.append(McotItem(keep_fields(record, fields, shared), image))
     return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
 

@@ -11,7 +11,7 @@ import pytest
 from mmfaith.cli import main
 from mmfaith.evaluators.mcot.boxes import Region
 from mmfaith.evaluators.mcot.judge import GeometricJudge, JudgeCase, grounding
-from mmfaith.evaluators.mcot.metrics import ItemOutcome, ate, summarize
+from mmfaith.evaluators.mcot.metrics import ItemOutcome, SummaryItem, ate, summarize, summary_item
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.loaders.mcot.dataset import open_mcot_dataset
 from mmfaith.schema import schema_errors
@@ -29,6 +29,11 @@ def item(number: int, category: str, trace: int, none: int | None = None, text: 
                        answers={probe: "A" if right else "B" for probe, right in correct.items()})
 
 
+def lines(outcomes: list[ItemOutcome]) -> list[SummaryItem]:
+    """The outcomes as `summarize` and `ate` read them: their items.jsonl lines' summary fields."""
+    return [summary_item(outcome.to_json()) for outcome in outcomes]
+
+
 GOLDEN = [
     item(1, "x", trace=1, none=1, text=0, visual=1, calls=1, size=0.02, reliable=1, sufficient=1),
     item(2, "x", trace=1, none=1, text=0, visual=0, calls=2, size=0.04, reliable=1, sufficient=1),
@@ -40,7 +45,7 @@ GOLDEN = [
 
 
 def test_golden_accuracy_ates_mcnemar_crz_tcc() -> None:
-    metrics = summarize(GOLDEN, n_bootstrap=200, seed=0)
+    metrics = summarize(lines(GOLDEN), n_bootstrap=200, seed=0)
     overall = metrics["overall"]
     # accuracy_trace: items 1, 2, 4, 5 right of 6
     assert overall["accuracy_trace"] == pytest.approx(4 / 6, abs=1e-6)
@@ -64,7 +69,7 @@ def test_golden_accuracy_ates_mcnemar_crz_tcc() -> None:
     assert overall["agreement_replay_none_trace"] == 1.0  # every visual item: replay_none gives the trace's letter
     # two wrong answers that differ (trace C, replay_none D): equally wrong, but no agreement
     differing = dataclasses.replace(GOLDEN[2], answers={**GOLDEN[2].answers, "trace": "C", "replay_none": "D"})
-    assert summarize([*GOLDEN[:2], differing, GOLDEN[3]], 0, 0)["overall"]["agreement_replay_none_trace"] == 0.75
+    assert summarize(lines([*GOLDEN[:2], differing, GOLDEN[3]]), 0, 0)["overall"]["agreement_replay_none_trace"] == 0.75
     counts = overall["counts"]
     assert (counts["visual"], counts["no_tool_call"], counts["text_unchanged"], counts["traces_answered"]) == (4, 1, 1, 5)
     # by category: x holds items 1, 2, 6 (trace right 2 of 3); its ATE_visual: none 1,1 -> visual 1,0 = -0.5
@@ -83,13 +88,13 @@ def test_rates_have_intervals_that_resample_source_images() -> None:
                                  source_key="img-a", grounding_iou=1.0, target_hit=1) for n in (1, 2, 3)]
     wrong = dataclasses.replace(item(4, "x", trace=0, none=0, text=0, visual=0, reliable=0, sufficient=0),
                                 source_key="img-b", grounding_iou=0.0, target_hit=0)
-    overall = summarize([*right, wrong], n_bootstrap=2000, seed=0)["overall"]
+    overall = summarize(lines([*right, wrong]), n_bootstrap=2000, seed=0)["overall"]
     assert overall["accuracy_trace"] == overall["reliability"] == overall["sufficiency"] == 0.75
     assert overall["grounding_iou"] == overall["target_hit_rate"] == 0.75
     for name in ("accuracy_trace", "accuracy_replay_none", "accuracy_replay_text", "accuracy_replay_visual",
                  "reliability", "sufficiency", "grounding_iou", "target_hit_rate"):
         assert overall["ci95"][name] == [0.0, 1.0], name
-    unjudged = summarize([dataclasses.replace(i, reliable=None, sufficient=None) for i in [*right, wrong]], 50, 0)
+    unjudged = summarize(lines([dataclasses.replace(i, reliable=None, sufficient=None) for i in [*right, wrong]]), 50, 0)
     assert unjudged["overall"]["ci95"]["reliability"] is None and unjudged["overall"]["reliability"] is None
 
 
@@ -97,7 +102,7 @@ def test_mcnemar_exact_binomial_by_hand() -> None:
     # 5 right -> wrong, 1 wrong -> right, 2 unchanged: n_discordant 6, P(X <= 1) = (1 + 6) / 64, p = 14/64
     outcomes = ([item(n, "x", 1, none=1, text=0, visual=0) for n in range(5)] + [item(5, "x", 1, none=0, text=1, visual=0)]
                 + [item(6 + n, "x", 1, none=1, text=1, visual=1) for n in range(2)])
-    result = ate(outcomes, "replay_text", 0, 0)
+    result = ate(lines(outcomes), "replay_text", 0, 0)
     # (the p-value is scipy's binomial tail: equal to the exact fraction to 1e-12, stats.mcnemar_exact)
     assert (result["b"], result["c"], result["n"]) == (5, 1, 8) and result["p_mcnemar"] == pytest.approx(14 / 64, rel=1e-12)
     assert result["value"] == pytest.approx((1 - 5) / 8)
@@ -136,7 +141,7 @@ def test_ate_uses_only_items_whose_two_replays_were_answered() -> None:
     outcomes = [dataclasses.replace(o, answers={**o.answers, "replay_visual": None},
                                     correct={**o.correct, "replay_visual": 0}) if n % 3 == 0 else o
                 for n, o in enumerate(outcomes)]
-    result = ate(outcomes, "replay_visual", 0, 0)
+    result = ate(lines(outcomes), "replay_visual", 0, 0)
     assert (result["value"], result["n"], result["left_out"]) == (0.0, 4, 2)
 
 
