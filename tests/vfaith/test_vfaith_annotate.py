@@ -63,7 +63,8 @@ def test_answer_unchanged_rejects_and_another_option_corrects_with_history(
     assert main(["annotate", "push", str(build), *common, "--files-root", str(label_studio["files_root"])]) == 0
     records = read_records(build)
     multi = [r for r in records if len(r["options"]) > 2]
-    unchanged, corrected, confirmed = multi[0], multi[1], records[-1]
+    unchanged, corrected = multi[0], multi[1]
+    confirmed = next(r for r in reversed(records) if r["id"] not in (unchanged["id"], corrected["id"]))
     admin, ann1 = annotators[ADMIN], annotators["ann1@example.com"]
     project = lsmod.find_project(admin, TITLE)
     tasks = {t["data"]["record_id"]: t for t in lsmod.list_tasks(admin, project.id)}
