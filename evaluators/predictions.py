@@ -27,7 +27,9 @@ scored_meta, workers)`)
   compiled schema on one of `workers` forked processes (mmfaith/ordered_pool.py; with one, here), which sends
   back a compact tuple per line (`_checked`): what the rules above need of it, and its kept line where it may
   be an answer. The rules that need earlier lines (one model, a second answer, the last answer wins) are
-  applied here in file order, so the result and the errors are the same whatever `workers`. A kept line is
+  applied here in file order, so the result and the errors are the same whatever `workers`. The per-item
+  mappings (expected probes, images, shown digests) are looked up by the workers; a `PerItem` makes each value
+  there, for the items a worker reads, instead of every item's up front here. A kept line is
   only its response and the meta a scorer reads (`kept_line`; a family may reduce the meta further with
   `scored_meta`, e.g. MCoT's traces), so memory is that of the answers.
 - Errors count: one line naming the file, the number of bad lines and the first few with their
@@ -43,18 +45,21 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from mmfaith.errors import SHOWN, MmfaithError, first_few
+from mmfaith.gc_pause import gc_paused
 from mmfaith.jsonl import LineBlock, block_lines, canonical_json, line_blocks
 from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Shared
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
+Item = TypeVar("Item")
+Value = TypeVar("Value")
 MAX_LINE_BYTES = 64 << 20
 """The longest prediction line read (64 MiB; `mmfaith run` stores answers of at most 100000 characters)."""
 BLOCK_BYTES = 1 << 20
@@ -86,7 +91,30 @@ def shown_digest(shows: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(shows).encode("utf-8")).hexdigest()
 
 
-def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
+class PerItem(Mapping[str, Value], Generic[Item, Value]):
+    """`make(item)` by item id, each made when first looked up and kept: a scorer's per-item expectations
+    (`read_predictions`' expected probes, images, shown digests) made on the workers that read the items' lines,
+    for those items only, not all up front in the scorer's process."""
+
+    def __init__(self, items: Mapping[str, Item], make: Callable[[Item], Value]) -> None:
+        self._items = items
+        self._make = make
+        self._made: dict[str, Value] = {}
+
+    def __getitem__(self, item_id: str) -> Value:
+        made = self._made.get(item_id)
+        if made is None:
+            made = self._made[item_id] = self._make(self._items[item_id])
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], from_run: bool,
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
                      shown_by_id: Mapping[str, str] | None = None, repeat: int = 0,
                      scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -97,7 +125,6 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
         blocks = line_blocks(path, BLOCK_BYTES, MAX_LINE_BYTES, digest)
     except OSError as exc:
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
-    probes_of = {item_id: tuple(probes) for item_id, probes in expected_probes.items()}
     problems: list[str] = []
     stale: list[int] = []
     answered: dict[Key, tuple[int, dict[str, Any]]] = {}
@@ -108,35 +135,36 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
 
     def read(block: LineBlock) -> list[tuple[Any, ...]]:
         shared = Shared()
-        return [checked for number, raw in block_lines(block)
-                if raw.strip() and (checked := _checked(number, raw, probes_of, from_run, images_by_id, shown_by_id,
-                                                        repeat, scored_meta, shared)) is not None]
+        checked = (_checked(number, raw, expected_probes, from_run, images_by_id, shown_by_id, repeat, scored_meta,
+                            shared) for number, raw in block_lines(block) if raw.strip())
+        return [line for line in checked if line is not None]
 
-    for lines in ordered_map(read, blocks, workers):
-        for line in lines:
-            if len(line) == 2:  # not JSON, or not a prediction line
-                problems.append(line[1])
-                continue
-            number, item_id, probe, name, line_repeat, bad, is_stale, given, kept = line
-            repeats = max(repeats, line_repeat + 1)
-            if model is not None and name != model[0]:
-                bad += (f"model {name!r} differs from {model[0]!r} of line {model[1]} (one model per file)",)
-            model = model or (name, number)
-            key = (item_id, sys.intern(probe))
-            if given and key in answered and not from_run and line_repeat == repeat:
-                bad += (f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
-                        "predictions of `mmfaith run` are scored with --from-run)",)
-            if bad:
-                problems.append(f"line {number}: " + "; ".join(bad))
-            elif line_repeat != repeat:
-                continue
-            elif is_stale:
-                stale.append(number)
-            elif not given:
-                n_errors += 1
-                failed.add(key)
-            else:
-                answered[key] = (number, kept)
+    with gc_paused():  # many objects, no garbage (mmfaith/gc_pause.py)
+        for lines in ordered_map(read, blocks, workers):
+            for line in lines:
+                if len(line) == 2:  # not JSON, or not a prediction line
+                    problems.append(line[1])
+                    continue
+                number, item_id, probe, name, line_repeat, bad, is_stale, given, kept = line
+                repeats = max(repeats, line_repeat + 1)
+                if model is not None and name != model[0]:
+                    bad += (f"model {name!r} differs from {model[0]!r} of line {model[1]} (one model per file)",)
+                model = model or (name, number)
+                key = (item_id, sys.intern(probe))
+                if given and key in answered and not from_run and line_repeat == repeat:
+                    bad += (f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
+                            "predictions of `mmfaith run` are scored with --from-run)",)
+                if bad:
+                    problems.append(f"line {number}: " + "; ".join(bad))
+                elif line_repeat != repeat:
+                    continue
+                elif is_stale:
+                    stale.append(number)
+                elif not given:
+                    n_errors += 1
+                    failed.add(key)
+                else:
+                    answered[key] = (number, kept)
     if problems:
         raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
                            f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
@@ -163,7 +191,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                          repeats)
 
 
-def _checked(number: int, raw: bytes, probes_of: Mapping[str, tuple[str, ...]], from_run: bool,
+def _checked(number: int, raw: bytes, probes_of: Mapping[str, Sequence[str]], from_run: bool,
              images_by_id: Mapping[str, set[str]] | None, shown_by_id: Mapping[str, str] | None, repeat: int,
              scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None,
              shared: Shared) -> tuple[Any, ...] | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from mmfaith.errors import MmfaithError
+from mmfaith.gc_pause import gc_paused
 from mmfaith.jsonl import LineBlock, line_blocks, read_block
 from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Shared
@@ -81,12 +82,13 @@ def read_build_records(path: Path, schema_name: str, what: str, check: Callable[
             return _Block(records, _Failure(str(exc)))
         return _Block(records, None)
 
-    for block in ordered_map(read, line_blocks(path, BLOCK_BYTES, digest=digest), workers):
-        for number, record_id, value in block.records:
-            check_new_id(record_id, f"{path}:{number}", seen)
-            kept.append(value)
-        if block.failure is not None:
-            if block.failure.record_id is not None:
-                check_new_id(block.failure.record_id, block.failure.where, seen)
-            raise MmfaithError(block.failure.message)
+    with gc_paused():  # many objects, no garbage (mmfaith/gc_pause.py)
+        for block in ordered_map(read, line_blocks(path, BLOCK_BYTES, digest=digest), workers):
+            for number, record_id, value in block.records:
+                check_new_id(record_id, f"{path}:{number}", seen)
+                kept.append(value)
+            if block.failure is not None:
+                if block.failure.record_id is not None:
+                    check_new_id(block.failure.record_id, block.failure.where, seen)
+                raise MmfaithError(block.failure.message)
     return BuildRecords(kept, digest.hexdigest())

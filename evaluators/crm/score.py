@@ -52,7 +52,7 @@ from mmfaith.evaluators.crm.report import write_score_report
 from mmfaith.evaluators.crm.run import CrmProbePlan, asked, conversations, item_shows, shown
 from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.coverage import Tally, status_of
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.predictions import PerItem, PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
@@ -297,11 +297,11 @@ def answer_position_bias(dataset: CrmDataset, picked: list[str | None]) -> dict[
 def read_crm_predictions(dataset: CrmDataset, settings: ScoreSettings, workers: int = 1) -> PredictionSet:
     """The predictions `settings` names, read against every probe a run may have asked of `dataset` (a circular
     run's rotations too; the scores use those it did ask), their lines parsed on `workers` processes."""
-    expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
-    images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
-    return read_predictions(settings.predictions, expected, settings.from_run, images, settings.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, settings.repeat,
-                            workers=workers)
+    items = dataset.by_id()
+    return read_predictions(settings.predictions, PerItem(items, CrmProbePlan(circular=True).expected_probes),
+                            settings.from_run, PerItem(items, lambda item: {image.sha256 for _, image in shown(item)}),
+                            settings.drop_stale, PerItem(items, lambda item: shown_digest(item_shows(item))),
+                            settings.repeat, workers=workers)
 
 
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.answers import last_boxed
 from mmfaith.evaluators.coverage import Tally, status_of
-from mmfaith.evaluators.predictions import read_predictions, shown_digest
+from mmfaith.evaluators.predictions import PerItem, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, Judgement, RuleJudge
@@ -118,10 +118,10 @@ def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale
                      repeat: int = 0, workers: int = 1) -> Predictions:
     """Read and validate predictions against the dataset (evaluators/predictions.py, its lines parsed on `workers`
     processes); each answer as the metrics read it."""
-    read = read_predictions(path, {pair.id: PROBES for pair in dataset.pairs}, from_run,
-                            {pair.id: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}
-                             for pair in dataset.pairs}, drop_stale,
-                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs}, repeat,
+    pairs = dataset.by_id()
+    read = read_predictions(path, {pair_id: PROBES for pair_id in pairs}, from_run,
+                            PerItem(pairs, lambda pair: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}),
+                            drop_stale, PerItem(pairs, lambda pair: shown_digest(item_shows(pair))), repeat,
                             workers=workers)
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}

@@ -1,4 +1,4 @@
-"""JSON Lines read by block on several processes (mmfaith/jsonl.py `line_blocks`, `read_block`; loaders/build_records.py;
+"""JSON Lines read by block on several processes (mmfaith/jsonl.py, loaders/build_records.py,
 evaluators/predictions.py with workers; issue 34): the same records, line numbers and errors as one reader."""
 from __future__ import annotations
 
