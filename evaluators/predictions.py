@@ -102,10 +102,9 @@ class PerItem(Mapping[str, Value], Generic[Item, Value]):
         self._made: dict[str, Value] = {}
 
     def __getitem__(self, item_id: str) -> Value:
-        made = self._made.get(item_id)
-        if made is None:
-            made = self._made[item_id] = self._make(self._items[item_id])
-        return made
+        if item_id not in self._made:
+            self._made[item_id] = self._make(self._items[item_id])  # KeyError for an id not among the items
+        return self._made[item_id]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)

@@ -30,7 +30,7 @@ from mmfaith.schema import check_loaded_schema, check_new_id
 
 Kept = TypeVar("Kept")
 BLOCK_BYTES = 1 << 20
-"""Bytes of records.jsonl parsed at a time by one worker (about 300 SPD-Faith or 200 CRM records)."""
+"""Bytes of records.jsonl parsed at a time by one worker (about 500 SPD-Faith or CRM records)."""
 
 
 @dataclass(frozen=True)
