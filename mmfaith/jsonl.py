@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -58,12 +59,14 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 @dataclass(frozen=True)
 class LineBlock:
     """Bytes [start, end) of a file: whole lines (the file's last one may lack its newline), the first of them
-    numbered `first_line_number` (from 1). Small to pickle: a worker process reads the bytes itself."""
+    numbered `first_line_number` (from 1). Small to pickle: a worker process reads the bytes itself from a
+    regular file; a block of a pipe or device, which cannot be read twice, carries its `data`."""
 
     path: Path
     start: int
     end: int
     first_line_number: int
+    data: bytes | None = None
 
 
 def line_blocks(path: Path, size: int, max_line: int | None = None, digest: Any = None) -> Iterator[LineBlock]:
@@ -84,6 +87,7 @@ def _blocks(path: Path, handle: BinaryIO, size: int, max_line: int | None, diges
     bytes are short enough; the one a read stops in is measured whole."""
     with handle:
         start, number = 0, 1
+        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
         while data := handle.read(size):
             tail = b"" if data.endswith(b"\n") else handle.readline(-1 if max_line is None else max_line + 1)
             ends = data.count(b"\n")
@@ -94,16 +98,18 @@ def _blocks(path: Path, handle: BinaryIO, size: int, max_line: int | None, diges
                 digest.update(data)
                 digest.update(tail)
             end = start + len(data) + len(tail)
-            yield LineBlock(path, start, end, number)
+            yield LineBlock(path, start, end, number, None if regular else data + tail)
             number += ends + tail.endswith(b"\n")
             start = end
 
 
 def block_lines(block: LineBlock) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw line with its newline) of every line of `block`, read from its file now."""
-    with open(block.path, "rb") as handle:
-        handle.seek(block.start)
-        data = handle.read(block.end - block.start)
+    """(line number, raw line with its newline) of every line of `block`, read from its file now (or its `data`)."""
+    data = block.data
+    if data is None:
+        with open(block.path, "rb") as handle:
+            handle.seek(block.start)
+            data = handle.read(block.end - block.start)
     return enumerate(io.BytesIO(data), start=block.first_line_number)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,24 @@ def test_a_file_split_at_every_size_gives_the_same_records_and_hash(tmp_path: Pa
         digest = hashlib.sha256()
         blocks = list(line_blocks(path, size, digest=digest))
         assert blocks[0].start == 0 and blocks[-1].end == len(data), size
+        assert all(block.data is None for block in blocks)  # a regular file: workers read the bytes
         assert all(a.end == b.start for a, b in zip(blocks, blocks[1:])), size  # contiguous, nothing read twice
         assert all(data[block.start - 1:block.start] == b"\n" for block in blocks[1:]), size  # on line boundaries
         assert [pair for block in blocks for pair in read_block(block)] == whole, size
         assert digest.hexdigest() == hashlib.sha256(data).hexdigest(), size
+
+
+def test_a_pipe_is_read_once_its_blocks_carrying_their_bytes(tmp_path: Path) -> None:
+    path = _lines_file(tmp_path / "r.jsonl")
+    read, write = os.pipe()
+    os.write(write, path.read_bytes())  # under a pipe's buffer: no writer thread needed
+    os.close(write)
+    try:
+        blocks = list(line_blocks(Path(f"/dev/fd/{read}"), 40))
+    finally:
+        os.close(read)
+    assert len(blocks) > 2 and all(block.data is not None for block in blocks)
+    assert [(number, value) for block in blocks for number, value in read_block(block)] == list(read_jsonl(path))
 
 
 def test_a_bad_line_in_a_middle_block_is_reported_with_its_true_line_number(tmp_path: Path) -> None:
