@@ -1,7 +1,8 @@
 """Reading predictions.jsonl (a run's, or a submission) for any family's scorer.
 
-Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id, repeat)`)
---------------------------------------------------------------------------------------------------------------
+Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_stale, shown_by_id, repeat,
+scored_meta, workers)`)
+-------------------------------------------------------------------------------------------------------------
 - A submission (the default) is validated as a whole and every problem is reported at once, each
   with its line number: bad JSON, schema violations (schemas/prediction.schema.json), unknown
   ids, probes the item does not have, a second answered line for one (id, probe), and lines of a
@@ -21,10 +22,16 @@ Contract (`read_predictions(path, expected_probes, from_run, images_by_id, drop_
   scored and the others counted (a warning says how many).
 - A line longer than MAX_LINE_BYTES is an error naming it (a file of one endless line, `/dev/zero`,
   is refused after reading that much, not read whole).
-- Cost: the file is read one line at a time (its sha256 computed on the way), each line checked by
-  the compiled schema; a kept line is only its response and the meta a scorer reads (`kept_line`; a
-  family may reduce the meta further with `scored_meta`, e.g. MCoT's traces), so memory is that of
-  the answers.
+- Cost: the file is cut into blocks of BLOCK_BYTES on line boundaries (mmfaith/jsonl.py `line_blocks`: its
+  sha256 computed on the way, the bytes read once here), and each block's lines are parsed and checked by the
+  compiled schema on one of `workers` forked processes (mmfaith/ordered_pool.py; with one, here), which sends
+  back a compact tuple per line (`_checked`): what the rules above need of it, and its kept line where it may
+  be an answer. The rules that need earlier lines (one model, a second answer, the last answer wins) are
+  applied here in file order, so the result and the errors are the same whatever `workers`. The per-item
+  mappings (expected probes, images, shown digests) are looked up by the workers; a `PerItem` makes each value
+  there, for the items a worker reads, instead of every item's up front here. A kept line is
+  only its response and the meta a scorer reads (`kept_line`; a family may reduce the meta further with
+  `scored_meta`, e.g. MCoT's traces), so memory is that of the answers.
 - Errors count: one line naming the file, the number of bad lines and the first few with their
   line numbers (`errors.first_few`), never the whole list.
 - Repeats: a line's repeat is `meta.generation.repeat` (0 where absent; `run --repeats N` writes
@@ -38,19 +45,25 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Generic, TypeVar
 
 from mmfaith.errors import SHOWN, MmfaithError, first_few
-from mmfaith.jsonl import canonical_json
+from mmfaith.gc_pause import gc_paused
+from mmfaith.jsonl import LineBlock, block_lines, canonical_json, line_blocks
+from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Shared
 from mmfaith.schema import schema_errors
 
 Key = tuple[str, str]
+Item = TypeVar("Item")
+Value = TypeVar("Value")
 MAX_LINE_BYTES = 64 << 20
 """The longest prediction line read (64 MiB; `mmfaith run` stores answers of at most 100000 characters)."""
+BLOCK_BYTES = 1 << 20
+"""Bytes of the file parsed at a time by one worker (mmfaith/jsonl.py `line_blocks`)."""
 
 
 @dataclass(frozen=True)
@@ -78,60 +91,79 @@ def shown_digest(shows: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(shows).encode("utf-8")).hexdigest()
 
 
-def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], from_run: bool,
+class PerItem(Mapping[str, Value], Generic[Item, Value]):
+    """`make(item)` by item id, each made when first looked up and kept: a scorer's per-item expectations
+    (`read_predictions`' expected probes, images, shown digests) made on the workers that read the items' lines,
+    for those items only, not all up front in the scorer's process."""
+
+    def __init__(self, items: Mapping[str, Item], make: Callable[[Item], Value]) -> None:
+        self._items = items
+        self._make = make
+        self._made: dict[str, Value] = {}
+
+    def __getitem__(self, item_id: str) -> Value:
+        if item_id not in self._made:
+            self._made[item_id] = self._make(self._items[item_id])  # KeyError for an id not among the items
+        return self._made[item_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], from_run: bool,
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
                      shown_by_id: Mapping[str, str] | None = None, repeat: int = 0,
-                     scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> PredictionSet:
+                     scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                     workers: int = 1) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
+    digest = hashlib.sha256()
     try:
-        handle = path.open("rb")
+        blocks = line_blocks(path, BLOCK_BYTES, MAX_LINE_BYTES, digest)
     except OSError as exc:
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
-    digest = hashlib.sha256()
-    probes_of = {item_id: tuple(probes) for item_id, probes in expected_probes.items()}
     problems: list[str] = []
     stale: list[int] = []
     answered: dict[Key, tuple[int, dict[str, Any]]] = {}
     model: tuple[str, int] | None = None
     n_errors = 0
     failed: set[Key] = set()
-    shared = Shared()
     repeats = 1
-    for number, raw, torn in _lines(path, handle, digest):
-        try:
-            line = json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            if not (torn and from_run):
-                problems.append(f"line {number}: not valid JSON ({exc})")
-            continue
-        errors = schema_errors("prediction", line)
-        if errors:
-            problems.append(f"line {number}: " + "; ".join(errors))
-            continue
-        repeats = max(repeats, repeat_of(line) + 1)
-        probes = probes_of.get(line["id"])
-        bad = [f"unknown id {line['id']!r} (not in the dataset)"] if probes is None else []
-        if probes is not None and line["probe"] not in probes:
-            bad.append(f"unknown probe {line['probe']!r} (use {', '.join(probes)})")
-        if model is not None and line["model"] != model[0]:
-            bad.append(f"model {line['model']!r} differs from {model[0]!r} of line {model[1]} (one model per file)")
-        model = model or (line["model"], number)
-        key = (line["id"], sys.intern(line["probe"]))
-        if line["response"] is not None and key in answered and not from_run and repeat_of(line) == repeat:
-            bad.append(f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
-                       "predictions of `mmfaith run` are scored with --from-run)")
-        if bad:
-            problems.append(f"line {number}: " + "; ".join(bad))
-        elif repeat_of(line) != repeat:
-            continue
-        elif ((images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(line["id"], set())))
-              or not _shows_dataset_content(line, (shown_by_id or {}).get(line["id"]))):
-            stale.append(number)
-        elif line["response"] is None:
-            n_errors += 1
-            failed.add(key)
-        else:
-            answered[key] = (number, kept_line(line, shared, scored_meta))
+
+    def read(block: LineBlock) -> list[tuple[Any, ...]]:
+        shared = Shared()
+        checked = (_checked(number, raw, expected_probes, from_run, images_by_id, shown_by_id, repeat, scored_meta,
+                            shared) for number, raw in block_lines(block) if raw.strip())
+        return [line for line in checked if line is not None]
+
+    with gc_paused():  # many objects, no garbage (mmfaith/gc_pause.py)
+        for lines in ordered_map(read, blocks, workers):
+            for line in lines:
+                if len(line) == 2:  # not JSON, or not a prediction line
+                    problems.append(line[1])
+                    continue
+                number, item_id, probe, name, line_repeat, bad, is_stale, given, kept = line
+                repeats = max(repeats, line_repeat + 1)
+                if model is not None and name != model[0]:
+                    bad += (f"model {name!r} differs from {model[0]!r} of line {model[1]} (one model per file)",)
+                model = model or (name, number)
+                key = (item_id, sys.intern(probe))
+                if given and key in answered and not from_run and line_repeat == repeat:
+                    bad += (f"a second answer to {key[0]} / {key[1]} (first on line {answered[key][0]}; "
+                            "predictions of `mmfaith run` are scored with --from-run)",)
+                if bad:
+                    problems.append(f"line {number}: " + "; ".join(bad))
+                elif line_repeat != repeat:
+                    continue
+                elif is_stale:
+                    stale.append(number)
+                elif not given:
+                    n_errors += 1
+                    failed.add(key)
+                else:
+                    answered[key] = (number, kept)
     if problems:
         raise MmfaithError(f"{path}: {len(problems)} bad line(s), fix them and score again (the first "
                            f"{min(len(problems), SHOWN)} shown): {first_few(problems)}")
@@ -158,6 +190,38 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Iterable[str]], f
                          repeats)
 
 
+def _checked(number: int, raw: bytes, probes_of: Mapping[str, Sequence[str]], from_run: bool,
+             images_by_id: Mapping[str, set[str]] | None, shown_by_id: Mapping[str, str] | None, repeat: int,
+             scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None,
+             shared: Shared) -> tuple[Any, ...] | None:
+    """What the reader needs of one non-blank line, made where the line is parsed (a worker), compact to send back:
+    (number, problem) for a line that is not JSON or breaks the schema; None for a torn last line of a run that
+    is not JSON; else (number, id, probe, model, repeat, its problems that need no other line (unknown id or
+    probe), whether it is stale, whether it holds a response, and its `kept_line` where it is an answer of
+    `repeat` that may be kept, else None)."""
+    try:
+        line = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        return None if from_run and not raw.endswith(b"\n") else (number, f"line {number}: not valid JSON ({exc})")
+    errors = schema_errors("prediction", line)
+    if errors:
+        return number, f"line {number}: " + "; ".join(errors)
+    item_id, probe, line_repeat = line["id"], sys.intern(line["probe"]), repeat_of(line)
+    given = line["response"] is not None
+    probes = probes_of.get(item_id)
+    bad: tuple[str, ...] = ()
+    if probes is None:
+        bad = (f"unknown id {item_id!r} (not in the dataset)",)
+    elif probe not in probes:
+        bad = (f"unknown probe {probe!r} (use {', '.join(probes)})",)
+    is_stale = line_repeat == repeat and not bad and (
+        (images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(item_id, set())))
+        or not _shows_dataset_content(line, (shown_by_id or {}).get(item_id)))
+    keep = given and line_repeat == repeat and not bad and not is_stale
+    return (number, item_id, probe, sys.intern(line["model"]), line_repeat, bad, is_stale, given,
+            kept_line(line, shared, scored_meta) if keep else None)
+
+
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:
     shown = (line.get("meta") or {}).get("images")
     if not shown:
@@ -182,19 +246,3 @@ def kept_line(line: dict[str, Any], shared: Shared,
     meta = {name: value for name, value in (line.get("meta") or {}).items()
             if value is not None and name not in RUN_ONLY_META}
     return {"response": line.get("response"), "meta": shared.value(scored_meta(meta) if scored_meta else meta)}
-
-
-def _lines(path: Path, handle: BinaryIO, digest: Any) -> Iterable[tuple[int, bytes, bool]]:
-    """(line number, raw line, whether it is a last line without newline) for each non-blank line, read one at a
-    time and never more than MAX_LINE_BYTES of one line (MmfaithError naming the line past it); every byte read
-    goes into `digest`; the file is closed at the end."""
-    with handle:
-        number = 0
-        while raw := handle.readline(MAX_LINE_BYTES + 1):
-            number += 1
-            if len(raw) > MAX_LINE_BYTES:
-                raise MmfaithError(f"{path}: line {number} is longer than {MAX_LINE_BYTES} bytes; not a predictions "
-                                   "file (one JSON object per line).")
-            digest.update(raw)
-            if raw.strip():
-                yield number, raw, not raw.endswith(b"\n")

@@ -4,15 +4,19 @@ Writers append one complete line per record and flush it to disk, so a crash los
 line being written. Every line and every text file written here passes `mmfaith.redact.redact`
 (the API key in use, bearer and basic credentials, URL credentials), so no secret a server echoed
 or a URL carried reaches the disk. Readers drop a torn last line (no trailing newline) and report any other bad
-line with the file name and line number.
+line with the file name and line number. A file read on several processes is cut into `LineBlock`s
+(`line_blocks`), each parsed on its own (`read_block`) with the same rules and errors as `read_jsonl`.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -49,10 +53,77 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     one line at a time (memory: one line).
     """
     with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.endswith(b"\n") or not raw.strip():  # a torn last write, or a blank line
-                continue
-            yield number, _object(path, number, raw)
+        yield from _objects(path, enumerate(handle, start=1))
+
+
+@dataclass(frozen=True)
+class LineBlock:
+    """Bytes [start, end) of a file: whole lines (the file's last one may lack its newline), the first of them
+    numbered `first_line_number` (from 1). Small to pickle: a worker process reads the bytes itself from a
+    regular file; a block of a pipe or device, which cannot be read twice, carries its `data`."""
+
+    path: Path
+    start: int
+    end: int
+    first_line_number: int
+    data: bytes | None = None
+
+
+def line_blocks(path: Path, size: int, max_line: int | None = None, digest: Any = None) -> Iterator[LineBlock]:
+    """`path` cut into blocks of `size` bytes each carried on to the end of the line it stops in, in file order.
+
+    The file is opened by the call (OSError then) and read as the blocks are taken, one block at a time, each
+    byte once: `digest` (a hashlib object), when given, is updated with every byte, so it holds the file's hash
+    once the last block is taken. With `max_line`, a line longer than `max_line` bytes (its newline included)
+    is a MmfaithError naming the file and line, raised after reading at most `max_line` bytes of it (a file of
+    one endless line, /dev/zero, is never read whole).
+    """
+    handle = open(path, "rb")
+    return _blocks(path, handle, size if max_line is None else min(size, max_line), max_line, digest)
+
+
+def _blocks(path: Path, handle: BinaryIO, size: int, max_line: int | None, digest: Any) -> Iterator[LineBlock]:
+    """`line_blocks` on the open `handle` (closed at the end). Lines wholly inside a read of `size` <= `max_line`
+    bytes are short enough; the one a read stops in is measured whole."""
+    with handle:
+        start, number = 0, 1
+        regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        while data := handle.read(size):
+            tail = b"" if data.endswith(b"\n") else handle.readline(-1 if max_line is None else max_line + 1)
+            ends = data.count(b"\n")
+            if max_line is not None and len(data) - data.rfind(b"\n") - 1 + len(tail) > max_line:
+                raise MmfaithError(f"{path}: line {number + ends} is longer than {max_line} bytes; not a JSON Lines "
+                                   "file (one JSON object per line).")
+            if digest is not None:
+                digest.update(data)
+                digest.update(tail)
+            end = start + len(data) + len(tail)
+            yield LineBlock(path, start, end, number, None if regular else data + tail)
+            number += ends + tail.endswith(b"\n")
+            start = end
+
+
+def block_lines(block: LineBlock) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line with its newline) of every line of `block`, read from its file now (or its `data`)."""
+    data = block.data
+    if data is None:
+        with open(block.path, "rb") as handle:
+            handle.seek(block.start)
+            data = handle.read(block.end - block.start)
+    return enumerate(io.BytesIO(data), start=block.first_line_number)
+
+
+def read_block(block: LineBlock) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`read_jsonl` of the lines of one block: the same (line number, object) pairs, skips and errors."""
+    return _objects(block.path, block_lines(block))
+
+
+def _objects(path: Path, lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(number, object) of each complete, non-blank numbered raw line of `path` (`read_jsonl`'s rules)."""
+    for number, raw in lines:
+        if not raw.endswith(b"\n") or not raw.strip():  # a torn last write, or a blank line
+            continue
+        yield number, _object(path, number, raw)
 
 
 def _object(path: Path, number: int, raw: bytes) -> dict[str, Any]:

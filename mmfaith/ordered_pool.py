@@ -5,6 +5,8 @@ Contract
 `ordered_map(work, inputs, workers)` yields `work(x)` for each `x` of `inputs`, in the order of `inputs`, whatever
 the number of workers (so what a caller writes from the results is the same bytes with 1 worker or 16).
 
+- `inputs` are taken lazily (a generator reading a file block by block is read as the workers need the blocks):
+  the first `workers` of them when the call starts, to size the pool, then one more each time a result is taken.
 - With `workers` > 1 and more than one input, `work` runs on min(workers, len(inputs)) processes forked from this
   one when the call starts: `work` and what it reads (a closure over a loaded dataset and predictions) are
   inherited, not pickled, and read copy-on-write; each input and each result is pickled. At most 2 x workers
@@ -21,6 +23,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import concurrent.futures.process
+import itertools
 import multiprocessing
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -43,8 +46,10 @@ def _call(value: Any) -> Any:
 
 def ordered_map(work: Callable[[Input], Result], inputs: Iterable[Input], workers: int) -> Iterator[Result]:
     """`work(x)` for each x of `inputs`, in order, on `workers` forked processes (module docstring)."""
-    pending = list(inputs)
-    workers = min(workers, len(pending))
+    remaining = iter(inputs)
+    head = list(itertools.islice(remaining, max(workers, 1)))  # enough to size the pool; the rest taken as needed
+    pending = itertools.chain(head, remaining)
+    workers = min(workers, len(head))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         yield from map(work, pending)
         return

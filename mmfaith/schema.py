@@ -61,12 +61,22 @@ def check_record(schema_name: str, record: Any, where: str) -> None:
 
 def check_loaded_record(schema_name: str, record: Any, where: str, seen: set[str], what: str,
                         advice: str = "") -> None:
-    """A record read back from a build dir or release: schema-valid and not a second record with an id
-    already seen (its id is added to `seen`). MmfaithError naming `where` and `what` it should be
-    ("an SPD-Faith record"), with `advice` appended, otherwise."""
+    """A record read back from a build dir or release: schema-valid (`check_loaded_schema`) and not a second
+    record with an id already seen (`check_new_id`; its id is added to `seen`)."""
+    check_loaded_schema(schema_name, record, where, what, advice)
+    check_new_id(record["id"], where, seen)
+
+
+def check_loaded_schema(schema_name: str, record: Any, where: str, what: str, advice: str = "") -> None:
+    """MmfaithError naming `where` and `what` the record should be ("an SPD-Faith record"), with `advice`
+    appended, when the record breaks its schema."""
     errors = schema_errors(schema_name, record)
     if errors:
         raise MmfaithError(f"{where}: not {what}: {'; '.join(errors[:3])}{advice}.")
-    if record["id"] in seen:
-        raise MmfaithError(f"{where}: duplicate id {record['id']}.")
-    seen.add(record["id"])
+
+
+def check_new_id(record_id: str, where: str, seen: set[str]) -> None:
+    """MmfaithError naming `where` when `record_id` is in `seen` (a second record with one id); else it is added."""
+    if record_id in seen:
+        raise MmfaithError(f"{where}: duplicate id {record_id}.")
+    seen.add(record_id)

@@ -13,7 +13,8 @@ masked CoT has no answer is not scored (counted as `n_missing`).
 
 Questions are scored UNIT_CHUNK at a time (`score_chunk`): a chunk's distinct texts embedded in one
 call, its units judged, scored and spooled, its steps and vectors dropped before the next, so memory
-is bounded by the chunk whatever the number of distinct texts. `workers` processes score chunks side
+is bounded by the chunk whatever the number of distinct texts. `workers` processes read the dataset and
+the predictions by block (loaders/build_records.py, evaluators/predictions.py) and score chunks side
 by side (mmfaith/ordered_pool.py), merged in dataset order; texts in no cache are encoded only in
 this process, chunk after chunk (`scored_chunks`), so the vectors, and the bytes, do not depend on
 the number of workers.
@@ -51,7 +52,7 @@ from mmfaith.evaluators.crm.report import write_score_report
 from mmfaith.evaluators.crm.run import CrmProbePlan, asked, conversations, item_shows, shown
 from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.coverage import Tally, status_of
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.predictions import PerItem, PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.loaders.crm import CrmDataset, CrmItem, open_crm_dataset
@@ -83,7 +84,8 @@ class CrmScoreRequest(ScoreSettings):
     judge_workers: int = 4
     judge_agreement: bool = False
     workers: int | None = None
-    """Processes scoring chunks side by side (`scored_chunks`); the same bytes whatever their number."""
+    """Processes reading the dataset and predictions by block and scoring chunks side by side (`scored_chunks`);
+    the same bytes whatever their number."""
     chunk: int = UNIT_CHUNK
 
 
@@ -292,20 +294,22 @@ def answer_position_bias(dataset: CrmDataset, picked: list[str | None]) -> dict[
                          [item.record["answer"] for item in chosen], labels)
 
 
-def read_crm_predictions(dataset: CrmDataset, settings: ScoreSettings) -> PredictionSet:
+def read_crm_predictions(dataset: CrmDataset, settings: ScoreSettings, workers: int = 1) -> PredictionSet:
     """The predictions `settings` names, read against every probe a run may have asked of `dataset` (a circular
-    run's rotations too; the scores use those it did ask)."""
-    expected = {item.id: CrmProbePlan(circular=True).expected_probes(item) for item in dataset.items}
-    images = {item.id: {image.sha256 for _, image in shown(item)} for item in dataset.items}
-    return read_predictions(settings.predictions, expected, settings.from_run, images, settings.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, settings.repeat)
+    run's rotations too; the scores use those it did ask), their lines parsed on `workers` processes."""
+    items = dataset.by_id()
+    return read_predictions(settings.predictions, PerItem(items, CrmProbePlan(circular=True).expected_probes),
+                            settings.from_run, PerItem(items, lambda item: {image.sha256 for _, image in shown(item)}),
+                            settings.drop_stale, PerItem(items, lambda item: shown_digest(item_shows(item))),
+                            settings.repeat, workers=workers)
 
 
 def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a CRM dataset; write the score dir; return metrics.json's content."""
     _check(request)
-    dataset = open_crm_dataset(request.dataset, fields=SCORED_FIELDS)
-    read = read_crm_predictions(dataset, request)
+    workers = scoring_workers(request.workers)
+    dataset = open_crm_dataset(request.dataset, fields=SCORED_FIELDS, workers=workers)
+    read = read_crm_predictions(dataset, request, workers)
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score.")
     out = prepare_out_dir(request.out, "score")
@@ -322,7 +326,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                       request.step_threshold, request.answer_threshold, request.chunk)
     spool, lines, floor, tally = ItemSpool(out, SUMMARY_FIELDS), [], [], Tally(request.coverage_threshold)
     missing, picks, rule, llm, n_steps = 0, [], [], [], []
-    for scored in scored_chunks(scoring, scoring_workers(request.workers)):
+    for scored in scored_chunks(scoring, workers):
         lines += spool.add(scored.units)
         floor += scored.floor
         missing += scored.missing

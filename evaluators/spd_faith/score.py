@@ -46,7 +46,7 @@ from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.answers import last_boxed
 from mmfaith.evaluators.coverage import Tally, status_of
-from mmfaith.evaluators.predictions import read_predictions, shown_digest
+from mmfaith.evaluators.predictions import PerItem, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, Judgement, RuleJudge
@@ -81,8 +81,8 @@ class ScoreRequest(ScoreSettings):
     format: str = "auto"
     """auto (an official response file is detected by its shape), predictions, or official."""
     workers: int | None = None
-    """Processes scoring chunks of pairs side by side with the rule judge (mmfaith/ordered_pool.py); None: the
-    usable cores. The files are the same whatever the number."""
+    """Processes reading the dataset and the predictions by block, and scoring chunks of pairs side by side with
+    the rule judge (mmfaith/ordered_pool.py); None: the usable cores. The files are the same whatever the number."""
     chunk: int = JUDGE_CHUNK
     """Pairs judged and scored at a time (the files are the same whatever the size)."""
 
@@ -115,12 +115,14 @@ class ScoredChunk:
 
 
 def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False,
-                     repeat: int = 0) -> Predictions:
-    """Read and validate predictions against the dataset (evaluators/predictions.py); each answer as the metrics read it."""
-    read = read_predictions(path, {pair.id: PROBES for pair in dataset.pairs}, from_run,
-                            {pair.id: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}
-                             for pair in dataset.pairs}, drop_stale,
-                            {pair.id: shown_digest(item_shows(pair)) for pair in dataset.pairs}, repeat)
+                     repeat: int = 0, workers: int = 1) -> Predictions:
+    """Read and validate predictions against the dataset (evaluators/predictions.py, its lines parsed on `workers`
+    processes); each answer as the metrics read it."""
+    pairs = dataset.by_id()
+    read = read_predictions(path, {pair_id: PROBES for pair_id in pairs}, from_run,
+                            PerItem(pairs, lambda pair: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}),
+                            drop_stale, PerItem(pairs, lambda pair: shown_digest(item_shows(pair))), repeat,
+                            workers=workers)
     answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
                            (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
     metas = {id(line["meta"]): line["meta"] for line in read.answered.values()}  # kept lines share equal metas
@@ -183,7 +185,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     rule_workers = scoring_workers(request.workers)
     if request.dataset is None and request.format == "predictions":
         raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
-    dataset = open_spd_dataset(request.dataset, fields=SCORED_FIELDS) if request.dataset is not None else None
+    dataset = (open_spd_dataset(request.dataset, fields=SCORED_FIELDS, workers=rule_workers)
+               if request.dataset is not None else None)
     official_block: dict[str, Any] | None = None
     if request.format not in official_responses.FORMATS:
         raise MmfaithError(f"--format {request.format!r}: use one of {', '.join(official_responses.FORMATS)}.")
@@ -193,7 +196,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
         raise MmfaithError(f"{request.predictions}: not an official response file, so it needs --dataset.")
     else:
         predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale,
-                                       request.repeat)
+                                       request.repeat, rule_workers)
     if not predictions.answers:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "

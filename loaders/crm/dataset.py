@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 
 from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
-from mmfaith.images import sha256_file
-from mmfaith.jsonl import read_jsonl
+from mmfaith.loaders.build_records import read_build_records
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.schema import check_loaded_record
 
@@ -66,9 +65,10 @@ def check_crm_record(record: Any, where: str, seen: set[str]) -> None:
 
 
 def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
-                     fields: Fields | None = None) -> CrmDataset:
+                     fields: Fields | None = None, workers: int = 1) -> CrmDataset:
     """Open a CRM build dir, release folder or Hub repo id `ORG/NAME[@REVISION]` (module docstring); with `fields`,
-    each record keeps only those once checked (mmfaith/records.py)."""
+    each record keeps only those once checked (mmfaith/records.py). A build dir's records.jsonl is read on
+    `workers` forked processes (loaders/build_records.py: the same items and errors whatever the number)."""
     from mmfaith.loaders.source import resolve
 
     found = resolve(path, "crm", verify=verify)
@@ -77,15 +77,23 @@ def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bo
 
         return open_crm_release(found.path, found.manifest, cache_dir, fields)
     path = found.path
-    records_path = path / "records.jsonl"
-    items, seen, shared = [], set(), Shared()
-    for number, record in read_jsonl(records_path):
-        where = f"{records_path}:{number}"
-        check_crm_record(record, where, seen)
-        refs = {"original": ImageRef(record["image_original_sha256"], path / record["image_original"])}
-        refs |= {variant_name(v): ImageRef(v["sha256"], path / v["image"]) for v in record["variants"]}
-        for ref in refs.values():
-            if not ref.path.is_file():
-                raise MmfaithError(f"{where}: image {ref.path} is missing.")
-        items.append(CrmItem(keep_fields(record, fields, shared), refs.pop("original"), refs))
-    return CrmDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
+
+    def images(record: dict[str, Any]) -> list[tuple[str, str, str]]:
+        """(name, sha256, path relative to the build dir) of the original and of each variant."""
+        return [("original", record["image_original_sha256"], record["image_original"]),
+                *((variant_name(v), v["sha256"], v["image"]) for v in record["variants"])]
+
+    def images_exist(record: dict[str, Any], where: str) -> None:
+        for _, _, image in images(record):
+            if not (path / image).is_file():
+                raise MmfaithError(f"{where}: image {path / image} is missing.")
+
+    def keep(record: dict[str, Any], shared: Shared) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
+        return keep_fields(record, fields, shared), images(record)
+
+    read = read_build_records(path / "records.jsonl", "crm_item", "a CRM record", images_exist, keep, workers)
+    items = []
+    for record, shown in read.kept:
+        refs = {name: ImageRef(sha256, path / image) for name, sha256, image in shown}
+        items.append(CrmItem(record, refs.pop("original"), refs))
+    return CrmDataset(items, dataset_id=f"build:{path.resolve().name}", revision=read.sha256[:16])

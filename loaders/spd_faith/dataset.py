@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
-from mmfaith.jsonl import read_jsonl
 from mmfaith.records import Fields, Shared, keep_fields
+from mmfaith.loaders.build_records import read_build_records
 from mmfaith.loaders.release_files import cached_image
 from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
@@ -61,9 +61,10 @@ class SpdDataset:
 
 
 def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = True,
-                     fields: Fields | None = None) -> SpdDataset:
+                     fields: Fields | None = None, workers: int = 1) -> SpdDataset:
     """Open a build dir, a release folder or a Hub repo id; every record is schema-checked and every image exists;
-    with `fields`, each record keeps only those once checked (mmfaith/records.py).
+    with `fields`, each record keeps only those once checked (mmfaith/records.py). A build dir's records.jsonl is
+    read on `workers` forked processes (loaders/build_records.py: the same pairs and errors whatever the number).
 
     `cache_dir` is where a release's images are written (default: `mmfaith.cache.cache_dir()`), as
     images/<sha256>.png; an image is written only when absent, and its bytes
@@ -72,22 +73,22 @@ def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = T
     found = resolve(path, "spd-faith", verify=verify)
     if found.kind == "release":
         return _open_release(found.path, found.manifest, cache_dir, fields)
-    return _open_build_dir(found.path, fields)
+    return _open_build_dir(found.path, fields, workers)
 
 
-def _open_build_dir(path: Path, fields: Fields | None) -> SpdDataset:
-    records_path = path / "records.jsonl"
-    pairs = []
-    seen: set[str] = set()
-    shared = Shared()
-    for number, record in read_jsonl(records_path):
-        _check_record(record, f"{records_path}:{number}", seen)
-        pair = SpdPair(keep_fields(record, fields, shared), path / record["image_a"], path / record["image_b"])
-        for image in (pair.image_a_path, pair.image_b_path):
-            if not image.is_file():
-                raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
-        pairs.append(pair)
-    return SpdDataset(pairs, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
+def _open_build_dir(path: Path, fields: Fields | None, workers: int) -> SpdDataset:
+    def images_exist(record: dict[str, Any], where: str) -> None:
+        for side in ("image_a", "image_b"):
+            if not (path / record[side]).is_file():
+                raise MmfaithError(f"{where}: image {path / record[side]} is missing.")
+
+    def keep(record: dict[str, Any], shared: Shared) -> tuple[dict[str, Any], str, str]:
+        return keep_fields(record, fields, shared), record["image_a"], record["image_b"]
+
+    read = read_build_records(path / "records.jsonl", "spd_faith_pair", "an SPD-Faith record", images_exist, keep,
+                              workers)
+    pairs = [SpdPair(record, path / image_a, path / image_b) for record, image_a, image_b in read.kept]
+    return SpdDataset(pairs, dataset_id=f"build:{path.resolve().name}", revision=read.sha256[:16])
 
 
 def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: str = "") -> None:

@@ -1,0 +1,94 @@
+"""A build dir's records.jsonl read on several processes: parsed, checked and cut to what the caller keeps by block.
+
+Contract (`read_build_records(path, schema_name, what, check, keep, workers)`)
+--------------------------------------------------------------------------------
+- The file is cut into blocks of about BLOCK_BYTES on line boundaries (mmfaith/jsonl.py `line_blocks`), each
+  read, parsed (`read_block`: `read_jsonl`'s rules), schema-checked (`schema_name`, mmfaith/schema.py), checked
+  by the family's `check(record, where)` (its images exist, say) and reduced to `keep(record, shared)` on one of
+  `workers` forked processes (mmfaith/ordered_pool.py; with one, here). Only what `keep` returns comes back from
+  a worker (pickled): keep it small (the scored fields, image paths as the record's relative strings). `shared`
+  (mmfaith/records.py) holds equal values once within a block.
+- `kept` is every record's `keep` in file order; `sha256` is the file's, from the same single read of its bytes.
+- Errors are those of reading the file line by line on one process, in the same order, each one line naming the
+  file and line (`where` is "FILE:LINE"): not JSON or not an object, not `what` by the schema, a second record
+  with an id already seen (checked here, in file order: it needs every earlier line), then the family's check.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from mmfaith.errors import MmfaithError
+from mmfaith.gc_pause import gc_paused
+from mmfaith.jsonl import LineBlock, line_blocks, read_block
+from mmfaith.ordered_pool import ordered_map
+from mmfaith.records import Shared
+from mmfaith.schema import check_loaded_schema, check_new_id
+
+Kept = TypeVar("Kept")
+BLOCK_BYTES = 1 << 20
+"""Bytes of records.jsonl parsed at a time by one worker (about 500 SPD-Faith or CRM records)."""
+
+
+@dataclass(frozen=True)
+class BuildRecords(Generic[Kept]):
+    """What `read_build_records` gives: each record's kept value in file order, and the file's sha256."""
+
+    kept: list[Kept]
+    sha256: str
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """A block's first bad line: its message, and for a record that passed its schema, its id and where it is (the
+    id is checked for a duplicate before the message is raised: that is the line's first error)."""
+
+    message: str
+    record_id: str | None = None
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class _Block(Generic[Kept]):
+    """One block's reading: (line number, id, kept) of its good records up to its first bad line, if any."""
+
+    records: list[tuple[int, str, Kept]]
+    failure: _Failure | None
+
+
+def read_build_records(path: Path, schema_name: str, what: str, check: Callable[[dict[str, Any], str], None],
+                       keep: Callable[[dict[str, Any], Shared], Kept], workers: int) -> BuildRecords[Kept]:
+    """Every record of the JSON Lines file `path`, checked and kept on `workers` processes (module docstring)."""
+    digest = hashlib.sha256()
+    seen: set[str] = set()
+    kept: list[Kept] = []
+
+    def read(block: LineBlock) -> _Block[Kept]:
+        records: list[tuple[int, str, Kept]] = []
+        shared = Shared()
+        try:
+            for number, record in read_block(block):
+                where = f"{path}:{number}"
+                check_loaded_schema(schema_name, record, where, what)
+                try:
+                    check(record, where)
+                except MmfaithError as exc:
+                    return _Block(records, _Failure(str(exc), record["id"], where))
+                records.append((number, record["id"], keep(record, shared)))
+        except MmfaithError as exc:
+            return _Block(records, _Failure(str(exc)))
+        return _Block(records, None)
+
+    with gc_paused():  # many objects, no garbage (mmfaith/gc_pause.py)
+        for block in ordered_map(read, line_blocks(path, BLOCK_BYTES, digest=digest), workers):
+            for number, record_id, value in block.records:
+                check_new_id(record_id, f"{path}:{number}", seen)
+                kept.append(value)
+            if block.failure is not None:
+                if block.failure.record_id is not None:
+                    check_new_id(block.failure.record_id, block.failure.where, seen)
+                raise MmfaithError(block.failure.message)
+    return BuildRecords(kept, digest.hexdigest())
