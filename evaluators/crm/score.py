@@ -44,7 +44,8 @@ from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.crm import hallucination
 from mmfaith.evaluators.crm.judge import LlmHallucinationJudge, agreement
 from mmfaith.evaluators.crm.embed import Encoder, NotEmbedded, load_encoder
-from mmfaith.evaluators.circular import SEPARATOR, circular_correct, original_label, position_bias, rotate_options
+from mmfaith.evaluators.circular import (SEPARATOR, circular_correct, options_position_bias, original_label,
+                                         rotate_options)
 from mmfaith.evaluators.crm.metrics import (ANSWER_THRESHOLD, DEFINITIONS_VERSION, STEP_THRESHOLD, SUMMARY_FIELDS, Unit,
                                             final_answer, noise_floor, score_unit, summarize, sweep)
 from mmfaith.evaluators.crm.prompts import RESAMPLE, TEMPLATES_SHA256, probe_names
@@ -149,7 +150,7 @@ class Scoring:
 class ScoredChunk:
     """A chunk's units scored: the masked units' items.jsonl lines and kept fields (`spooled`, in dataset then
     variant order), the re-sampled originals' kept lines (the noise floor), how many units lacked an answer, the
-    chunk's answer tally, the original's final answer to each multiple-choice question (`answer_position_bias`),
+    chunk's answer tally, the original's final answer to each multiple-choice question (`options_position_bias`),
     and (with an LLM judge) its masked units' rule and LLM flags and step counts, for
     `judge.agreement`."""
 
@@ -285,15 +286,6 @@ def circular_block(dataset: CrmDataset, answers: dict[tuple[str, str], str]) -> 
                     "accuracy_circular": round(sum(every[image]) / len(every[image]), 6)} for image in first}
 
 
-def answer_position_bias(dataset: CrmDataset, picked: list[str | None]) -> dict[str, Any]:
-    """Each option letter's share among the original image's first-order final answers (multiple choice; `picked`:
-    each one's `final_answer`, in dataset order) beside its share among the golds."""
-    chosen = [item for item in dataset.items if item.record["options"]]
-    labels = sorted({option["label"] for item in chosen for option in item.record["options"]})
-    return position_bias([label if label in labels else None for label in picked],
-                         [item.record["answer"] for item in chosen], labels)
-
-
 def read_crm_predictions(dataset: CrmDataset, settings: ScoreSettings, workers: int = 1) -> PredictionSet:
     """The predictions `settings` names, read against every probe a run may have asked of `dataset` (a circular
     run's rotations too; the scores use those it did ask), their lines parsed on `workers` processes."""
@@ -366,7 +358,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                                                for _, probe in answers)
                                            / sum(2 * len(shown(item)) for item in dataset.items), 6)},
         "circular": circular_block(dataset, answers),
-        "position_bias": answer_position_bias(dataset, picks),
+        "position_bias": options_position_bias([item.record for item in dataset.items], picks),
     }
     if request.judge_agreement:
         metrics["judge_agreement"] = agreement(rule, llm, n_steps)

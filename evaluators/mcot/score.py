@@ -37,7 +37,7 @@ from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
 from mmfaith.evaluators.mcot.run import item_shows, rotated_traces
-from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.predictions import PerItem, PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings, shared_score_settings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.jsonl import write_atomic
@@ -221,19 +221,23 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    scoring_workers(request.workers)  # a bad --workers is refused before anything is read
-    dataset = open_mcot_dataset(request.dataset, fields=SCORED_FIELDS)
+    workers = scoring_workers(request.workers)  # a bad --workers is refused before anything is read
+    dataset = open_mcot_dataset(request.dataset, fields=SCORED_FIELDS, workers=workers)
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
+    # Every probe a run may have asked (a circular run's rotated traces too); the scores use those it did ask.
+    # Lines are parsed on `workers` processes, forked before any judge or reader client is made.
+    def probes(item: McotItem) -> tuple[str, ...]:
+        return PROBES + tuple(probe for probe, _ in rotated_traces(item, True))
+
+    by_id = dataset.by_id()
+    read = read_predictions(request.predictions, PerItem(by_id, probes), request.from_run,
+                            PerItem(by_id, lambda item: {item.record["image_sha256"]}), request.drop_stale,
+                            PerItem(by_id, lambda item: shown_digest(item_shows(item))), request.repeat, scored_meta,
+                            workers=workers)
+    del by_id
     judge = request.make_judge(request.judge)
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
-    # Every probe a run may have asked (a circular run's rotated traces too); the scores use those it did ask.
-    expected = {item.id: PROBES + tuple(probe for probe, _ in rotated_traces(item, True)) for item in dataset.items}
-    read = read_predictions(request.predictions, expected, request.from_run,
-                            {item.id: {item.record["image_sha256"]} for item in dataset.items}, request.drop_stale,
-                            {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat,
-                            scored_meta)
-    del expected
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")

@@ -15,7 +15,7 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
-from mmfaith.jsonl import read_jsonl
+from mmfaith.loaders.build_records import read_build_records
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.loaders.release_files import cached_image
 from mmfaith.loaders.source import resolve
@@ -60,27 +60,29 @@ class McotDataset:
 
 
 def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
-                      fields: Fields | None = None) -> McotDataset:
+                      fields: Fields | None = None, workers: int = 1) -> McotDataset:
     """A build dir, a release folder or a Hub id (module docstring); with `fields`, each record keeps only those
-    once checked (mmfaith/records.py)."""
+    once checked (mmfaith/records.py). A build dir's records are read on `workers` processes
+    (loaders/build_records.py)."""
     found = resolve(path, "mcot", verify=verify)
     if found.kind == "release":
         return _open_release(found.path, found.manifest, cache_dir, fields)
     path = found.path
-    records_path = path / "records.jsonl"
-    items, seen, shared = [], set(), Shared()
-    images: dict[str, Path] = {}  # each image file looked up once (an image holds several questions)
-    for number, record in read_jsonl(records_path):
-        where = f"{records_path}:{number}"
-        check_item(record, where, seen)
-        image = images.get(record["image"])
-        if image is None:
-            image = path / record["image"]
-            if not image.is_file():
-                raise MmfaithError(f"{where}: image {image} is missing.")
-            images[record["image"]] = image
-        items.append(McotItem(keep_fields(record, fields, shared), image))
-    return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=sha256_file(records_path)[:16])
+    checked: set[str] = set()  # each image file looked up once per process (an image holds several questions)
+
+    def image_exists(record: dict[str, Any], where: str) -> None:
+        if record["image"] not in checked:
+            if not (path / record["image"]).is_file():
+                raise MmfaithError(f"{where}: image {path / record['image']} is missing.")
+            checked.add(record["image"])
+
+    def keep(record: dict[str, Any], shared: Shared) -> tuple[dict[str, Any], str]:
+        return keep_fields(record, fields, shared), record["image"]
+
+    read = read_build_records(path / "records.jsonl", "mcot_item", "an MCoT record", image_exists, keep, workers)
+    images: dict[str, Path] = {}  # one Path per image file
+    items = [McotItem(record, images.setdefault(image, path / image)) for record, image in read.kept]
+    return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=read.sha256[:16])
 
 
 def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
