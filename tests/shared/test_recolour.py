@@ -11,7 +11,8 @@ import pytest
 from mmfaith.builders.coco_source import CocoSource
 from mmfaith.builders.colors import name_object_color, rgb_to_lab
 from mmfaith.builders.edits import dilate, edit_color
-from mmfaith.builders.recolour import BAND, MAX_CLIPPED_SHARE, WHITE_TARGET_L, ObjectPaint, _luminance, _srgb_to_linear, recolour
+from mmfaith.builders.recolour import (BAND, MAX_CLIPPED_SHARE, MAX_TARGET_L, WHITE_TARGET_L, ObjectPaint, _luminance,
+                                       _srgb_to_linear, recolour)
 from mmfaith.builders.scene_view import SceneView
 from mmfaith.builders.targets import TargetRules
 from mmfaith.images import read_rgb
@@ -199,3 +200,16 @@ def test_a_light_pattern_on_a_dark_object_is_never_recoloured(sample) -> None:
     logo = np.where(band[..., None], np.uint8(240), dark)
     assert "light pattern" in (ObjectPaint(logo, disc).refusal("green") or "")
     assert "light pattern" not in (ObjectPaint(dark, disc).refusal("green") or "")
+
+
+
+@pytest.mark.parametrize(("image_id", "ann_id", "target"), [
+    (30, 1155486, "blue"), (315, 287981, "blue"), (315, 287944, "black"), (113, 1616846, "black")])
+def test_blue_and_black_renderings_stay_dark(sample, image_id: int, ann_id: int, target: str) -> None:
+    # Issue 29's audit: COCO 30's white vase and COCO 315's yellow umbrella made "blue" came out periwinkle (blue or
+    # purple?), COCO 491's white teddy bear made "black" charcoal gray. A blue or black rendering now has a median
+    # lightness of at most MAX_TARGET_L (blue 45, black 20).
+    rgb, mask, view = _object(sample, image_id, ann_id)
+    assert view.paint(ann_id).refusal(target) is None
+    outcome = edit_color(rgb, mask, target)
+    assert float(np.median(rgb_to_lab(outcome.image[outcome.evidence])[:, 0])) <= MAX_TARGET_L[target]
