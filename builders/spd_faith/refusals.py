@@ -27,7 +27,7 @@ import numpy as np
 
 from mmfaith.builders.colors import body_pixels, rgb_to_lab
 from mmfaith.builders.scene_view import SceneView
-from mmfaith.builders.targets import partly_hidden_reason
+from mmfaith.builders.targets import box_mask, partly_hidden_reason
 
 PEOPLE = frozenset({"person"})
 FIXTURES = frozenset({"sink", "toilet", "oven", "refrigerator", "microwave", "traffic light", "fire hydrant",
@@ -44,16 +44,10 @@ def held_by(view: SceneView, ann_id: int) -> int | None:
     mask, or None."""
     mask = view.masks[ann_id]
     area = view.area(ann_id)
-    if not area:
-        return None
     height, width = mask.shape
     for other_id, inst in view.instances.items():
-        if other_id == ann_id or inst.category not in PEOPLE:
-            continue
-        x, y, w, h = inst.bbox
-        box = (slice(max(0, int(np.floor(y))), min(height, int(np.ceil(y + h)))),
-               slice(max(0, int(np.floor(x))), min(width, int(np.ceil(x + w)))))
-        if float(mask[box].sum()) >= HELD_SHARE * area:
+        if other_id != ann_id and inst.category in PEOPLE and area and \
+                float((mask & box_mask(inst.bbox, height, width)).sum()) >= HELD_SHARE * area:
             return other_id
     return None
 
