@@ -2,7 +2,7 @@
 builders/scene_view.py), from issue 29's audit of what a careful annotator rejects.
 
 Removal and moves (`removal_refusal`) are refused for:
-- people (PEOPLE): a removed or moved person leaves a person-shaped smear, a shadow, or a figure on nothing
+- people (targets.PEOPLE): a removed or moved person leaves a person-shaped smear, a shadow, or a figure on nothing
   (a player's shadow on the grass, a ghost on a lawn);
 - fixtures (FIXTURES): things attached to the scene (sinks, toilets, ovens, refrigerators, microwaves,
   traffic lights, fire hydrants, stop signs, parking meters, wall clocks): taken away, they leave what held
@@ -27,9 +27,8 @@ import numpy as np
 
 from mmfaith.builders.colors import body_pixels, rgb_to_lab
 from mmfaith.builders.scene_view import SceneView
-from mmfaith.builders.targets import box_mask, partly_hidden_reason
+from mmfaith.builders.targets import PEOPLE, box_mask, partly_hidden_reason
 
-PEOPLE = frozenset({"person"})
 FIXTURES = frozenset({"sink", "toilet", "oven", "refrigerator", "microwave", "traffic light", "fire hydrant",
                       "stop sign", "parking meter", "clock"})
 NOT_RECOLOURED = frozenset({"oven", "microwave", "refrigerator", "toaster", "sink", "toilet", "cup"})
