@@ -76,7 +76,12 @@ MIN_CHROMA = 15.0
 LEAN_CHROMA = 4.0
 LEAN_HUE = 45.0
 LIGHT_TARGETS = {"pink": PINK_MIN_L, "yellow": 70.0}
-WHITE_TARGET_L = 80.0
+WHITE_TARGET_L = 85.0
+MAX_TARGET_L = {"blue": 45.0, "black": 20.0, "green": 60.0}
+BLACK_QUANTILE = 75.0
+SHADED_TARGETS = ("white", "yellow")
+SHADE_QUANTILE = 10.0
+MIN_SHADE_L = 55.0
 CHROMA_PER_LIGHTNESS = 0.5
 VIVID_TARGETS = {"red": 1.0}
 MAX_GAIN = 6.0
@@ -170,7 +175,11 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
     (VIVID_TARGETS times for red: a red of lower chroma is coral or salmon to a person, next to pink; a pale
     lavender is not clearly blue; a dark green may be less vivid than a light one), and pink and yellow are
     light (median lightness at least LIGHT_TARGETS + CLEAR_LIGHTNESS: a dark pink reads plum, a dark yellow
-    olive), and white at least WHITE_TARGET_L (a light gray is not white)."""
+    olive), white at least WHITE_TARGET_L (a light gray is not white); blue and green at most MAX_TARGET_L and
+    black so over BLACK_QUANTILE (75 %) of its pixels, and white and yellow at least MIN_SHADE_L (55) over all but
+    SHADE_QUANTILE (10 %) of them (issue 29's audit: a lighter "blue" reads periwinkle, blue or purple to a
+    person; a light "green" neon mint; a "black" with lit fur over L* 20 charcoal gray; a "white" or "yellow"
+    canopy whose shaded part lies darker reads gray or olive there)."""
     if float((name_labs(labs) == COLOR_NAMES.index(target)).mean()) < TARGET_SHARE:
         return False
     median = np.median(labs, axis=0)
@@ -181,6 +190,11 @@ def _reads_as(labs: np.ndarray, target: str) -> bool:
         return False  # a dark pink (by hue alone) is plum to a person, a dark yellow olive
     if target == "white" and lightness < WHITE_TARGET_L:
         return False  # a shaded "white" is light gray to a person
+    top = float(np.percentile(labs[:, 0], BLACK_QUANTILE)) if target == "black" else lightness
+    if top > MAX_TARGET_L.get(target, 100.0):
+        return False  # a light "blue" is periwinkle, a light "green" neon mint, a lit "black" charcoal gray
+    if target in SHADED_TARGETS and float(np.percentile(labs[:, 0], SHADE_QUANTILE)) < MIN_SHADE_L:
+        return False  # the shaded part of a "white" reads gray, of a "yellow" olive
     return target in ("black", "white", "gray") or \
         chroma >= max(MIN_CHROMA, VIVID_TARGETS.get(target, CHROMA_PER_LIGHTNESS) * lightness)
 

@@ -301,12 +301,16 @@ def mmfaith_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def builds_by_type(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One small single-difference build per edit type."""
+    """One small single-difference build per edit type. The moves use PatchMatch: since SPD-Faith no longer moves
+    people, fixtures or held things (issue 29), the embedded sample's one movable planter passes the fill gates only
+    with a textured fill."""
+    from mmfaith.builders.inpainters import InpainterSpec
     from mmfaith.builders.spd_faith.planners import PlannerSpec
 
     def build(kind: str, out: Path) -> None:
         out.mkdir()
-        build_spd_faith(BuildRequest(out=out, per_tier=1, seed=3, progress=False,
+        inpainter = InpainterSpec("patchmatch" if kind == "position" else "telea")
+        build_spd_faith(BuildRequest(out=out, per_tier=1, seed=3, progress=False, inpainter=inpainter,
                                      planner=PlannerSpec("rule", None, (kind,))))
 
     return {kind: built_once(tmp_path_factory, f"only-{kind}", lambda out, kind=kind: build(kind, out))

@@ -1,8 +1,9 @@
 """SPD-Faith's part of the naturalness audit (builders/audit_set.py, docs/audit.md).
 
-Recipes: builds of the embedded sample with fixed seeds (every edit type: colour, removal, move, in
-single and multi pairs; the rule planner, the default inpainter), and, with the 128-image sample,
-two more for variety. Control pairs show the original twice and carry nothing to judge: they are
+Recipes: builds of the embedded sample and, with the 128-image sample, of that too, with fixed seeds
+(every edit type: colour, removal, move, in single and multi pairs; the rule planner, the default
+inpainter): mixed builds, builds of one edit type each, and multi-only builds, several seeds each (a
+seed changes which objects, colours and places are drawn; an item made by two recipes counts once). Control pairs show the original twice and carry nothing to judge: they are
 not audited (the recipes make none).
 
 An item is a pair: key `DATASET/IMAGE_ID/SUBSET/edit;edit...` with each edit as `TYPE:ANN_ID` plus
@@ -40,14 +41,29 @@ ZOOM_SIDE = 280        # each zoomed crop, in pixels (the longer side)
 ZOOM_MARGIN = 0.5      # the crop is the box grown by this share of its size on every side
 RENDER_HASH = 10       # hex digits of the edited image's sha256 in a recolour pair's key
 
+def _series(prefix: str, source: str, args: tuple[str, ...], seeds: range) -> tuple[AuditRecipe, ...]:
+    """One recipe a seed: `PREFIX-sSEED`, `args` and `--seed SEED`."""
+    return tuple(AuditRecipe(f"{prefix}-s{seed}", source, (*args, "--seed", str(seed))) for seed in seeds)
+
+
+MIXED = ("--per-tier", "4", "--multi", "4")
+MULTI = ("--multi", "8")
+ONLY = {kind: ("--per-tier", "4", "--edit-types", kind) for kind in ("color", "remove", "position")}
 RECIPES = (
-    AuditRecipe("embedded-s1", "embedded", ("--per-tier", "4", "--multi", "4", "--seed", "1")),
-    AuditRecipe("embedded-s2", "embedded", ("--per-tier", "4", "--multi", "4", "--seed", "2")),
-    AuditRecipe("embedded-s3", "embedded", ("--per-tier", "4", "--multi", "4", "--seed", "3")),
-    AuditRecipe("embedded-remove-s4", "embedded", ("--per-tier", "4", "--edit-types", "remove", "--seed", "4")),
-    AuditRecipe("embedded-position-s5", "embedded", ("--per-tier", "3", "--edit-types", "position", "--seed", "5")),
-    AuditRecipe("coco128-s1", "coco128", ("--per-tier", "4", "--multi", "4", "--seed", "1")),
-    AuditRecipe("coco128-remove-s2", "coco128", ("--per-tier", "4", "--edit-types", "remove", "--seed", "2")),
+    *_series("embedded", "embedded", MIXED, range(1, 4)),
+    *_series("embedded-remove", "embedded", ONLY["remove"], range(4, 5)),
+    *_series("embedded-position", "embedded", ("--per-tier", "3", "--edit-types", "position"), range(5, 6)),
+    *_series("embedded-color", "embedded", ONLY["color"], range(6, 12)),
+    *_series("embedded-remove", "embedded", ONLY["remove"], range(12, 15)),
+    *_series("embedded-position", "embedded", ONLY["position"], range(15, 18)),
+    *_series("embedded-multi", "embedded", MULTI, range(18, 22)),
+    *_series("coco128", "coco128", MIXED, range(1, 2)),
+    *_series("coco128-remove", "coco128", ONLY["remove"], range(2, 3)),
+    *_series("coco128", "coco128", MIXED, range(3, 7)),
+    *_series("coco128-color", "coco128", ONLY["color"], range(7, 12)),
+    *_series("coco128-remove", "coco128", ONLY["remove"], range(12, 15)),
+    *_series("coco128-position", "coco128", ONLY["position"], range(15, 18)),
+    *_series("coco128-multi", "coco128", MULTI, range(18, 22)),
 )
 
 

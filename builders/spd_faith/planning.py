@@ -22,6 +22,8 @@ Constraints on an edit (all on the instance mask, never on the box alone):
   vertical shift of at most 10% of the image height, so objects do not float) where the object,
   grown by the blend radius, overlaps no other annotated instance (crowd regions included), not
   its own old (dilated) place, and no other edit of the same pair.
+SPD-Faith's own refusals (refusals.py, issue 29's audit): no removal or move of people, fixtures or held
+things; no recolour of fitted appliances, cups, sinks, teal objects, or a worn thing not whole in frame.
 In a multi-difference pair the edits' footprints (the pixels each may change) are disjoint.
 
 Edit types are drawn with weights per tier: color 0.4, remove 0.3, position 0.3 for medium and hard
@@ -38,6 +40,8 @@ from mmfaith.builders.coco_source import Instance, Scene
 from mmfaith.builders.edits import dilate, shift
 from mmfaith.builders.scene_view import SceneView as SharedSceneView
 from mmfaith.builders.scene_view import seeded_rng
+from mmfaith.builders.spd_faith.refusals import recolour_refusal
+from mmfaith.builders.spd_faith.refusals import removal_refusal as spd_removal_refusal
 from mmfaith.builders.targets import TargetRules
 
 TIERS = ("easy", "medium", "hard")
@@ -172,10 +176,10 @@ class SceneView(SharedSceneView):
         if ratio > MAX_AREA[kind]:
             return False
         if kind == "color":
-            return bool(self.color_targets(ann_id))
+            return recolour_refusal(self, ann_id) is None and bool(self.color_targets(ann_id))
         if kind == "position" and not self.rules.may_move(self.instances[ann_id].category):
             return False
-        return self.removal_refusal(ann_id) is None
+        return spd_removal_refusal(self, ann_id) is None and self.removal_refusal(ann_id) is None
 
     def concretize(self, ann_id: int, kind: str, blocked: np.ndarray, rng: np.random.Generator,
                    color: str | None = None) -> PlannedEdit | None:

@@ -11,7 +11,8 @@ import pytest
 from mmfaith.builders.coco_source import CocoSource
 from mmfaith.builders.colors import name_object_color, rgb_to_lab
 from mmfaith.builders.edits import dilate, edit_color
-from mmfaith.builders.recolour import BAND, MAX_CLIPPED_SHARE, WHITE_TARGET_L, ObjectPaint, _luminance, _srgb_to_linear, recolour
+from mmfaith.builders.recolour import (BAND, BLACK_QUANTILE, MAX_CLIPPED_SHARE, MAX_TARGET_L, MIN_SHADE_L, SHADE_QUANTILE,
+                                       WHITE_TARGET_L, ObjectPaint, _luminance, _srgb_to_linear, recolour)
 from mmfaith.builders.scene_view import SceneView
 from mmfaith.builders.targets import TargetRules
 from mmfaith.images import read_rgb
@@ -199,3 +200,33 @@ def test_a_light_pattern_on_a_dark_object_is_never_recoloured(sample) -> None:
     logo = np.where(band[..., None], np.uint8(240), dark)
     assert "light pattern" in (ObjectPaint(logo, disc).refusal("green") or "")
     assert "light pattern" not in (ObjectPaint(dark, disc).refusal("green") or "")
+
+
+
+
+@pytest.mark.parametrize(("image_id", "ann_id", "target"), [
+    (30, 1155486, "blue"), (315, 287981, "blue"), (30, 1155486, "green"), (315, 287944, "black"),
+    (113, 1616846, "black")])
+def test_blue_green_and_black_renderings_stay_dark(sample, image_id: int, ann_id: int, target: str) -> None:
+    # Issue 29's audit: COCO 30's white vase and COCO 315's yellow umbrella made "blue" came out periwinkle (blue or
+    # purple?), COCO 491's white teddy bear made "green" neon mint and "black" charcoal gray (its lit fur). A blue or
+    # green rendering now has a median lightness of at most MAX_TARGET_L (45, 60), a black one an upper quartile of
+    # at most 20.
+    rgb, mask, view = _object(sample, image_id, ann_id)
+    assert view.paint(ann_id).refusal(target) is None
+    outcome = edit_color(rgb, mask, target)
+    lightness = rgb_to_lab(outcome.image[outcome.evidence])[:, 0]
+    quantile = BLACK_QUANTILE if target == "black" else 50.0
+    assert float(np.percentile(lightness, quantile)) <= MAX_TARGET_L[target]
+
+
+def test_a_shaded_canopy_is_neither_white_nor_yellow(sample) -> None:
+    # Issue 29's audit: COCO 315's front green umbrella made "white" read gray and made "yellow" olive on its shaded
+    # lower half. Yellow is refused now (no lightness keeps its shade at MIN_SHADE_L); white only where all but
+    # SHADE_QUANTILE of it is at least MIN_SHADE_L. The umbrella beside it, in the sun, stays white.
+    for ann_id, refused in ((287944, "yellow"), (287981, None)):
+        rgb, mask, view = _object(sample, 315, ann_id)
+        assert refused is None or "no yellow" in (view.paint(ann_id).refusal(refused) or "")
+        outcome = edit_color(rgb, mask, "white")
+        lightness = rgb_to_lab(outcome.image[outcome.evidence])[:, 0]
+        assert float(np.percentile(lightness, SHADE_QUANTILE)) >= MIN_SHADE_L

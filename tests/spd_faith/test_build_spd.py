@@ -10,9 +10,9 @@ import numpy as np
 from PIL import Image
 
 from mmfaith.builders.coco_source import CocoSource
-from mmfaith.builders.colors import name_object_color
+from mmfaith.builders.colors import name_object_color, rgb_to_lab
 from mmfaith.builders.edits import dilate
-from mmfaith.builders.recolour import BAND
+from mmfaith.builders.recolour import BAND, BLACK_QUANTILE, MAX_TARGET_L, MIN_LIGHTNESS_TO_LIGHTEN
 from mmfaith.builders.spd_faith.planners import PlanResult
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot
 from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
@@ -139,6 +139,10 @@ class InvisibleRecolorSpec:
 
 
 def _black_object(source: CocoSource) -> tuple[int, int]:
+    """A black object of a sparse scene that is black all over and not a silhouette: its upper quartile of L* within
+    the recolour's black (a lighter one, a dark coat with lit folds, is darkened by a black recolour: a visible edit),
+    its median at least MIN_LIGHTNESS_TO_LIGHTEN (a silhouette's pixels are noise the recolour's outline and shading
+    do not keep)."""
     for image_id in source.image_ids():
         scene = source.scene(image_id)
         if not scene.license.allows_derivatives or scene.instance_count > 6:
@@ -146,7 +150,10 @@ def _black_object(source: CocoSource) -> tuple[int, int]:
         rgb = read_rgb(scene.path)
         for inst in scene.editable:
             mask = inst.mask(scene.height, scene.width)
-            if mask.mean() >= 0.01 and name_object_color(rgb, mask) == "black":
+            if mask.mean() < 0.01 or name_object_color(rgb, mask) != "black":
+                continue
+            median, top = np.percentile(rgb_to_lab(rgb[mask])[:, 0], [50.0, BLACK_QUANTILE])
+            if MIN_LIGHTNESS_TO_LIGHTEN <= median and top <= MAX_TARGET_L["black"]:
                 return image_id, inst.ann_id
     raise AssertionError("the embedded sample should hold a black object in a sparse scene")
 

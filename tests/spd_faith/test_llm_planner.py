@@ -305,9 +305,9 @@ def test_valid_gemini_plan_is_used(tmp_path: Path) -> None:
         assert prompt_objects(request.body)
         assert request.body["generationConfig"]["temperature"] == 0.0
 
-    # Since the recolour rules of issue 29 the hard tier has no object this plan may edit ("made 0 of 1 pairs"):
-    # the build makes 2 of its 3 pairs, each following the model's decision.
-    assert len(records) == 2
+    # Since the recolour lightness limits of issue 29's round 5 the hard tier has an object this plan may edit again
+    # (a beach umbrella): the build makes its 3 pairs, each following the model's decision.
+    assert len(records) == 3
     for record in records:
         assert record["build"]["planner"] == {"name": "llm", "provider": "gemini", "model": "test-model",
                                               "prompt_sha256": PROMPT_SHA256, "fallback": None}

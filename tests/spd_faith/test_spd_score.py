@@ -52,6 +52,13 @@ def counts_of(build: Path) -> tuple[int, int, int]:
     return len(records), len(records) - n_control, n_control
 
 
+def judge_prompts(build: Path) -> int:
+    """The distinct judge prompts of an oracle over the build: one per distinct gold list among the items with
+    differences (two pairs that edit one object alike, one in each tier, share theirs) and one for the controls."""
+    records = read_records(build)
+    return len({gold_list(r) for r in records if r["num_differences"]}) + any(not r["num_differences"] for r in records)
+
+
 def gold_list(record: dict[str, Any]) -> str:
     listed = [{"type": d["type"], "object": d["category"], "detail": d["description"]} for d in record["differences"]]
     return "I compare both pictures object by object.\n```json\n" + json.dumps(listed) + "\n```\n"
@@ -302,10 +309,8 @@ def llm_score(build: Path, predictions: Path, out: Path, server: ChatServer, **o
 
 def test_llm_judge_scores_from_its_labels_and_caches(build: Path, tmp_path: Path, own_cache_dir: Path) -> None:
     predictions = write_lines(tmp_path / "p.jsonl", prediction_lines(build, oracle_responses, "oracle"))
-    # one call per distinct prompt: the items with differences (10 on this build), each with its own gold, and
-    # the controls (2), whose prompts are equal: 11
-    n_scored, n_control = counts_of(build)[1:]
-    prompts = n_scored + (1 if n_control else 0)
+    # one call per distinct prompt: one per distinct gold list of the items with differences, one for the controls
+    prompts = judge_prompts(build)
     with ChatServer(default=judge_reply()) as server:
         metrics = llm_score(build, predictions, tmp_path / "s", server, judge_agreement=True)
         assert len(server.completion_requests()) == prompts
@@ -336,8 +341,7 @@ def test_replacing_a_score_folder_keeps_the_paid_for_judge_answers(build: Path, 
         shutil.rmtree(tmp_path / "s")
         llm_score(build, predictions, tmp_path / "s", server)
         llm_score(build, predictions, tmp_path / "elsewhere", server)
-        n_scored, n_control = counts_of(build)[1:]  # one prompt per item with a difference, one for the controls
-        assert len(server.completion_requests()) == asked == n_scored + (1 if n_control else 0)  # nothing asked twice
+        assert len(server.completion_requests()) == asked == judge_prompts(build)  # nothing asked twice
     assert {p.name: p.read_bytes() for p in (tmp_path / "s").iterdir()} == before
 
 
