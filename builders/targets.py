@@ -40,8 +40,8 @@ moved or recolored): a careful annotator must be able to point at the object and
 Recoloring (`color_palette`): nothing is recolored in a monochrome photo (colors.is_monochrome);
 people are not recolored unless asked (`recolor_people`), see-through shapes never (SEE_THROUGH); every
 category has a palette of plausible colors (a car may become red, blue, white, black, gray or
-yellow; animals keep natural coat colors; plants, most food, bowls, wine glasses (their masks hold
-the food), polished cutlery (it mirrors its surroundings) and signs are never recolored nor asked about);
+yellow; animals keep natural coat colors; plants, most food, bowls, vases, wine glasses (their masks hold
+the food or the flowers), polished cutlery (it mirrors its surroundings) and signs are never recolored nor asked about);
 categories not listed (manufactured things: cups, chairs, umbrellas...) may take any basic color.
 """
 from __future__ import annotations
@@ -98,9 +98,11 @@ COLOR_PALETTES: dict[str, tuple[str, ...]] = {
     "potted plant": (), "broccoli": (), "carrot": (), "hot dog": (), "pizza": (), "sandwich": (),
     "banana": ("yellow", "green", "brown"), "apple": ("red", "green", "yellow"), "orange": ("orange", "green"),
     "donut": ("brown", "pink", "white"), "cake": ("white", "brown", "pink", "yellow"),
-    # containers whose COCO mask holds their contents (a recolor paints the food too), glass, and polished
-    # cutlery (it mirrors what is around it: a knife reads blue under the sky, a fork brown over a cake)
-    "bowl": (), "wine glass": (), "knife": (), "fork": (), "spoon": (),
+    # containers whose COCO mask holds their contents (a recolor paints the food too; a vase's, the flowers that
+    # hang over its rim: issue 29's audit saw the white sprigs over the vase of COCO 30 painted blue or red with
+    # it in every rendering), glass, and polished cutlery (it mirrors what is around it: a knife reads blue under
+    # the sky, a fork brown over a cake)
+    "bowl": (), "vase": (), "wine glass": (), "knife": (), "fork": (), "spoon": (),
     # signs and fixtures whose color carries meaning
     "stop sign": (), "traffic light": (), "clock": (), "fire hydrant": ("red", "yellow", "green", "blue", "white"),
 }
