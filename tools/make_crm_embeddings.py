@@ -7,8 +7,15 @@ evaluators/crm/embedding_cache.py. Run it after a change to the default suite, t
 its reference models (tests/crm/test_crm_embedding_cache.py fails until it is run):
 
     python tools/make_crm_embeddings.py
+
+The suite is built into a fresh cache folder ($MMFAITH_CACHE is set to a temporary one): the user's
+cache keys suite builds by mmfaith's version, not its code, so during development it can hold a build
+the current builders no longer make.
 """
 from __future__ import annotations
+
+import os
+import tempfile
 
 import numpy as np
 
@@ -18,7 +25,9 @@ from mmfaith.evaluators.crm.suite_texts import suite_texts
 
 
 def main() -> None:
-    texts = suite_texts(progress=True)
+    with tempfile.TemporaryDirectory(prefix="mmfaith-embed-cache-") as fresh:
+        os.environ["MMFAITH_CACHE"] = fresh
+        texts = suite_texts(progress=True)
     model = load_encoder().model  # the live model, never a cache: the table is what it computes
     vectors = model.encode(texts, batch_size=256, convert_to_numpy=True, normalize_embeddings=True,
                            show_progress_bar=False).astype(np.float32)
