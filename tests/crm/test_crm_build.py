@@ -67,16 +67,18 @@ def test_records_are_schema_valid_and_gated(crm_build: Path) -> None:
 def test_coco_questions_come_from_the_shared_generator(crm_build: Path, sample: tuple[Path, Path]) -> None:
     from mmfaith.builders.coco_questions import CategoryContext, scene_questions
     from mmfaith.builders.coco_source import CocoSource
-    from mmfaith.builders.crm.sources import QUESTION_RULES, coco_candidates, crm_kinds
+    from mmfaith.builders.crm.sources import QUESTION_RULES, coco_candidates, crm_absent, crm_kinds
     from mmfaith.images import read_rgb
 
     source = CocoSource(*sample)
     context = CategoryContext(source)
     record = read_records(crm_build)[0]
     scene = source.scene(record["source"]["image_id"])
-    # The shared generator with CRM's rules and kind table asks the record's question about the same evidence.
+    # The shared generator with CRM's rules, kind table and absent kinds asks the record's question about the same
+    # evidence.
+    kinds = crm_kinds(context)
     questions = scene_questions(scene, read_rgb(scene.path), 0, rules=QUESTION_RULES,
-                                absent=context.plausible_absent(scene), kinds=crm_kinds(context))
+                                absent=crm_absent(context, scene, kinds), kinds=kinds)
     question = next(q for q in questions if f"coco:{q.key}" == record["build"]["key"])
     assert record["question"] == question.question and record["regions"] == question.regions()
     assert record["question_type"] == question.template
