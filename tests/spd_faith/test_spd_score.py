@@ -114,7 +114,7 @@ def test_oracle_scores_perfectly(build: Path, tmp_path: Path) -> None:
     assert metrics["control"]["false_alarm_rate"] == 0.0
     assert overall["DRF_errors"] == {k: 0 for k in overall["DRF_errors"]}
     # Every group with items scores perfectly; a group the build has no pair in (the embedded sample's easy tier since
-    # vases are not recoloured) has every rate undefined, never 0 or 1.
+    # vases are not recoloured) has its DQR undefined, never 0 or 1.
     groups = Counter(r["difficulty"] or r["subset"] for r in read_records(build) if r["num_differences"])
     assert groups, "the build has no pair with differences"
     for group in ("easy", "medium", "hard", "multi"):
