@@ -30,6 +30,7 @@ from mmfaith.annotation.server import find_label_studio
 from mmfaith.annotation.regions import rectangle
 from mmfaith.annotation.spd_faith.tasks import family, label_config, outlines, read_vote
 from mmfaith.annotation.votes import Misfit, Vote
+from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.cli import main
 from mmfaith.errors import MmfaithError
 from mmfaith.schema import schema_errors
@@ -91,7 +92,18 @@ TITLE = "SPD-Faith round trip"
 
 
 @pytest.fixture(scope="module")
-def round_trip(label_studio: dict[str, Any], annotators: dict[str, LabelStudio], mixed_build: Path,
+def round_trip_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mixed build's request (tests/conftest.py: 2 per tier, 4 multi, seed 0) with 3 controls instead of 2: the
+    embedded sample gives it 5 pairs with differences since vases are not recoloured (no easy pair, one multi pair),
+    and the round trip needs eight records."""
+    out = tmp_path_factory.mktemp("round-trip-build") / "build"
+    out.mkdir()
+    build_spd_faith(BuildRequest(out=out, per_tier=2, multi=4, controls=3, seed=0, progress=False))
+    return out
+
+
+@pytest.fixture(scope="module")
+def round_trip(label_studio: dict[str, Any], annotators: dict[str, LabelStudio], round_trip_build: Path,
                tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Push the build, annotate as three people, keep a copy of the records before the pull.
 
@@ -105,20 +117,21 @@ def round_trip(label_studio: dict[str, Any], annotators: dict[str, LabelStudio],
     multi[3]:  the admin skips it.
     multi[1]:  its task is deleted (a record with no task); plus one task naming an unknown record.
     """
-    build = _copy_build(mixed_build, label_studio, "round-trip")
+    build = _copy_build(round_trip_build, label_studio, "round-trip")
     os.environ["LABEL_STUDIO_API_KEY"] = label_studio["token"]
     try:
         report = lsmod.push(lsmod.connect(label_studio["url"], KEY), build, TITLE, SPD, label_studio["files_root"])
     finally:
         del os.environ["LABEL_STUDIO_API_KEY"]
     records = _records(build)
-    # Eight records play the roles above. The naturalness gates leave the mixed build one multi pair and two
-    # controls, so the "multi" roles go to the records after the first four pairs with differences and to
-    # the controls (the deleted task's record and the skipped one).
+    # Eight records play the roles above. The naturalness gates and refusals leave the build one multi pair, so
+    # the "multi" roles go to the records after the first four pairs with differences: the rest of those pairs,
+    # then the controls.
     edited = [r for r in records if r["differences"]]
     controls = [r for r in records if not r["differences"]]
-    singles = edited[:4]
-    multis = [edited[4], controls[0], edited[5], controls[1]]
+    singles, others = edited[:4], edited[4:] + controls
+    assert len(singles) == 4 and len(others) >= 4, "the round trip needs four pairs with differences and four more"
+    multis = others[:4]
     admin, ann1, ann2 = annotators[ADMIN], annotators["ann1@example.com"], annotators["ann2@example.com"]
     tasks = _tasks_by_record(admin, TITLE)
     admin.annotations.create(id=tasks[singles[0]["id"]], result=_accept(

@@ -144,7 +144,8 @@ def test_manifest_names_files_build_verification_and_version(released: Path, mix
     assert sum(e.get("rows", 0) for e in manifest["files"].values()) == len(manifest["rows"]) == len(records)
 
 
-def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_valid(released: Path) -> None:
+def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_valid(released: Path,
+                                                                                      mixed_build: Path) -> None:
     from huggingface_hub import DatasetCard
 
     meta = front_matter(released / "README.md")
@@ -162,9 +163,13 @@ def test_card_yaml_parses_its_configs_match_the_files_and_its_hub_metadata_is_va
     card = DatasetCard((released / "README.md").read_text())
     assert card.data.pretty_name == "spd-faith-sample" and card.data.size_categories == ["n<1K"]
     text = card.text
-    for needle in ("--include all", "pending", "CC BY 4.0", "| [CC-BY-2.0]", "DQR", "load_dataset(",
+    for needle in ("--include all", "pending", "CC BY 4.0", "DQR", "load_dataset(",
                    "mmfaith score spd-faith", "@misc{spdfaith", "## Limitations", "First release", "telea"):
         assert needle in text, needle
+    # The license table: one linked row per image license of the build, with its number of pairs.
+    pairs = Counter(r["source"]["license"]["url"] for r in read_records(mixed_build))
+    for url, count in pairs.items():
+        assert re.search(rf"^\| \[CC-BY[A-Z-]*-2\.0\]\({re.escape(url)}\) \| {count} \|$", text, re.M), url
 
 
 def test_tampered_shard_or_card_fails_verify(released: Path, mixed_build: Path, tmp_path: Path, capsys) -> None:
@@ -311,17 +316,18 @@ def test_push_needs_a_token_and_a_repo(released: Path, mixed_build: Path, tmp_pa
 def test_shard_boundaries_are_fixed_and_every_shard_loads(mixed_build: Path, tmp_path: Path) -> None:
     import datasets
 
-    out = release(mixed_build, tmp_path / "sharded", shard_rows=4)
+    singles = sum(r["subset"] == "single" for r in read_records(mixed_build))
+    assert singles >= 2, "two shards need two single pairs"
+    rows = singles - 1  # the singles in two shards: a full one and one holding the last row
+    out = release(mixed_build, tmp_path / "sharded", shard_rows=rows)
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(n for n in manifest["files"] if n.startswith("data/single/")) == [
         "data/single/test-00000-of-00002.parquet", "data/single/test-00001-of-00002.parquet"]
-    singles = sum(r["subset"] == "single" for r in read_records(mixed_build))
-    assert 4 < singles <= 8  # two shards of at most 4 rows
-    assert [manifest["files"][f"data/single/test-0000{i}-of-00002.parquet"]["rows"] for i in (0, 1)] == [4, singles - 4]
+    assert [manifest["files"][f"data/single/test-0000{i}-of-00002.parquet"]["rows"] for i in (0, 1)] == [rows, 1]
     assert verify_release(out).problems == []
     loaded = datasets.load_dataset(str(out), "single", split="test")
     assert loaded["id"] == sorted(r["id"] for r in read_records(mixed_build) if r["subset"] == "single")
-    assert files_of(release(mixed_build, tmp_path / "sharded-again", shard_rows=4)) == files_of(out)
+    assert files_of(release(mixed_build, tmp_path / "sharded-again", shard_rows=rows)) == files_of(out)
 
 
 def test_card_and_manifest_give_the_annotators_agreement(mixed_build: Path, tmp_path: Path) -> None:

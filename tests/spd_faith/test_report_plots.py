@@ -8,6 +8,7 @@ footnotes, titles, axis labels, ticks), not only the markdown tables.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith
 from mmfaith.evaluators import plots
 from mmfaith.evaluators.spd_faith.report import (PLOT_METRICS, comparison_figures, compare_scores, score_figures,
                                                  write_score_report)
+from mmfaith.evaluators.spd_faith.metrics import GROUPS
 from mmfaith.evaluators.spd_faith.score import ScoreRequest, score_spd_faith
 from mmfaith.families import get as get_family
 from tests.spd_faith.test_spd_score import blind_responses, oracle_responses, prediction_lines, write_lines
@@ -32,7 +34,9 @@ def garbled_responses(record: dict[str, Any]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def scores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Score dirs of the oracle, blind and garbled models on a tiny build (1 per tier, 1 multi, 1 control)."""
+    """Score dirs of the oracle, blind and garbled models on a tiny build (1 per tier, 1 multi, 1 control asked for;
+    the embedded sample gives no easy pair since vases are not recoloured, so the easy group has no items and every
+    value drawn for it must be "n/a" with that reason)."""
     root = tmp_path_factory.mktemp("report-plots")
     build = root / "build"
     build_spd_faith(BuildRequest(out=build, per_tier=1, multi=1, controls=1, seed=0, progress=False))
@@ -54,6 +58,34 @@ def bar_texts(figure: Figure, panel: int = 0) -> list[str]:
     return [text.get_text() for text in figure.axes[panel].texts]
 
 
+NOTE = re.compile(r"^n/a: (?P<head>.+?) (?P<joint>for|in) (?P<members>.+?)(?: \((?P<reason>[^()]*)\))?$")
+
+
+def na_marks(figure: Figure) -> set[tuple[str, str, str]]:
+    """(series, category, reason) of every undefined value the figure's footnote names, whichever way a line
+    groups them ("n/a: DRF for blind, garbled (why)": category then series; "n/a: easy in DS, DQR (why)": series
+    then categories)."""
+    marks = set()
+    for line in figure.get_supxlabel().splitlines():
+        match = NOTE.match(line)
+        assert match, f"unparsable footnote line {line!r}"
+        for member in match["members"].split(", "):
+            pair = (member, match["head"]) if match["joint"] == "for" else (match["head"], member)
+            marks.add((*pair, match["reason"] or ""))
+    return marks
+
+
+def groups_with_items(metrics: dict[str, Any]) -> list[str]:
+    """The difficulty groups (in plot order) that hold at least one scored item."""
+    return [group for group in GROUPS if metrics["by_difficulty"][group]["n_items"]]
+
+
+def by_group(metrics: dict[str, Any], value: str) -> list[str]:
+    """One label per difficulty group: `value` where the group has items, "n/a" where it has none."""
+    present = groups_with_items(metrics)
+    return [value if group in present else "n/a" for group in GROUPS]
+
+
 def assert_reads_alone(figure: Figure, title: str) -> None:
     """Titled, both axes labelled, and any legend outside every panel (never on the data)."""
     figure.canvas.draw()
@@ -72,13 +104,18 @@ def test_blind_model_zeros_are_labelled_and_undefined_metrics_marked(scores: dic
     figures = write_score_report(metrics, tmp_path)
     by_difficulty = figures["metrics_by_difficulty.png"]
     assert_reads_alone(by_difficulty, "blind: metrics by difficulty (95% CI)")
-    # 4 difficulty groups x the rate metrics: every value 0.00, except DRF (no claims): n/a.
-    expected = ["n/a" if key == "DRF" else "0.00" for key in RATE_PANEL]
-    assert bar_texts(by_difficulty) == expected * 4
+    # 4 difficulty groups x the rate metrics: every value 0.00, except DRF (no claims): n/a; a group without items
+    # is n/a throughout.
+    present = groups_with_items(metrics)
+    assert present, "the build has no pair with differences"
+    expected = [("n/a" if key == "DRF" or group not in present else "0.00") for group in GROUPS for key in RATE_PANEL]
+    assert bar_texts(by_difficulty) == expected
     assert bar_texts(by_difficulty, 1) == ["n/a"] * 4  # consistency ratio: neither probe claims anything
-    notes = by_difficulty.get_supxlabel()
-    assert "n/a: DRF for easy, medium, hard, multi (no described differences)" in notes
-    assert "consistency ratio for easy, medium, hard, multi" in notes
+    marks = na_marks(by_difficulty)
+    drawn = [plots.short_name(get_family("spd-faith").metric(key)) for key in PLOT_METRICS]
+    assert marks == {(group, "DRF", "no described differences") for group in present} | \
+        {(group, "consistency ratio", "neither same? nor different? names a difference") for group in present} | \
+        {(group, name, "no items") for group in GROUPS if group not in present for name in drawn}
     # Rates on [0, 1], the signed consistency ratio on [-1, 1]: no negative tick for a rate.
     assert [t for t in by_difficulty.axes[0].get_yticks()][::5] == [0.0, 1.0]
     assert (by_difficulty.axes[1].get_yticks()[0], by_difficulty.axes[1].get_yticks()[-1]) == (-1.0, 1.0)
@@ -89,7 +126,8 @@ def test_blind_model_zeros_are_labelled_and_undefined_metrics_marked(scores: dic
     assert all(float(t).is_integer() and t >= 0 for t in drf.axes[0].get_yticks())
 
     trend = figures["yes_ratio_same.png"]
-    assert bar_texts(trend) == ["1.00"] * 4 + ["0.00"] * 4  # says yes to "same?" always, never contradicts
+    # says yes to "same?" always, never contradicts
+    assert bar_texts(trend) == by_group(metrics, "1.00") + by_group(metrics, "0.00")
     # The files on disk are these figures.
     for name, figure in figures.items():
         assert (tmp_path / name).read_bytes() == plots.save_png(figure, tmp_path / "again.png").read_bytes()
@@ -101,16 +139,17 @@ def test_garbled_model_draws_n_a_with_the_reason_not_zero_bars(scores: dict[str,
     trend = score_figures(metrics)["yes_ratio_same.png"]
     assert bar_texts(trend) == ["n/a"] * 8
     assert not trend.axes[0].patches  # no bar at all: an undefined value is not a zero bar
-    notes = trend.get_supxlabel()
-    assert notes.splitlines() == [
-        "n/a: yes-ratio (same?) in easy, medium, hard, multi (no parsed same? answers)",
-        "n/a: contradiction rate (lower is better) in easy, medium, hard, multi "
-        "(no item with both same? and different? parsed)"]
+    present = groups_with_items(metrics)
+    reasons = {"yes-ratio (same?)": "no parsed same? answers",
+               "contradiction rate (lower is better)": "no item with both same? and different? parsed"}
+    assert na_marks(trend) == {(series, group, reason if group in present else "no items")
+                               for series, reason in reasons.items() for group in GROUPS}
 
     write_score_report(metrics, tmp_path)
     report = (tmp_path / "report.md").read_text()
-    assert "| yes_ratio_same | n/a (no parsed same? answers: 4 of 4 items left out) |" in report
-    assert "false alarm rate n/a (no parsed answers: 1 of 1 items left out)" in report
+    scored, control = metrics["counts"]["n_scored"], metrics["counts"]["n_control"]
+    assert f"| yes_ratio_same | n/a (no parsed same? answers: {scored} of {scored} items left out) |" in report
+    assert f"false alarm rate n/a (no parsed answers: {control} of {control} items left out)" in report
     assert report.index("## Metrics shown") < report.index("## Overall")
     assert ("| `contradiction_rate` | contradiction rate | share of pairs whose same? and different? answers "
             "agree in polarity | lower | [0, 1] | [1] |") in report
@@ -132,11 +171,15 @@ def test_comparison_plots_label_every_model_and_mark_undefined_values(scores: di
     assert [t.get_text() for t in overall.legends[0].get_texts()] == ["oracle", "blind", "garbled"]
     assert "n/a: DRF for blind, garbled (no described differences)" in overall.get_supxlabel()
     by_difficulty = figures["compare_by_difficulty.png"]
-    assert bar_texts(by_difficulty) == ["1.00"] * 4 + ["0.00"] * 8
+    assert bar_texts(by_difficulty) == by_group(metrics[0], "1.00") + by_group(metrics[1], "0.00") + \
+        by_group(metrics[2], "0.00")
+    assert {(model, group, "no items") for model in ("oracle", "blind", "garbled")
+            for group in GROUPS if group not in groups_with_items(metrics[0])} == na_marks(by_difficulty)
     assert by_difficulty.axes[0].get_ylabel() == "DQR (0 to 1)"
     report = (tmp_path / "cmp" / "report.md").read_text()
     assert report.startswith("# SPD-Faith comparison") and "## Metrics shown" in report
-    assert "| DRF | 1.000 [1.000, 1.000] | n/a (no described differences: 4 of 4 items left out) |" in report
+    scored = metrics[1]["counts"]["n_scored"]
+    assert f"| DRF | 1.000 [1.000, 1.000] | n/a (no described differences: {scored} of {scored} items left out) |" in report
 
 
 def test_value_axis_follows_the_declared_kind_and_range() -> None:

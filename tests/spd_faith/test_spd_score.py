@@ -37,9 +37,8 @@ FILES = ("metrics.json", "items.jsonl", "report.md", "metrics_by_difficulty.png"
 @pytest.fixture(scope="module")
 def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The brief's build: 3 pairs per tier, 4 multi-difference pairs, 2 controls asked for. Under the builder's
-    naturalness gates (issue 29) the embedded sample gives fewer (12 records: 9 single, 1 multi of 2 differences,
-    2 controls; the multi/3-5 quotas come out empty), so the tests derive their counts from the records
-    (`counts_of`)."""
+    naturalness gates and refusals (issue 29) the embedded sample gives fewer (no easy pair, no multi pair of 3 or
+    more differences), so the tests derive their counts from the records (`counts_of`)."""
     out = tmp_path_factory.mktemp("score-build")
     build_spd_faith(BuildRequest(out=out, per_tier=3, multi=4, controls=2, seed=0, progress=False))
     return out
@@ -114,10 +113,16 @@ def test_oracle_scores_perfectly(build: Path, tmp_path: Path) -> None:
     assert overall["yes_ratio_same"] == 0.0
     assert metrics["control"]["false_alarm_rate"] == 0.0
     assert overall["DRF_errors"] == {k: 0 for k in overall["DRF_errors"]}
+    # Every group with items scores perfectly; a group the build has no pair in (the embedded sample's easy tier since
+    # vases are not recoloured) has its DQR undefined, never 0 or 1.
+    groups = Counter(r["difficulty"] or r["subset"] for r in read_records(build) if r["num_differences"])
+    assert groups, "the build has no pair with differences"
     for group in ("easy", "medium", "hard", "multi"):
-        assert metrics["by_difficulty"][group]["DQR"] == 1.0
+        block = metrics["by_difficulty"][group]
+        assert block["n_items"] == groups[group]
+        assert block["DQR"] == (1.0 if groups[group] else None), group
     counts = metrics["counts"]
-    assert (counts["n_items"], counts["n_scored"], counts["n_control"]) == counts_of(build)  # (12, 10, 2) now
+    assert (counts["n_items"], counts["n_scored"], counts["n_control"]) == counts_of(build)
     assert sum(counts["n_missing"].values()) + sum(counts["n_unparsed"].values()) + counts["n_errors"] == 0
     provenance = metrics["provenance"]
     assert provenance["model"] == "oracle" and provenance["judge"]["name"] == "rule"

@@ -88,8 +88,16 @@ def test_a_multicoloured_plant_gets_no_single_color(sample) -> None:
     assert view.color(plant).share < MIN_DOMINANT_SHARE
     assert view.color_targets(plant) == []
     assert "color" not in view.feasible_types(plant)
-    vase = _ann(view, "vase")  # the white vase below it has one color
-    assert view.color(vase).dominant and view.color_targets(vase)
+    # The white vase below it has one color, but no target: vases are never recoloured (the flowers over the rim
+    # would take the paint), so its category's palette is empty.
+    vase = _ann(view, "vase")
+    assert view.color(vase).dominant and view.color(vase).name == "white"
+    assert COLOR_PALETTES["vase"] == () and view.color_targets(vase) == []
+    # A one-colored object of a category with a palette gets targets: image 113's dining table.
+    view = _view(sample, 113)
+    table = _ann(view, "dining table")
+    assert view.color(table).dominant and view.color_targets(table)
+    assert "color" in view.feasible_types(table)
 
 
 BLUE_PERSON = Path(__file__).resolve().parents[1] / "fixtures" / "blue_person"
