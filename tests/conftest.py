@@ -169,19 +169,19 @@ REMOVABLE_IMAGE, REMOVABLE_CROP = 49, 40
 that VFaith's removal rules let go (issue 29: hole off the border, no reflection, fill gates); the top
 REMOVABLE_CROP rows hold no annotation."""
 RECOLOUR_IMAGE, RECOLOUR_CROP = 540, 216
-"""COCO 540 of the embedded sample without its top RECOLOUR_CROP rows: its white airplane is then the sample's one
-object that VFaith asks the colour of and may recolour (to blue). No object of the whole photo (nor of the 128-image
-sample's photos that allow derivatives) may be: since vases are never recoloured (targets.COLOR_PALETTES) every colour
-question of the samples has no recolour target. In the whole photo the airplane's box holds a car and a bus on the
-highway behind it (it "supports" them: targets.movable_reason) and its red tail fin leaves the refined outline loose
-(recolour.ObjectPaint.refusal); cut at RECOLOUR_CROP, those cars, the crowd of cars above and the fin's top are out of
-frame and the airplane is cut only there."""
-VARIANTS = ((REMOVABLE_IMAGE, True, 0), (REMOVABLE_IMAGE, False, REMOVABLE_CROP), (REMOVABLE_IMAGE, True, REMOVABLE_CROP),
-            (RECOLOUR_IMAGE, False, RECOLOUR_CROP))
+"""COCO 540 of the embedded sample without its top RECOLOUR_CROP rows: its white airplane is then the one object of
+the samples that VFaith asks the colour of and may recolour (to blue). Since vases are never recoloured
+(targets.COLOR_PALETTES), VFaith refuses every colour question of the embedded sample and of the 128-image one. In
+the whole photo the airplane's box holds a car and a bus on the highway behind it (it "supports" them:
+targets.movable_reason) and its red tail fin leaves the refined outline loose (recolour.ObjectPaint.refusal); cut at
+RECOLOUR_CROP, those cars, the crowd of cars above and the fin's top are out of frame, and the airplane is cut only
+there."""
+VARIANTS = ((REMOVABLE_IMAGE, True, 0), (REMOVABLE_IMAGE, False, REMOVABLE_CROP),
+            (REMOVABLE_IMAGE, True, REMOVABLE_CROP), (RECOLOUR_IMAGE, False, RECOLOUR_CROP))
 """The variants write_removable_sample adds: (image id, mirrored left to right, top rows cut)."""
 
 
-def below(polygon: list[float], top: float) -> list[float]:
+def clipped_below(polygon: list[float], top: float) -> list[float]:
     """A COCO polygon (x1, y1, x2, y2, ...) clipped to y >= top (Sutherland-Hodgman against one line): what of it a
     crop starting at row `top` keeps ([] for nothing)."""
     points = list(zip(polygon[::2], polygon[1::2]))
@@ -227,7 +227,7 @@ def write_removable_sample(out: Path) -> tuple[Path, Path]:
             polygons = ann["segmentation"]
             cut = y < crop
             if cut:  # its polygons clipped at the cut, its box remeasured
-                polygons = [clipped for clipped in (below(poly, crop) for poly in polygons) if clipped]
+                polygons = [clipped for clipped in (clipped_below(poly, crop) for poly in polygons) if clipped]
                 xs, ys = [v for poly in polygons for v in poly[::2]], [v for poly in polygons for v in poly[1::2]]
                 x, y, w, h = min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
             carried = {**ann, "id": 1_000_000_000 * number + ann["id"], "image_id": image_id,
