@@ -168,14 +168,41 @@ REMOVABLE_IMAGE, REMOVABLE_CROP = 49, 40
 """COCO 49 of the embedded sample: its potted plant is the one object of the sample (and of the 128-image one)
 that VFaith's removal rules let go (issue 29: hole off the border, no reflection, fill gates); the top
 REMOVABLE_CROP rows hold no annotation."""
+RECOLOUR_IMAGE, RECOLOUR_CROP = 540, 216
+"""COCO 540 of the embedded sample without its top RECOLOUR_CROP rows: its white airplane is then the one object of
+the samples that VFaith asks the colour of and may recolour (to blue). Since vases are never recoloured
+(targets.COLOR_PALETTES), VFaith refuses every colour question of the embedded sample and of the 128-image one. In
+the whole photo the airplane's box holds a car and a bus on the highway behind it (it "supports" them:
+targets.movable_reason) and its red tail fin leaves the refined outline loose (recolour.ObjectPaint.refusal); cut at
+RECOLOUR_CROP, those cars, the crowd of cars above and the fin's top are out of frame, and the airplane is cut only
+there."""
+VARIANTS = ((REMOVABLE_IMAGE, True, 0), (REMOVABLE_IMAGE, False, REMOVABLE_CROP),
+            (REMOVABLE_IMAGE, True, REMOVABLE_CROP), (RECOLOUR_IMAGE, False, RECOLOUR_CROP))
+"""The variants write_removable_sample adds: (image id, mirrored left to right, top rows cut)."""
+
+
+def clipped_below(polygon: list[float], top: float) -> list[float]:
+    """A COCO polygon (x1, y1, x2, y2, ...) clipped to y >= top (Sutherland-Hodgman against one line): what of it a
+    crop starting at row `top` keeps ([] for nothing)."""
+    points = list(zip(polygon[::2], polygon[1::2]))
+    kept: list[tuple[float, float]] = []
+    for (px, py), (qx, qy) in zip([points[-1], *points[:-1]], points):
+        if (py >= top) != (qy >= top):
+            kept.append((px + (qx - px) * (top - py) / (qy - py), top))
+        if qy >= top:
+            kept.append((qx, qy))
+    return [v for point in kept for v in point] if len(kept) >= 3 else []
 
 
 def write_removable_sample(out: Path) -> tuple[Path, Path]:
-    """The embedded sample plus three variants of COCO 49 (mirrored, its top REMOVABLE_CROP rows cut, both), as
-    new images with their annotations carried along, so that a VFaith build can remove the potted plant in four
-    scenes: (annotations, images) under `out`. The variants are PNG (lossless), so every run makes the same ones."""
+    """The embedded sample plus the VARIANTS (three of COCO 49: mirrored, its top REMOVABLE_CROP rows cut, both; COCO
+    540 without its top RECOLOUR_CROP rows), as new images with their annotations carried along (clipped where the
+    cut crosses them, left out where it leaves nothing), so that a VFaith build can remove the potted plant in four
+    scenes and recolour the airplane: (annotations, images) under `out`. The variants are PNG (lossless), so every
+    run makes the same ones."""
     import numpy as np
     from PIL import Image
+    from pycocotools import mask as coco_mask
 
     annotations, images = embedded_sample()
     data = json.loads(annotations.read_text())
@@ -183,26 +210,34 @@ def write_removable_sample(out: Path) -> tuple[Path, Path]:
     folder.mkdir(parents=True)
     for image in data["images"]:
         shutil.copyfile(images / image["file_name"], folder / image["file_name"])
-    original = next(im for im in data["images"] if im["id"] == REMOVABLE_IMAGE)
-    pixels = np.asarray(Image.open(images / original["file_name"]).convert("RGB"))
-    anns = [a for a in data["annotations"] if a["image_id"] == REMOVABLE_IMAGE]
-    for number, (mirrored, crop) in enumerate(((True, 0), (False, REMOVABLE_CROP), (True, REMOVABLE_CROP)), start=1):
-        image_id = 1_000_000 * number + REMOVABLE_IMAGE
+    for number, (source_id, mirrored, crop) in enumerate(VARIANTS, start=1):
+        original = next(im for im in data["images"] if im["id"] == source_id)
+        pixels = np.asarray(Image.open(images / original["file_name"]).convert("RGB"))
+        anns = [a for a in data["annotations"] if a["image_id"] == source_id and a["bbox"][1] + a["bbox"][3] > crop]
+        image_id = 1_000_000 * number + source_id
         width, height = original["width"], original["height"] - crop
         made = pixels[crop:, ::-1] if mirrored else pixels[crop:]
         name = f"variant{number}_{original['file_name'].replace('.jpg', '.png')}"
         Image.fromarray(np.ascontiguousarray(made)).save(folder / name)
         data["images"].append({**original, "id": image_id, "file_name": name, "height": height})
-
-        def moved(x: float, y: float) -> tuple[float, float]:
-            return (width - x if mirrored else x), y - crop
         for ann in anns:
+            if not isinstance(ann["segmentation"], list):
+                raise ValueError(f"variant {number}: annotation {ann['id']} is RLE; only polygons are carried")
             x, y, w, h = ann["bbox"]
-            polygons = [[v for px, py in zip(poly[::2], poly[1::2]) for v in moved(px, py)]
-                        for poly in ann["segmentation"]]
-            data["annotations"].append({**ann, "id": 1_000_000_000 * number + ann["id"], "image_id": image_id,
-                                        "bbox": [width - x - w if mirrored else x, y - crop, w, h],
-                                        "segmentation": polygons})
+            polygons = ann["segmentation"]
+            cut = y < crop
+            if cut:  # its polygons clipped at the cut, its box remeasured
+                polygons = [clipped for clipped in (clipped_below(poly, crop) for poly in polygons) if clipped]
+                xs, ys = [v for poly in polygons for v in poly[::2]], [v for poly in polygons for v in poly[1::2]]
+                x, y, w, h = min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
+            carried = {**ann, "id": 1_000_000_000 * number + ann["id"], "image_id": image_id,
+                       "bbox": [width - x - w if mirrored else x, y - crop, w, h],
+                       "segmentation": [[v for px, py in zip(poly[::2], poly[1::2])
+                                         for v in ((width - px if mirrored else px), py - crop)] for poly in polygons]}
+            if cut:
+                rles = coco_mask.frPyObjects(carried["segmentation"], height, width)
+                carried["area"] = float(coco_mask.area(coco_mask.merge(rles)))
+            data["annotations"].append(carried)
     written = out / "annotations" / "instances_train2017.json"
     written.parent.mkdir()
     written.write_text(json.dumps(data))
@@ -384,14 +419,15 @@ def vllm_server(vllm_python: Path, tiny_vlm_dir: Path,
 @pytest.fixture(scope="session")
 def vfaith_build(tmp_path_factory: pytest.TempPathFactory, removable_sample: tuple[Path, Path]) -> Path:
     """A VFaith build of the removable sample (write_removable_sample: the embedded sample with COCO 49's
-    removable potted plant in four scenes, so removals are made beside the crops): every template, PatchMatch
-    fills, seed 0 (read-only for tests)."""
+    removable potted plant in four scenes, so removals are made beside the crops, and COCO 540's recolourable
+    airplane, so a colour pair is made): every template, 4 pairs of each at most (with 3 the crops fill the
+    count and existence quotas before any removal), PatchMatch fills, seed 0 (read-only for tests)."""
     from mmfaith.builders.inpainters import InpainterSpec
     from mmfaith.builders.vfaith.build import BuildRequest, build_vfaith
 
     annotations, images = removable_sample
     return built_once(tmp_path_factory, "vfaith-build", lambda out: build_vfaith(
-        BuildRequest(out=out, annotations=annotations, images=images, per_template=3,
+        BuildRequest(out=out, annotations=annotations, images=images, per_template=4,
                      inpainter=InpainterSpec("patchmatch"), progress=False)))
 
 

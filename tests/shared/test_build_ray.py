@@ -24,7 +24,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # long: the test command runs it first (tests/conftest.py)
 
-VFAITH_ARGS = ["--per-template", "3", "--inpainter", "patchmatch", "--seed", "0", "--no-progress"]  # = vfaith_build's
+VFAITH_ARGS = ["--per-template", "4", "--inpainter", "patchmatch", "--seed", "0", "--no-progress"]  # = vfaith_build's
 MIXED_ARGS = ["--per-tier", "2", "--multi", "4", "--controls", "2", "--seed", "0", "--inpainter", "telea", "--no-progress"]
 
 

@@ -20,8 +20,10 @@ from mmfaith.cli import main
 from tests.fault_server import FaultServer
 
 FAMILIES = ("spd-faith", "vfaith", "crm", "mcot")
-BUILD_ARGS = {"spd-faith": ["--per-tier", "1"], "vfaith": ["--per-template", "1", "--templates", "color"],
+BUILD_ARGS = {"spd-faith": ["--per-tier", "1"], "vfaith": ["--per-template", "1", "--templates", "count"],
               "crm": ["--max-items", "2", "--mask-style", "black"], "mcot": []}
+"""One small build per family on the embedded sample (a VFaith count pair: no colour question of the sample has a
+recolour target since vases are not recoloured)."""
 KEY = "sk-proj-FaultKey0123456789abcdef"  # the key in use (--api-key-env)
 OTHER_KEY = "plainLocalKey4242"  # OPENAI_API_KEY, set but not the one in use
 PASSWORD = "s3cretPassw0rd"

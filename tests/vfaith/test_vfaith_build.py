@@ -1,5 +1,5 @@
-"""`mmfaith build vfaith` on the embedded COCO sample (with the variants of its one removable scene that
-tests/conftest.py's removable_sample adds): real images, real annotations, real edits.
+"""`mmfaith build vfaith` on the embedded COCO sample (with the variants of its one removable scene and of its one
+recolourable one that tests/conftest.py's removable_sample adds): real images, real annotations, real edits.
 
 Every template makes pairs whose edited answer is another option and whose edited image really has
 it (checked here from the pixels and the annotations, not from the builder's own claims); the gates
@@ -131,7 +131,7 @@ def _lines(folder: Path) -> dict[str, list[str]]:
 
 def _request(sample: tuple[Path, Path], out: Path, **settings) -> BuildRequest:
     """The fixture build's recipe (tests/conftest.py vfaith_build) with `settings` changed."""
-    return BuildRequest(**{"out": out, "annotations": sample[0], "images": sample[1], "per_template": 3,
+    return BuildRequest(**{"out": out, "annotations": sample[0], "images": sample[1], "per_template": 4,
                            "inpainter": InpainterSpec("patchmatch"), "progress": False, **settings})
 
 
@@ -169,10 +169,11 @@ def test_another_recipe_is_refused_and_the_cli_builds(vfaith_build: Path, remova
     with pytest.raises(MmfaithError, match="seed differ"):
         build_vfaith(_request(removable_sample, vfaith_build, seed=1))
     out = tmp_path / "cli"
-    # PatchMatch, not Telea: with Telea's 5 % hole limit, the unnameable objects refused and the recolour's
-    # refusals (issue 29), the embedded sample's first images hold no removable object.
+    # The removable sample, not the embedded one: no colour question of the embedded sample has a recolour target
+    # since vases are not recoloured; its airplane variant has one (tests/conftest.py RECOLOUR_IMAGE).
+    annotations, images = removable_sample
     assert main(["build", "vfaith", "--out", str(out), "--per-template", "1", "--templates", "color,count",
-                 "--inpainter", "patchmatch", "--no-progress"]) == 0
+                 "--coco-annotations", str(annotations), "--images", str(images), "--no-progress"]) == 0
     said = capsys.readouterr().out
     assert "built 2 pairs (color 1, count 1)" in said and "gold letters" in said
     assert main(["build", "vfaith", "--out", str(tmp_path / "bad"), "--templates", "colour"]) == 2
