@@ -25,9 +25,16 @@ from mmfaith.evaluators.crm.suite_texts import suite_texts
 
 
 def main() -> None:
+    previous = os.environ.get("MMFAITH_CACHE")
     with tempfile.TemporaryDirectory(prefix="mmfaith-embed-cache-") as fresh:
         os.environ["MMFAITH_CACHE"] = fresh
-        texts = suite_texts(progress=True)
+        try:
+            texts = suite_texts(progress=True)
+        finally:  # nothing after this reads a folder that is about to be deleted
+            if previous is None:
+                del os.environ["MMFAITH_CACHE"]
+            else:
+                os.environ["MMFAITH_CACHE"] = previous
     model = load_encoder().model  # the live model, never a cache: the table is what it computes
     vectors = model.encode(texts, batch_size=256, convert_to_numpy=True, normalize_embeddings=True,
                            show_progress_bar=False).astype(np.float32)
