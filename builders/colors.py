@@ -132,12 +132,17 @@ PROTOTYPES_LAB: dict[str, np.ndarray] = {
 }
 
 
+def hue_degrees(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray | float:
+    """The CIELAB hue angle in degrees, in [0, 360), of a* and b* (scalars or arrays alike)."""
+    return np.degrees(np.arctan2(b, a)) % 360.0
+
+
 def name_labs(labs: np.ndarray) -> np.ndarray:
     """Vocabulary indices (into COLOR_NAMES) of N CIELAB colors (Nx3), by the module's rule."""
     labs = np.asarray(labs, dtype=np.float32).reshape(-1, 3)
     lightness = labs[:, 0]
     chroma = np.hypot(labs[:, 1], labs[:, 2])
-    hue = np.degrees(np.arctan2(labs[:, 2], labs[:, 1])) % 360.0
+    hue = hue_degrees(labs[:, 1], labs[:, 2])
     edges = np.array([edge for edge, _ in HUE_BANDS])
     band = np.array([COLOR_NAMES.index(name) for _, name in HUE_BANDS])[np.searchsorted(edges, hue, side="right")
                                                                           .clip(0, len(edges) - 1)]

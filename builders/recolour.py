@@ -53,7 +53,7 @@ import cv2
 import numpy as np
 
 from mmfaith.builders.colors import (CLEAR_LIGHTNESS, COLOR_PROTOTYPES_RGB, PINK_MIN_L, PROTOTYPES_LAB, clearly_named,
-                                     name_labs, rgb_to_lab)
+                                     hue_degrees, name_labs, rgb_to_lab)
 from mmfaith.builders.mask_box import grown_box
 from mmfaith.vocabulary import COLOR_NAMES
 
@@ -203,7 +203,7 @@ def _lean(labs: np.ndarray) -> float | None:
     """The hue angle (degrees) of the object's mean colour when its chroma is LEAN_CHROMA or more, else None
     (a neutral mean)."""
     a, b = (float(v) for v in labs[:, 1:].mean(axis=0)) if labs.size else (0.0, 0.0)
-    return float(np.degrees(np.arctan2(b, a)) % 360.0) if np.hypot(a, b) >= LEAN_CHROMA else None
+    return float(hue_degrees(a, b)) if np.hypot(a, b) >= LEAN_CHROMA else None
 
 
 def _leans_to(lean: float | None, target: str) -> bool:
@@ -212,7 +212,7 @@ def _leans_to(lean: float | None, target: str) -> bool:
     if lean is None or target in ("black", "white", "gray"):
         return False
     proto = PROTOTYPES_LAB[target]
-    hue = float(np.degrees(np.arctan2(proto[2], proto[1])) % 360.0)
+    hue = float(hue_degrees(proto[1], proto[2]))
     return abs((hue - lean + 180.0) % 360.0 - 180.0) < LEAN_HUE
 
 

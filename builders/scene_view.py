@@ -107,6 +107,7 @@ class SceneView:
         self.pixels = float(height * width)
         self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
         self.instances = {inst.ann_id: inst for inst in scene.instances}
+        self.boxes = {inst.ann_id: inst.bbox for inst in scene.instances}
         self.facts = facts_of((str(scene.path), scene.image_id, rgb.shape, dilation, rules))
         self._paints: dict[int, ObjectPaint] = {}
         self._gray: np.ndarray | None = None
@@ -213,9 +214,8 @@ class SceneView:
 
     def placement_reason(self, ann_id: int) -> str | None:
         """targets.movable_reason of the object in this scene (partly hidden, supporting another, ...), or None."""
-        boxes = {ann: inst.bbox for ann, inst in self.instances.items()}
         crowd = frozenset(ann for ann, inst in self.instances.items() if inst.iscrowd)
-        return movable_reason(ann_id, self.masks, boxes, crowd)
+        return movable_reason(ann_id, self.masks, self.boxes, crowd)
 
     def removal_refusal(self, ann_id: int) -> str | None:
         """Why the object may not be removed or moved away (module docstring), or None when it may: the shared

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmfaith.builders.colors import body_pixels, rgb_to_lab
+from mmfaith.builders.colors import body_pixels, hue_degrees, rgb_to_lab
 from mmfaith.builders.scene_view import SceneView
 from mmfaith.builders.targets import PEOPLE, box_mask, partly_hidden_reason
 
@@ -70,7 +70,7 @@ def teal(view: SceneView, ann_id: int) -> bool:
     if not labs.shape[0]:
         return False
     _, a, b = (float(v) for v in np.median(labs, axis=0))
-    hue = float(np.degrees(np.arctan2(b, a)) % 360.0)
+    hue = float(hue_degrees(a, b))
     return bool(np.hypot(a, b) >= TEAL_MIN_CHROMA and TEAL_HUES[0] <= hue <= TEAL_HUES[1])
 
 
@@ -84,8 +84,7 @@ def recolour_refusal(view: SceneView, ann_id: int) -> str | None:
     if category in WORN and held_by(view, ann_id) is not None:
         if view.hole_touches_border(ann_id):
             return f"a worn {category} cut by the image border"
-        boxes = {other: inst.bbox for other, inst in view.instances.items()}
-        hidden = partly_hidden_reason(ann_id, view.masks, boxes)
+        hidden = partly_hidden_reason(ann_id, view.masks, view.boxes)
         if hidden is not None:
             return f"a worn {category}, {hidden}"
     return None

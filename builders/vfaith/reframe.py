@@ -133,7 +133,7 @@ def crop_out(view: SceneView, ann_id: int) -> Crop | str:
     lookalike = sorted({inst.category for inst in view.instances.values()} & LOOKALIKES.get(category, frozenset()))
     if lookalike:
         return f"a {lookalike[0]} is annotated in the photo, and a person may call it a {category}"
-    why = view.unnameable(ann_id) or partly_hidden_reason(ann_id, view.masks, _boxes(view))
+    why = view.unnameable(ann_id) or partly_hidden_reason(ann_id, view.masks, view.boxes)
     if why is not None:
         return why
     if view.mirror(ann_id) >= MIRROR_LIMIT:
@@ -144,11 +144,6 @@ def crop_out(view: SceneView, ann_id: int) -> Crop | str:
     if crop is None:
         return f"no crop that leaves it out of frame keeps {MIN_KEPT_SHARE:.0%} of the photo"
     return cut_refusal(view, ann_id, crop) or crop
-
-
-def _boxes(view: SceneView) -> dict[int, tuple[float, float, float, float]]:
-    """Every annotation's box, by annotation id."""
-    return {ann: inst.bbox for ann, inst in view.instances.items()}
 
 
 def cut_refusal(view: SceneView, ann_id: int, crop: Crop) -> str | None:
