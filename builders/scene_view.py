@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import cv2
@@ -70,8 +71,10 @@ def seeded_rng(seed: int, *labels: object) -> np.random.Generator:
 class SceneFacts:
     """What a SceneView learns about a scene's objects that depends only on the image, the masks and the
     rules: kept per process (facts_of) so every slot of the same image reuses it instead of recomputing
-    colour names, nameability, recolour and removal refusals (the dearest part of planning)."""
+    areas (each a mask decoded), colour names, nameability, recolour and removal refusals (the dearest part
+    of planning)."""
 
+    areas: dict[int, int] = field(default_factory=dict)
     colors: dict[int, ObjectColor] = field(default_factory=dict)
     unnameable: dict[int, str | None] = field(default_factory=dict)
     targets: dict[int, list[str]] = field(default_factory=dict)
@@ -79,6 +82,9 @@ class SceneFacts:
     mirrors: dict[int, float] = field(default_factory=dict)
     detail: float | None = None
     monochrome: bool | None = None
+    family: dict[str, dict] = field(default_factory=dict)
+    """A family's own per-object facts of the scene, under a name the family chooses (e.g. SPD-Faith's edit
+    feasibility): kept as long as the shared ones."""
 
 
 _FACTS: OrderedDict[tuple, SceneFacts] = OrderedDict()
@@ -93,6 +99,27 @@ def facts_of(key: tuple) -> SceneFacts:
     return facts
 
 
+class DecodedMasks(Mapping[int, np.ndarray]):
+    """A scene's instance masks by annotation id, each decoded when first asked for and kept (a planner that
+    refuses an object early never pays for decoding the others; do not modify a mask)."""
+
+    def __init__(self, scene: Scene, height: int, width: int) -> None:
+        self._instances = {inst.ann_id: inst for inst in scene.instances}
+        self._shape = (height, width)
+        self._decoded: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, ann_id: int) -> np.ndarray:
+        if ann_id not in self._decoded:
+            self._decoded[ann_id] = self._instances[ann_id].mask(*self._shape)
+        return self._decoded[ann_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._instances)
+
+    def __len__(self) -> int:
+        return len(self._instances)
+
+
 class SceneView:
     """A decoded scene with its masks (module docstring)."""
 
@@ -105,20 +132,20 @@ class SceneView:
         self.rules = rules
         height, width = rgb.shape[:2]
         self.pixels = float(height * width)
-        self.masks = {inst.ann_id: inst.mask(height, width) for inst in scene.instances}
+        self.masks: Mapping[int, np.ndarray] = DecodedMasks(scene, height, width)
         self.instances = {inst.ann_id: inst for inst in scene.instances}
         self.boxes = {inst.ann_id: inst.bbox for inst in scene.instances}
         self.facts = facts_of((str(scene.path), scene.image_id, rgb.shape, dilation, rules))
         self._paints: dict[int, ObjectPaint] = {}
         self._gray: np.ndarray | None = None
-        self._areas: dict[int, int] = {}
         self._holes: dict[int, np.ndarray] = {}
 
     def area(self, ann_id: int) -> int:
-        """The object's mask's pixel count, cached."""
-        if ann_id not in self._areas:
-            self._areas[ann_id] = int(self.masks[ann_id].sum())
-        return self._areas[ann_id]
+        """The object's mask's pixel count, cached (SceneFacts)."""
+        areas = self.facts.areas
+        if ann_id not in areas:
+            areas[ann_id] = int(self.masks[ann_id].sum())
+        return areas[ann_id]
 
     def area_ratio(self, ann_id: int) -> float:
         return float(self.area(ann_id)) / self.pixels

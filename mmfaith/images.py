@@ -7,6 +7,7 @@ import hashlib
 import io
 import struct
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +110,31 @@ def read_rgb(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     except OSError as exc:
         raise UnreadableImage(f"{path}: cannot read image ({exc}).") from exc
     return rgb_from_bytes(data, path, max_pixels)
+
+
+KEPT_DECODED_BYTES = 96 << 20
+"""How many bytes of decoded pixels `read_rgb_kept` keeps per process (about a hundred 640x480 photos)."""
+_KEPT: OrderedDict[tuple[str, int, int, int], np.ndarray] = OrderedDict()
+
+
+def read_rgb_kept(path: Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+    """`read_rgb`, keeping the most recently read images decoded in this process (KEPT_DECODED_BYTES in all;
+    keyed by path, modification time and size): a build visits an image once per slot and try, thousands of
+    times in all, and decoding it each time cost as much as planning. The array is read-only, like
+    `read_rgb`'s."""
+    try:
+        status = path.stat()
+    except OSError:
+        return read_rgb(path, max_pixels)  # its error names what is wrong
+    key = (str(path), status.st_mtime_ns, status.st_size, max_pixels)
+    rgb = _KEPT.pop(key, None)
+    if rgb is None:
+        rgb = read_rgb(path, max_pixels)
+        rgb.setflags(write=False)
+    _KEPT[key] = rgb
+    while len(_KEPT) > 1 and sum(kept.nbytes for kept in _KEPT.values()) > KEPT_DECODED_BYTES:
+        _KEPT.popitem(last=False)
+    return rgb
 
 
 def rgb_from_bytes(data: bytes, where: Path | str, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:

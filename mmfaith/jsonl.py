@@ -1,7 +1,10 @@
 """Append-only JSON Lines files: the journal every stage writes and resumes from.
 
-Writers append one complete line per record and flush it to disk, so a crash loses at most the
-line being written. Every line and every text file written here passes `mmfaith.redact.redact`
+Writers append one complete line per record and hand it to the operating system at once, so a crashed
+process loses at most the line being written; they make the file durable (fsync) when a line comes
+SYNC_SECONDS or more after the last time and when closed, so a machine that loses power loses at most the
+lines since then, which a resumed build or run makes again (a build that rejects thousands of candidates
+paid an fsync per line). Every line and every text file written here passes `mmfaith.redact.redact`
 (the API key in use, bearer and basic credentials, URL credentials), so no secret a server echoed
 or a URL carried reaches the disk. Readers drop a torn last line (no trailing newline) and report any other bad
 line with the file name and line number. A file read on several processes is cut into `LineBlock`s
@@ -14,6 +17,7 @@ import json
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -146,21 +150,34 @@ def repair_torn_tail(path: Path) -> None:
             handle.truncate(data.rfind(b"\n") + 1)
 
 
+SYNC_SECONDS = 1.0
+"""How long appended lines may go without an fsync while more lines come (module docstring)."""
+
+
 class JsonlAppender:
-    """Appends canonical JSON lines to a file and makes each one durable before returning."""
+    """Appends canonical JSON lines to a file: each line handed to the operating system before returning, the file
+    made durable by a line SYNC_SECONDS or more after the last fsync and when closed (module docstring)."""
 
     def __init__(self, path: Path) -> None:
         repair_torn_tail(path)
         self.path = path
         self._handle = open(path, "ab")
+        self._synced = time.monotonic()
 
     def append(self, record: dict[str, Any]) -> None:
         self._handle.write((canonical_json(redact_record(record)) + "\n").encode("utf-8"))
         self._handle.flush()
+        if time.monotonic() - self._synced >= SYNC_SECONDS:
+            self._sync()
+
+    def _sync(self) -> None:
         os.fsync(self._handle.fileno())
+        self._synced = time.monotonic()
 
     def close(self) -> None:
-        self._handle.close()
+        if not self._handle.closed:
+            self._sync()
+            self._handle.close()
 
     def __enter__(self) -> "JsonlAppender":
         return self

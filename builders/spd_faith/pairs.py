@@ -20,7 +20,7 @@ from mmfaith.builders.spd_faith.planners import PlannerSpec, SlotPlanner
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView, Slot, plan_signature
 from mmfaith.builders.stage_clock import StageClock
 from mmfaith.builders.targets import TargetRules
-from mmfaith.images import UnreadableImage, place_name, png_bytes, read_rgb, sha256_bytes
+from mmfaith.images import UnreadableImage, place_name, png_bytes, read_rgb_kept, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 ID_PREFIX = "spdf-"
@@ -224,7 +224,7 @@ def make_pair(slot: Slot, scene: Scene, settings: PairSettings, original_sha256:
     common = {"slot": slot.key, "image_id": scene.image_id, "file_name": scene.file_name}
     with clock.stage("plan"):
         try:
-            rgb = read_rgb(scene.path, settings.max_pixels)
+            rgb = read_rgb_kept(scene.path, settings.max_pixels)
         except UnreadableImage as exc:  # one bad source image is skipped, not the end of the build
             result.rejection = {**common, "stage": "source", "reason": str(exc)}
             return result

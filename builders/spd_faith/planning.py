@@ -132,7 +132,7 @@ class SceneView(SharedSceneView):
     def __init__(self, scene: Scene, rgb: np.ndarray, dilation: int, blend_radius: int,
                  rules: TargetRules = TargetRules()) -> None:
         super().__init__(scene, rgb, dilation, blend_radius, rules)
-        self._feasible: dict[tuple[int, str], bool] = {}
+        self._feasible: dict[tuple[int, str], bool] = self.facts.family.setdefault("spd-faith/feasible", {})
 
     def tier_of(self, ann_id: int) -> str:
         return difficulty(self.scene.instance_count, self.area_ratio(ann_id))
@@ -164,8 +164,9 @@ class SceneView(SharedSceneView):
         return [kind for kind in EDIT_TYPES if self.feasible(ann_id, kind)]
 
     def feasible(self, ann_id: int, kind: str) -> bool:
-        """Whether the constraints allow this edit type for this object (cached; each type is judged only
-        when asked, so a planner trying a removal never pays for the recolour's checks)."""
+        """Whether the constraints allow this edit type for this object (cached with the scene's facts, so every
+        slot of the image reuses it; each type is judged only when asked, so a planner trying a removal never
+        pays for the recolour's checks)."""
         key = (ann_id, kind)
         if key not in self._feasible:
             self._feasible[key] = self._judge(ann_id, kind)

@@ -71,7 +71,7 @@ from mmfaith.builders.stage_clock import StageClock
 from mmfaith.builders.targets import TargetRules
 from mmfaith.builders.vfaith.perception import OTHER_SIDE
 from mmfaith.builders.vfaith.reframe import MIN_KEPT_SHARE, Crop, crop_out
-from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
+from mmfaith.images import UnreadableImage, png_bytes, read_rgb_kept, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 ID_PREFIX = "vf-"
@@ -172,7 +172,7 @@ def make_image_pairs(scene: Scene, settings: OfflineSettings, done: frozenset[st
     common = {"image_id": scene.image_id, "file_name": scene.file_name}
     with result.clock.stage("plan"):
         try:
-            rgb = read_rgb(scene.path, settings.max_pixels)
+            rgb = read_rgb_kept(scene.path, settings.max_pixels)
         except UnreadableImage as exc:
             result.rejection = {**common, "slot": f"image:{scene.image_id}", "stage": "source", "reason": str(exc)}
             return result

@@ -13,7 +13,7 @@ from PIL import Image
 
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.image_payload import ImagePayloads
-from mmfaith.images import ImageRef, data_url, image_size, media_type, sha256_file
+from mmfaith.images import ImageRef, data_url, image_size, media_type, read_rgb, read_rgb_kept, sha256_file
 
 
 def _write(path: Path, fmt: str) -> ImageRef:
@@ -42,3 +42,19 @@ def test_another_format_is_refused_naming_the_file(tmp_path: Path) -> None:
         gif.media_type()
     with pytest.raises(ValueError, match="not a PNG, JPEG or WebP image"):
         data_url(gif.path.read_bytes())
+
+
+def test_kept_decoded_images_are_the_files_pixels_and_follow_a_rewrite(tmp_path: Path) -> None:
+    """read_rgb_kept gives read_rgb's pixels, read-only, the same array while the file is unchanged, and the new
+    pixels once the file is rewritten (the key holds its modification time and size)."""
+    path = tmp_path / "photo.png"
+    first = np.zeros((30, 50, 3), dtype=np.uint8)
+    Image.fromarray(first).save(path)
+    kept = read_rgb_kept(path)
+    assert np.array_equal(kept, read_rgb(path)) and not kept.flags.writeable
+    assert read_rgb_kept(path) is kept
+    second = np.full((31, 50, 3), 200, dtype=np.uint8)
+    Image.fromarray(second).save(path)
+    assert np.array_equal(read_rgb_kept(path), second)
+    with pytest.raises(MmfaithError, match="image file not found"):
+        read_rgb_kept(tmp_path / "missing.png")
