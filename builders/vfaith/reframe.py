@@ -18,10 +18,15 @@ A crop is planned only where its answer can be trusted (`crop_out`, each rule fr
 - the kind is none of CROP_REFUSED: surfaces things stand on (a table is annotated only where it shows between
   the things on it, and picnic tables stand in rows: COCO 127), cutlery (laid in sets, small: 194, 196),
   fitted kitchen appliances (among look-alike fronts: a second microwave in 294), potted plants (among
-  unannotated greenery: a box of brush reads as another planter in 49) and animals (a cast shadow repeats
-  the animal's shape and stays in frame: the dog's shadow on the wall of 490);
+  unannotated greenery: a box of brush reads as another planter in 49), animals (a cast shadow repeats
+  the animal's shape and stays in frame: the dog's shadow on the wall of 490), bowls (dishes stack on shelves
+  and counters, unannotated: the stacks over the colander of 486) and things mounted on a post, stand or arm
+  that stays in frame (a street clock's post in 64, a mantel clock's stand in 78);
+- sports gear (SPORTS_GEAR) is cropped only from a photo with at most one person: other people's gear goes
+  unannotated (a second skater's board at the top edge of 634);
 - no kind a person may call by the asked name is annotated in the photo (LOOKALIKES: hot dogs in their buns
-  beside "no sandwich" in 321, a vessel washbasin annotated both bowl and sink in 590);
+  beside "no sandwich" in 321, a vessel washbasin annotated both bowl and sink in 590, a pickup annotated truck
+  behind "no car" in 64);
 - the object is nameable (targets.nameable_reason), not partly hidden (targets.partly_hidden_reason), and
   holds no reflection below it (reflections.mirror_score);
 - the photo is not framed (`framed`: a frame, mat or backdrop along all four edges would be cut on one side
@@ -63,13 +68,20 @@ CROP_REFUSED: dict[str, str] = {
        for kind in ("microwave", "oven", "refrigerator", "sink", "toaster")},
     "potted plant": "a potted plant stands among unannotated greenery",
     **{kind: "an animal's cast shadow repeats its shape and would stay in frame" for kind in ANIMALS},
+    "bowl": "dishes stack on shelves and counters, their twins unannotated",
+    **{kind: "it is mounted on a post, stand or arm that would stay in frame"
+       for kind in ("clock", "traffic light", "stop sign", "parking meter")},
 }
 """Kinds never cropped away (module docstring), with why."""
 LOOKALIKES: dict[str, frozenset[str]] = {"sandwich": frozenset({"hot dog"}), "hot dog": frozenset({"sandwich"}),
                                          "cake": frozenset({"donut"}), "donut": frozenset({"cake"}),
-                                         "bowl": frozenset({"sink"}), "sink": frozenset({"bowl"})}
+                                         "bowl": frozenset({"sink"}), "sink": frozenset({"bowl"}),
+                                         "car": frozenset({"truck"}), "truck": frozenset({"car"})}
 """Kinds a person may call by the asked kind's name: a hot dog in its bun is a sandwich to many (COCO 321), a
-vessel washbasin is a bowl (590 annotates one as both)."""
+vessel washbasin is a bowl (590 annotates one as both), a pickup is a car to many (64)."""
+SPORTS_GEAR = frozenset({"frisbee", "skis", "snowboard", "sports ball", "kite", "baseball bat", "baseball glove",
+                         "skateboard", "surfboard", "tennis racket"})
+"""COCO's sports kinds: each person in a photo may have one, and only some are annotated."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,9 @@ def crop_out(view: SceneView, ann_id: int) -> Crop | str:
         return f"a {category} is usually one of a group in a photo (builders/coco_kinds.py)"
     if category in CROP_REFUSED:
         return CROP_REFUSED[category]
+    people = sum(1 for inst in view.instances.values() if inst.category == "person")
+    if category in SPORTS_GEAR and people > 1:
+        return f"{people} people are in the photo, and their {category}s need not all be annotated"
     lookalike = sorted({inst.category for inst in view.instances.values()} & LOOKALIKES.get(category, frozenset()))
     if lookalike:
         return f"a {lookalike[0]} is annotated in the photo, and a person may call it a {category}"
