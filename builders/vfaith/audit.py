@@ -53,6 +53,8 @@ RECIPES: tuple[AuditRecipe, ...] = (
     AuditRecipe("coco128-color-relation-s2", "coco128", (*COLOR_RELATION, "--seed", "2")),
     AuditRecipe("embedded-crops-s3", "embedded", (*CROPS, "--seed", "3")),
     AuditRecipe("coco128-crops-s3", "coco128", (*CROPS, "--seed", "3")),
+    *(AuditRecipe(f"embedded-color-relation-s{seed}", "embedded", (*COLOR_RELATION, "--seed", str(seed)))
+      for seed in (3, 4)),
     AuditRecipe("coco128-nd-crops-s3", "coco128", (*CROPS, NODERIVS, "--seed", "3")),
     *(AuditRecipe(f"coco128-nd-color-relation-s{seed}", "coco128", (*COLOR_RELATION, NODERIVS, "--seed", str(seed)))
       for seed in range(4, 10)),

@@ -19,7 +19,8 @@ recolour refusals hold for VFaith too (builders/spd_faith/refusals.py, validated
 fitted appliance, cup or sink, whose colour is its material, as the dark-green oven of COCO 138 named black
 and painted with the kettle on it; no teal object; no worn thing not whole in frame), and no food is
 recoloured (FOOD: its colour is its ripeness or cooking, and one COCO mask often holds several pieces and
-what lies between them: the slices of COCO 142's banana and the spread between them painted green). A
+what lies between them: the slices of COCO 142's banana and the spread between them painted green), nor
+anything a person or an animal grips (`_gripped_by`: the old colour fringes the grip). A
 removed object carries nothing, is not partly hidden, fits the inpainter's hole limit, spares its
 neighbours, its hole does not reach the image border and it has no reflection right below it
 (SceneView.removal_refusal; issue 29's audit: a strip left at the border, a bottle's reflection in
@@ -72,11 +73,11 @@ from mmfaith.builders.edits import EditOutcome, edit_color, edit_mirror, edit_re
 from mmfaith.builders.gates import MAX_FILL_BLOTCH, MIN_FILL_SURROUND, fill_reading, mean_delta_e, outside_changes
 from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
 from mmfaith.builders.scene_view import SceneView, seeded_rng
-from mmfaith.builders.spd_faith.refusals import recolour_refusal, removal_refusal
+from mmfaith.builders.spd_faith.refusals import HELD_SHARE, recolour_refusal, removal_refusal
 from mmfaith.builders.stage_clock import StageClock
-from mmfaith.builders.targets import TargetRules
+from mmfaith.builders.targets import PEOPLE, TargetRules, box_mask
 from mmfaith.builders.vfaith.perception import OTHER_SIDE
-from mmfaith.builders.vfaith.reframe import MIN_KEPT_SHARE, Crop, crop_out
+from mmfaith.builders.vfaith.reframe import ANIMALS, MIN_KEPT_SHARE, Crop, crop_out
 from mmfaith.images import UnreadableImage, png_bytes, read_rgb, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
@@ -233,7 +234,8 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
     facts = question.facts
     if question.template == "color":
         subject = question.evidence[0].ann_id
-        refusal = recolour_refusal(view, subject) or ("food" if facts["category"] in FOOD else None)
+        refusal = recolour_refusal(view, subject) or ("food" if facts["category"] in FOOD else None) or \
+            _gripped_by(view, subject)
         if refusal is not None:
             return f"the {facts['category']} is not recoloured: {refusal}"
         leaning = [o.text for o in question.options if o.text != facts["color"] and view.paint(subject).leans_to(o.text)]
@@ -271,6 +273,19 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
     if question.template == "relation":
         return _relation_plan(question, view)
     return f"unknown template {question.template!r}"
+
+
+def _gripped_by(view: SceneView, ann_id: int) -> str | None:
+    """Who grips the object (HELD_SHARE of its mask in the box of a person or an animal: a hand or a mouth holds
+    it), or None. Where they meet, the COCO outline is loose, and a recolour leaves the old colour as a fringe (the
+    purple rim under a dog's chin of COCO 394's frisbee made yellow)."""
+    mask, area = view.masks[ann_id], view.area(ann_id)
+    height, width = mask.shape
+    for other_id, inst in view.instances.items():
+        if other_id != ann_id and (inst.category in PEOPLE or inst.category in ANIMALS) and area and \
+                float((mask & box_mask(inst.bbox, height, width)).sum()) >= HELD_SHARE * area:
+            return f"held by the {inst.category} of annotation {other_id}: its old colour would fringe the grip"
+    return None
 
 
 def _relation_plan(question: Question, view: SceneView) -> _Plan | str:
