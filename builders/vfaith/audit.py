@@ -3,10 +3,13 @@
 Recipes: offline builds of the embedded COCO sample (every template, three seeds: the seed draws the
 questions tried per image, the recolour target and the instance removed) and three of the 128-image
 sample (every template; the removal and relation templates alone, more questions tried per image, so
-that the few removals and moves the gates let through are seen; colour and relation with every question
-of each image tried, so that every recolour and mirror the builders make is seen), and one more of each
-sample with every count and existence question of each image and no gold cap (`*-crops-s3`: every crop
-out of frame, builders/vfaith/reframe.py, is seen). Every kept pair is an `AuditItem`:
+that the few removals the gates let through are seen; colour and relation with every question of each
+image tried, so that every recolour and mirror the builders make is seen), one more of each sample with
+every count and existence question of each image and no gold cap (`*-crops-s3`: every crop out of frame,
+builders/vfaith/reframe.py, is seen), every colour and relation question of the embedded sample with two
+more seeds (another seed draws other options, so another recolour target), and the 128-image sample's
+NoDerivs images (`coco128-nd-*`, `--allow-noderivs`: audited, never released; docs/vfaith.md). Every kept
+pair is an `AuditItem`:
 
 - `key`: the question's slot (template, image id, annotation ids), the gold on the photo and on the
   made image, and the first 12 hex digits of the made image's sha256. It does not depend on the

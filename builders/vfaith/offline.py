@@ -31,7 +31,8 @@ flipped by mirroring the photo left to right (edits.edit_mirror) and only so: is
 accepted no move in any round (the moves it let through floated or left a smear where the object stood: a
 potted plant moved off its shelf onto the wall of COCO 138, seven times); both objects swap sides, nothing
 is painted or filled; not in a scene holding a kind of object that usually carries writing (MIRROR_REFUSED: a
-stop sign, a clock's numerals, a book, a screen, a bottle's label), where the mirrored text would
+stop sign, a clock's numerals, a book, a screen, a bottle's label) and at least the generator's area
+floor (QuestionRules.min_instance_area: smaller, nobody could read it), where the mirrored text would
 give the edit away, and only when both objects are seen whole (nameable, not partly hidden, not cut
 by the border: the audit rejected a backpack seen as a strap and a person cut by the frame).
 
@@ -271,7 +272,7 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         what = f"the {facts['category']}" if question.template == "existence" else f"one {facts['category']}"
         return _Plan(ann_id, target, f"Remove {what} (annotation {ann_id}).", facts_edited={**facts, "count": count})
     if question.template == "relation":
-        return _relation_plan(question, view)
+        return _relation_plan(question, view, settings.rules)
     return f"unknown template {question.template!r}"
 
 
@@ -288,11 +289,11 @@ def _gripped_by(view: SceneView, ann_id: int) -> str | None:
     return None
 
 
-def _relation_plan(question: Question, view: SceneView) -> _Plan | str:
+def _relation_plan(question: Question, view: SceneView, rules: QuestionRules) -> _Plan | str:
     """Mirror the photo (module docstring), or why it may not be mirrored (`_mirror_refusal`)."""
     facts = question.facts
     after = OTHER_SIDE[facts["relation"]]
-    refusal = _mirror_refusal(question, view)
+    refusal = _mirror_refusal(question, view, rules)
     if refusal is not None:
         return f"the photo is not mirrored: {refusal}"
     return _Plan(question.evidence[0].ann_id, after, f"Mirror the photo left to right, so that the "
@@ -300,11 +301,15 @@ def _relation_plan(question: Question, view: SceneView) -> _Plan | str:
                  facts_edited={**facts, "relation": after}, operation=MIRROR)
 
 
-def _mirror_refusal(question: Question, view: SceneView) -> str | None:
+def _mirror_refusal(question: Question, view: SceneView, rules: QuestionRules) -> str | None:
     """Why the photo may not be mirrored for a relation question (module docstring), or None: the scene holds a
-    kind of object that usually carries writing, or either object is not one a person could point at whole (not
-    nameable, partly hidden or supporting another: targets.movable_reason; cut by the image border)."""
-    written = sorted({inst.category for inst in view.scene.instances} & MIRROR_REFUSED)
+    kind of object that usually carries writing, at least the generator's area floor by its box (smaller, nobody
+    could name it, let alone read it: a phone of 0.04 % of COCO 560's bathroom), or either object is not one a
+    person could point at whole (not nameable, partly hidden or supporting another: targets.movable_reason; cut by
+    the image border)."""
+    floor = rules.min_instance_area * view.rgb.shape[0] * view.rgb.shape[1]
+    written = sorted({inst.category for inst in view.scene.instances
+                      if inst.category in MIRROR_REFUSED and inst.bbox[2] * inst.bbox[3] >= floor})
     if written:
         return f"it holds a {written[0]}, whose writing would read backwards"
     for inst in question.evidence:

@@ -24,6 +24,7 @@ from mmfaith.builders.vfaith.reframe import Crop, crop_out
 from mmfaith.images import read_rgb
 
 CARRIED = Path(__file__).resolve().parents[1] / "fixtures" / "carried_86"
+MIRROR_DOG = Path(__file__).resolve().parents[1] / "fixtures" / "mirror_dog"
 """COCO 86 at half size (a motorcycle, its rider and the handbag hanging on it), every annotation scaled."""
 
 
@@ -112,3 +113,16 @@ def test_a_bowl_a_held_thing_and_a_car_beside_a_pickup_are_not_cropped(source: C
     unloaded = dataclasses.replace(carried, instances=tuple(i for i in carried.instances if i.category != "handbag"))
     bike = next(inst.ann_id for inst in carried.instances if inst.category == "motorcycle")
     assert "holds or uses it" in str(crop_out(_view(unloaded), bike))
+
+
+def test_writing_too_small_to_name_does_not_stop_a_mirror() -> None:
+    # Audit: COCO 560's bathroom holds a cell phone of 0.04 % of the image, and was never mirrored. COCO 490 (mirrored:
+    # tests/fixtures/mirror_dog) with a phone-sized annotation added is still mirrored; with a larger one it is not.
+    scene = CocoSource(MIRROR_DOG / "instances.json", MIRROR_DOG / "train2017").scene(490)
+    floor = QUESTION_RULES.min_instance_area * scene.width * scene.height
+    for side, mirrored in ((int(floor ** 0.5) - 1, True), (int(floor ** 0.5) + 20, False)):
+        phone = dataclasses.replace(scene.instances[0], ann_id=1, category="cell phone", bbox=(2.0, 2.0, side, side),
+                                    segmentation=[[2, 2, 2 + side, 2, 2 + side, 2 + side, 2, 2 + side]])
+        outcome = _outcomes(dataclasses.replace(scene, instances=(*scene.instances, phone)),
+                            ("relation",))["relation:490:12348+640615"]
+        assert (outcome.record is not None) == mirrored, outcome.rejection
