@@ -8,7 +8,8 @@ image tried, so that every recolour and mirror the builders make is seen), one m
 every count and existence question of each image and no gold cap (`*-crops-s3`: every crop out of frame,
 builders/vfaith/reframe.py, is seen), every colour and relation question of the embedded sample with two
 more seeds (another seed draws other options, so another recolour target), and the 128-image sample's
-NoDerivs images (`coco128-nd-*`, `--allow-noderivs`: audited, never released; docs/vfaith.md). Every kept
+NoDerivs images (`coco128-nd-*`, `--allow-noderivs`: audited, never released; docs/vfaith.md; a relation-only
+build draws each relation's subject anew, so a mirror is asked the other way too). Every kept
 pair is an `AuditItem`:
 
 - `key`: the question's slot (template, image id, annotation ids), the gold on the photo and on the
@@ -61,6 +62,8 @@ RECIPES: tuple[AuditRecipe, ...] = (
     AuditRecipe("coco128-nd-crops-s3", "coco128", (*CROPS, NODERIVS, "--seed", "3")),
     *(AuditRecipe(f"coco128-nd-color-relation-s{seed}", "coco128", (*COLOR_RELATION, NODERIVS, "--seed", str(seed)))
       for seed in range(4, 10)),
+    AuditRecipe("coco128-nd-relation-s10", "coco128", ("--templates", "relation", "--per-template", "40",
+                                                       "--per-image", "9", NODERIVS, "--seed", "10")),
 )
 
 
