@@ -82,7 +82,6 @@ LOOKALIKES: dict[str, frozenset[str]] = {"sandwich": frozenset({"hot dog"}), "ho
 pickup is a car to many (64)."""
 
 
-
 @dataclass(frozen=True)
 class Crop:
     """The kept rectangle of the photo, in pixels: left, top, width, height; `share` its area over the photo's."""

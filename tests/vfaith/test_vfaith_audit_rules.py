@@ -1,11 +1,12 @@
 """Issue 29, round 7 of VFaith's audit: the rules the audit's rejects asked for, each on held-out embedded images.
 
 The rejects were seen on the 128-image sample (docs/audit.md, VFaith, round 7); these cases are other images of the
-embedded sample that the same rules must decide: a surface asked its colour (113), SPD-Faith's recolour and removal
-refusals (89's microwave, 294's microwave), no recoloured food (92's cake) nor gripped thing (446's remote), no count
-of pieces (370's broccoli), no move (every relation of the sample is mirrored or refused), and the crop's new refusals
-(a mounted clock in 294 and 338, a bowl in 643, a motorcycle under its rider in 86, and a pickup beside "no car", as a
-relabelled annotation of 260).
+embedded sample (or test fixtures) that the same rules must decide: a surface asked its colour unless it spans the
+photo (113, with and without slivers at both edges), SPD-Faith's recolour and removal refusals (89's microwave, 294's
+microwave), no recoloured food (92's cake) nor gripped thing (446's remote), no count of pieces (370's broccoli), no
+move (every relation of the sample is mirrored or refused), writing too small to read (490 with a phone-sized
+annotation added), and the crop's new refusals (a mounted clock in 294 and 338, a bowl in 643, a motorcycle under its
+rider in 86 without its handbag, and a pickup beside "no car", as relabelled annotations of 260).
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ from mmfaith.builders.vfaith.reframe import Crop, crop_out
 from mmfaith.images import read_rgb
 
 CARRIED = Path(__file__).resolve().parents[1] / "fixtures" / "carried_86"
-MIRROR_DOG = Path(__file__).resolve().parents[1] / "fixtures" / "mirror_dog"
 """COCO 86 at half size (a motorcycle, its rider and the handbag hanging on it), every annotation scaled."""
+MIRROR_DOG = Path(__file__).resolve().parents[1] / "fixtures" / "mirror_dog"
+"""COCO 490 cropped (a dog and a skateboard by a wall, no writing): tests/vfaith/test_vfaith_mirror.py."""
 
 
 @pytest.fixture(scope="module")
