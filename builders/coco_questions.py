@@ -15,9 +15,15 @@ Templates (`Question.facts` in brackets):
   as plants, food, bowls and glasses, get no colour question); none in a monochrome photo, none
   about people (their colour is their clothes'), and none about an object that is partly hidden or
   holds other objects (targets.movable_reason: its mask then often includes what sits on it or
-  hides it). Distractors: colours plausible for the category first (targets.COLOR_PALETTES), then
-  other basic colours; each at least DEFAULT_MIN_DELTA_E (CIE76) from the object's colour and
-  carried by less than SECONDARY_SHARE of its pixels, so no distractor is also a fair answer.
+  hides it). With `color_of_surfaces` (VFaith, whose recolour paints only an outline that
+  builders/recolour.py trusts), a surface (RELATION_SURFACES) is asked its colour all the same: it
+  holds things and runs on under them by nature, so its mask always fills little of its box (the
+  wooden table of COCO 113 under a cake, whose recolours SPD-Faith's audit accepted), unless it runs
+  out of the photo on both sides: then it is the ground of a close-up, not a thing one points at (the
+  speckled counter under COCO 142's breakfast, "brown" or "gray"?). Distractors: colours plausible
+  for the category first (targets.COLOR_PALETTES), then other basic colours; each at least
+  DEFAULT_MIN_DELTA_E (CIE76) from the object's colour and carried by less than SECONDARY_SHARE of
+  its pixels, so no distractor is also a fair answer.
   With `one_color_only` (CRM and MCoT, whose annotator judges the object's colour on the whole
   image, not on an edit), an object on which any other name holds SECONDARY_SHARE of the pixels
   gets no question at all: a yellow-and-black ball, a phone whose screen shows a blue picture, a
@@ -153,6 +159,7 @@ class QuestionRules:
     count_holds_one_less: bool = False
     one_color_only: bool = False
     whole_objects: bool = False
+    color_of_surfaces: bool = False
 
 
 @dataclass(frozen=True)
@@ -432,7 +439,9 @@ def _color_question(view: _SceneView, inst: Instance, rgb: np.ndarray, seed: int
     scene, rules = view.scene, view.rules
     mask = view.masks[inst.ann_id]
     palette = target_rules.color_palette(inst.category)
-    if not mask.any() or movable_reason(inst.ann_id, view.masks, view.boxes, view.crowd) is not None:
+    spans_width = bool(mask[:, 0].any() and mask[:, -1].any())
+    surface = rules.color_of_surfaces and inst.category in RELATION_SURFACES and not spans_width
+    if not mask.any() or not surface and movable_reason(inst.ann_id, view.masks, view.boxes, view.crowd) is not None:
         return None
     current = object_color(rgb, mask)
     if not current.dominant or current.name not in palette:

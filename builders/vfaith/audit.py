@@ -3,10 +3,14 @@
 Recipes: offline builds of the embedded COCO sample (every template, three seeds: the seed draws the
 questions tried per image, the recolour target and the instance removed) and three of the 128-image
 sample (every template; the removal and relation templates alone, more questions tried per image, so
-that the few removals and moves the gates let through are seen; colour and relation with every question
-of each image tried, so that every recolour and mirror the builders make is seen), and one more of each
-sample with every count and existence question of each image and no gold cap (`*-crops-s3`: every crop
-out of frame, builders/vfaith/reframe.py, is seen). Every kept pair is an `AuditItem`:
+that the few removals the gates let through are seen; colour and relation with every question of each
+image tried, so that every recolour and mirror the builders make is seen), one more of each sample with
+every count and existence question of each image and no gold cap (`*-crops-s3`: every crop out of frame,
+builders/vfaith/reframe.py, is seen), every colour and relation question of the embedded sample with two
+more seeds (another seed draws other options, so another recolour target), and the 128-image sample's
+NoDerivs images (`coco128-nd-*`, `--allow-noderivs`: audited, never released; docs/vfaith.md; a relation-only
+build draws each relation's subject anew, so a mirror is asked the other way too). Every kept
+pair is an `AuditItem`:
 
 - `key`: the question's slot (template, image id, annotation ids), the gold on the photo and on the
   made image, and the first 12 hex digits of the made image's sha256. It does not depend on the
@@ -16,7 +20,7 @@ out of frame, builders/vfaith/reframe.py, is seen). Every kept pair is an `Audit
 - `gates`: the pixel gates as the build recorded them (mean delta E over the cue above
   `min_delta_e`, none for a crop, whose kept share of the photo above `min_kept_share` is read
   instead; changed pixels outside the allowed region at most 0, a filled hole's texture ratio,
-  surround uniformity and blotch within their limits, a move's ground delta E), each that was judged.
+  surround uniformity and blotch within their limits), each that was judged.
 - `images`: the photo, then the made image (the edited one, or the original of a reversed pair).
 - `lines`: the question, the options, the gold on each image, the edit, the cue's box and the
   perception statements with the ones true of the made image marked, so the card shows every gold the
@@ -38,6 +42,11 @@ from mmfaith.jsonl import read_jsonl
 EVERY_TEMPLATE = ("--per-template", "20", "--per-image", "3")
 CROPS = ("--templates", "count,existence", "--per-template", "60", "--per-image", "9", "--gold-margin", "1")
 """Every count and existence question of each image, no gold cap: every crop (builders/vfaith/reframe.py) is seen."""
+COLOR_RELATION = ("--templates", "color,relation", "--per-template", "40", "--per-image", "9")
+"""Every colour and relation question of each image: every recolour and mirror is seen; the seed draws a colour
+question's options and its target among them, and which object of a relation is its subject."""
+NODERIVS = "--allow-noderivs"
+"""The 128-image sample's NoDerivs images too (about 40 of 128): audited, never released (docs/vfaith.md)."""
 RECIPES: tuple[AuditRecipe, ...] = (
     AuditRecipe("embedded-s0", "embedded", (*EVERY_TEMPLATE, "--seed", "0")),
     AuditRecipe("embedded-s1", "embedded", (*EVERY_TEMPLATE, "--seed", "1")),
@@ -45,10 +54,16 @@ RECIPES: tuple[AuditRecipe, ...] = (
     AuditRecipe("coco128-s0", "coco128", ("--per-template", "25", "--per-image", "2", "--seed", "0")),
     AuditRecipe("coco128-edits-s1", "coco128", ("--templates", "count,existence,relation", "--per-template", "25",
                                                 "--per-image", "4", "--seed", "1")),
-    AuditRecipe("coco128-color-relation-s2", "coco128", ("--templates", "color,relation", "--per-template", "40",
-                                                         "--per-image", "9", "--seed", "2")),
+    AuditRecipe("coco128-color-relation-s2", "coco128", (*COLOR_RELATION, "--seed", "2")),
     AuditRecipe("embedded-crops-s3", "embedded", (*CROPS, "--seed", "3")),
     AuditRecipe("coco128-crops-s3", "coco128", (*CROPS, "--seed", "3")),
+    *(AuditRecipe(f"embedded-color-relation-s{seed}", "embedded", (*COLOR_RELATION, "--seed", str(seed)))
+      for seed in (3, 4)),
+    AuditRecipe("coco128-nd-crops-s3", "coco128", (*CROPS, NODERIVS, "--seed", "3")),
+    *(AuditRecipe(f"coco128-nd-color-relation-s{seed}", "coco128", (*COLOR_RELATION, NODERIVS, "--seed", str(seed)))
+      for seed in range(4, 10)),
+    AuditRecipe("coco128-nd-relation-s10", "coco128", ("--templates", "relation", "--per-template", "40",
+                                                       "--per-image", "9", NODERIVS, "--seed", "10")),
 )
 
 
@@ -101,10 +116,9 @@ def _lines(record: dict[str, Any], options: dict[str, str], photo_gold: str, mad
            perception: dict[str, Any] | None) -> tuple[str, ...]:
     cue = next((c for c in record["visual_cues"] if c["id"] == record["edit"]["cue_id"]), None)
     box = "" if cue is None else " at x,y,w,h " + ",".join(f"{v:.0f}" for v in cue["bbox"])
-    offset = record["build"]["plan"].get("offset")
     lines = [f"Q: {record['question']}  ({'  '.join(f'{k}. {v}' for k, v in options.items())})",
              f"gold on the photo: {photo_gold}; gold on the made image: {made_gold}",
-             f"edit: {record['edit']['instruction']}{box}" + (f", moved by {offset[0]},{offset[1]}" if offset else "")]
+             f"edit: {record['edit']['instruction']}{box}"]
     if perception is not None:
         true = set(perception["answers"])
         seen = "photo" if source_photo(record) == "image_edited" else "made image"

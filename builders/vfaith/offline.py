@@ -10,19 +10,29 @@ For every question the shared generator asks about the scene (builders/coco_ques
 |           |                                   | frame (builders/vfaith/reframe.py); where it may |                   |
 |           |                                   | not be, remove one X (inpainter)                 |                   |
 | existence | Is there a X?                     | crop the only X out of frame, or else remove it  | no                |
-| relation  | Is the S left or right of the R?  | mirror the photo left to right; where it may not | the other side    |
-|           |                                   | be, move S across R, on its ground line          |                   |
+| relation  | Is the S left or right of the R?  | mirror the photo left to right (no pair where it | the other side    |
+|           |                                   | may not be mirrored)                             |                   |
 
 The objects obey the shared target rules (builders/targets.py, builders/scene_view.py): a recolour
-target is in the category's palette and at least 40 delta E from the object's colour; a removed or
-moved object carries nothing, is not partly hidden, fits the inpainter's hole limit, spares its
+target is in the category's palette and at least 40 delta E from the object's colour, and SPD-Faith's
+recolour refusals hold for VFaith too (builders/spd_faith/refusals.py, validated by SPD-Faith's audit: no
+fitted appliance, cup or sink, whose colour is its material, as the dark-green oven of COCO 138 named black
+and painted with the kettle on it; no teal object; no worn thing not whole in frame), and no food is
+recoloured (FOOD: its colour is its ripeness or cooking, and one COCO mask often holds several pieces and
+what lies between them: the slices of COCO 142's banana and the spread between them painted green), nor
+anything a person or an animal grips (`_gripped_by`: the old colour fringes the grip). A
+removed object carries nothing, is not partly hidden, fits the inpainter's hole limit, spares its
 neighbours, its hole does not reach the image border and it has no reflection right below it
 (SceneView.removal_refusal; issue 29's audit: a strip left at the border, a bottle's reflection in
-a glass table after "no bottle"); a moved object is not fixed in place, and lands on free ground of
-the same kind (gates.ground_delta_e). A relation is first flipped by mirroring the photo left to
-right (edits.edit_mirror; issue 29's audit: most moves of the samples are refused, and the moves it
-let through floated or left a smear): both objects swap sides, nothing is painted or filled; not in a scene holding a kind of object that usually carries writing (MIRROR_REFUSED: a
-stop sign, a clock's numerals, a book, a screen, a bottle's label), where the mirrored text would
+a glass table after "no bottle"), and is none SPD-Faith's audit refuses (spd_faith.refusals.removal_refusal:
+a person, a fixture, a held thing; a wall clock's fill in COCO 138 left its ghost). A count is not asked of
+a kind that comes in pieces (PIECES: seven slices annotated as one banana in COCO 142). A relation is
+flipped by mirroring the photo left to right (edits.edit_mirror) and only so: issue 29's audit of VFaith
+accepted no move in any round (the moves it let through floated or left a smear where the object stood: a
+potted plant moved off its shelf onto the wall of COCO 138, seven times); both objects swap sides, nothing
+is painted or filled; not in a scene holding a kind of object that usually carries writing (MIRROR_REFUSED: a
+stop sign, a clock's numerals, a book, a screen, a bottle's label) and at least the generator's area
+floor (QuestionRules.min_instance_area: smaller, nobody could read it), where the mirrored text would
 give the edit away, and only when both objects are seen whole (nameable, not partly hidden, not cut
 by the border: the audit rejected a backpack seen as a strap and a person cut by the frame).
 
@@ -35,17 +45,15 @@ look-alike kind annotated, a photo without a frame, at least half of the photo k
 Gates, all recorded in `build.gates` (a failure is a rejection with its stage and reason):
 - `answer`: the edited answer is an option and differs from the original; and the edited image
   really has it: a recoloured object is named the target colour by the same rule the generator
-  used (colors.object_color, dominant), a moved subject's new box is on the other side of the
+  used (colors.object_color, dominant), the mirrored subject's box is on the other side of the
   reference by the generator's gap (QuestionRules.min_relation_gap);
 - `gate`: nothing outside the edit's allowed region changed (0 pixels; for a crop: no kept pixel), the change
   inside is visible (mean delta E over the cue >= min_delta_e; none for a crop, whose cue leaves the frame and
   whose gates record the kept share instead), a filled hole is neither a smear nor a blotch
   of copied content nor cut across several surfaces (gates.fill_reading: texture >= min_fill_texture,
-  surround >= MIN_FILL_SURROUND, blotch <= MAX_FILL_BLOTCH), and a moved object stands on the same
-  kind of ground (ground delta E <= MAX_GROUND_DELTA_E).
-The checks run from cheap to dear, and the first that fails rejects: a move's new box and its new
-ground are judged before the move is made (no hole is filled for a relation that would not flip or
-a move that would float; such a rejection has no pixel gate measures), then the edit, the pixel gates, a
+  surround >= MIN_FILL_SURROUND, blotch <= MAX_FILL_BLOTCH).
+The checks run from cheap to dear, and the first that fails rejects: a mirror's boxes are judged before
+it is made (such a rejection has no pixel gate measures), then the edit, the pixel gates, a
 recolour's reading, and the PNG encoding.
 
 Everything depends only on the arguments, so a pair made in a worker is byte-identical to one made
@@ -62,35 +70,40 @@ import numpy as np
 from mmfaith.builders.coco_questions import Question, QuestionRules, scene_questions
 from mmfaith.builders.coco_source import Scene
 from mmfaith.builders.colors import object_color
-from mmfaith.builders.edits import EditOutcome, edit_color, edit_mirror, edit_move, edit_remove, mask_bbox, shift
-from mmfaith.builders.gates import (MAX_FILL_BLOTCH, MAX_GROUND_DELTA_E, MIN_FILL_SURROUND, fill_reading,
-                                    mean_delta_e, outside_changes)
+from mmfaith.builders.edits import EditOutcome, edit_color, edit_mirror, edit_remove
+from mmfaith.builders.gates import MAX_FILL_BLOTCH, MIN_FILL_SURROUND, fill_reading, mean_delta_e, outside_changes
 from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
 from mmfaith.builders.scene_view import SceneView, seeded_rng
+from mmfaith.builders.spd_faith.refusals import HELD_SHARE, recolour_refusal, removal_refusal
 from mmfaith.builders.stage_clock import StageClock
-from mmfaith.builders.targets import TargetRules
+from mmfaith.builders.targets import PEOPLE, TargetRules, box_mask
 from mmfaith.builders.vfaith.perception import OTHER_SIDE
-from mmfaith.builders.vfaith.reframe import MIN_KEPT_SHARE, Crop, crop_out
+from mmfaith.builders.vfaith.reframe import ANIMALS, MIN_KEPT_SHARE, Crop, crop_out
 from mmfaith.images import UnreadableImage, png_bytes, read_rgb_kept, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
 ID_PREFIX = "vf-"
-QUESTION_RULES = QuestionRules(count_holds_one_less=True)
-"""The shared generator's rules for VFaith: count options hold count - 1, the answer after one removal."""
+QUESTION_RULES = QuestionRules(count_holds_one_less=True, color_of_surfaces=True)
+"""The shared generator's rules for VFaith: count options hold count - 1, the answer after one removal; a lone
+surface (a dining table under the things on it) is asked its colour (issue 29's audit: SPD-Faith's accepted
+recolours of the wooden table of COCO 113 had no VFaith question)."""
 TEMPLATE_CATEGORY = {"color": "RWS", "existence": "RWS", "count": "REA", "relation": "REA"}
 """The paper's subset each template belongs to: colour and existence are real-world perception
 (RWS), counting and left/right relations ask for a reasoning step (REA). PFK, CRE and TIF come only
 from cue-driven sources."""
-OPERATION = {"color": "recolor", "count": "remove", "existence": "remove", "relation": "move"}
-"""Each template's edit; a relation whose objects may not move mirrors the photo instead (`MIRROR`), a count or
-an existence whose object may be cropped out of frame is cropped (`CROP`)."""
 MIRROR = "mirror"
 CROP = "crop"
+OPERATION = {"color": "recolor", "count": "remove", "existence": "remove", "relation": MIRROR}
+"""Each template's edit; a count or an existence whose object may be cropped out of frame is cropped (`CROP`)."""
+FOOD = frozenset({"banana", "apple", "sandwich", "orange", "broccoli", "carrot", "hot dog", "pizza", "donut", "cake"})
+"""COCO's food kinds (supercategory food): never recoloured (module docstring)."""
+PIECES = frozenset({"banana", "apple", "orange", "broccoli", "carrot"})
+"""Kinds that come in bunches, slices or florets, one COCO mask often holding several: never counted."""
 MIRROR_REFUSED = frozenset({"stop sign", "parking meter", "clock", "book", "keyboard", "laptop", "tv", "cell phone",
                             "remote", "microwave", "oven", "bus", "train", "truck", "airplane", "boat", "bottle"})
 """Kinds of object that usually carry writing (signs, numerals, keys, screens, liveries, labels): a scene holding
 one is never mirrored, its text would read backwards (issue 29's audit: a wine bottle's label)."""
-GATE_MEASURE = "mean CIE76 delta E*ab over the edited cue (the mask; old and new mask for a move)"
+GATE_MEASURE = "mean CIE76 delta E*ab over the edited cue (the mask; both objects' masks for a mirror)"
 
 
 @dataclass(frozen=True)
@@ -210,10 +223,9 @@ class _Plan:
     target_text: str
     instruction: str
     color: str | None = None
-    offset: tuple[int, int] | None = None
     facts_edited: dict[str, Any] = field(default_factory=dict)
     operation: str = ""
-    """The edit (OPERATION of the template, MIRROR or CROP); set from the template when empty."""
+    """The edit (OPERATION of the template, or CROP); set from the template when empty."""
     crop: Crop | None = None
 
 
@@ -223,6 +235,10 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
     facts = question.facts
     if question.template == "color":
         subject = question.evidence[0].ann_id
+        refusal = recolour_refusal(view, subject) or ("food" if facts["category"] in FOOD else None) or \
+            _gripped_by(view, subject)
+        if refusal is not None:
+            return f"the {facts['category']} is not recoloured: {refusal}"
         leaning = [o.text for o in question.options if o.text != facts["color"] and view.paint(subject).leans_to(o.text)]
         if leaning:
             return (f"the {facts['category']}'s own colour leans to the option {leaning[0]!r}: the photo's answer "
@@ -236,6 +252,8 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         return _Plan(subject, color, f"Recolour the {facts['category']} from {facts['color']} to {color}.",
                      color=color, facts_edited={**facts, "color": color})
     if question.template in ("count", "existence"):
+        if question.template == "count" and facts["category"] in PIECES:
+            return f"a {facts['category']} comes in pieces, often annotated as one: its count has no one answer"
         count = facts["count"] - 1
         target = "no" if question.template == "existence" else str(count)
         first = question.evidence[0].ann_id
@@ -244,7 +262,8 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
             return _Plan(first, target, f"Crop the photo to x,y,w,h {','.join(map(str, crop.as_json()))}, so that "
                          f"the {facts['category']} is out of frame.", facts_edited={**facts, "count": count},
                          operation=CROP, crop=crop)
-        refusals = {inst.ann_id: view.removal_refusal(inst.ann_id) for inst in question.evidence}
+        refusals = {inst.ann_id: removal_refusal(view, inst.ann_id) or view.removal_refusal(inst.ann_id)
+                    for inst in question.evidence}
         removable = [ann for ann, refusal in refusals.items() if refusal is None]
         if not removable:
             return f"not cropped out of frame: {crop}; no {facts['category']} may be removed: " + "; ".join(
@@ -253,48 +272,44 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
         what = f"the {facts['category']}" if question.template == "existence" else f"one {facts['category']}"
         return _Plan(ann_id, target, f"Remove {what} (annotation {ann_id}).", facts_edited={**facts, "count": count})
     if question.template == "relation":
-        return _relation_plan(question, view, settings, rng)
+        return _relation_plan(question, view, settings.rules)
     return f"unknown template {question.template!r}"
 
 
-def _relation_plan(question: Question, view: SceneView, settings: OfflineSettings,
-                   rng: np.random.Generator) -> _Plan | str:
-    """Mirror the photo (module docstring) unless `_mirror_refusal` refuses it; then move the subject across the
-    reference, or else the reference across the subject (either flips the answer): the first object that may move
-    and finds free ground on the other side."""
+def _gripped_by(view: SceneView, ann_id: int) -> str | None:
+    """Who grips the object (HELD_SHARE of its mask in the box of a person or an animal: a hand or a mouth holds
+    it), or None. Where they meet, the COCO outline is loose, and a recolour leaves the old colour as a fringe (the
+    purple rim under a dog's chin of COCO 394's frisbee made yellow)."""
+    mask, area = view.masks[ann_id], view.area(ann_id)
+    height, width = mask.shape
+    for other_id, inst in view.instances.items():
+        if other_id != ann_id and (inst.category in PEOPLE or inst.category in ANIMALS) and area and \
+                float((mask & box_mask(inst.bbox, height, width)).sum()) >= HELD_SHARE * area:
+            return f"held by the {inst.category} of annotation {other_id}: its old colour would fringe the grip"
+    return None
+
+
+def _relation_plan(question: Question, view: SceneView, rules: QuestionRules) -> _Plan | str:
+    """Mirror the photo (module docstring), or why it may not be mirrored (`_mirror_refusal`)."""
     facts = question.facts
     after = OTHER_SIDE[facts["relation"]]
-    refusal = _mirror_refusal(question, view)
-    if refusal is None:
-        return _Plan(question.evidence[0].ann_id, after, f"Mirror the photo left to right, so that the "
-                     f"{facts['subject']} is to the {after} of the {facts['reference']}.",
-                     facts_edited={**facts, "relation": after}, operation=MIRROR)
-    reasons = [f"the photo is not mirrored: {refusal}"]
-    for mover, still, side in ((question.evidence[0], question.evidence[1], facts["relation"]),
-                               (question.evidence[1], question.evidence[0], after)):
-        category = mover.category
-        if not view.rules.may_move(category):
-            reasons.append(f"a {category} is fixed, hung, worn or perched where it is and is never moved")
-            continue
-        refusal = view.removal_refusal(mover.ann_id)
-        if refusal is not None:
-            reasons.append(f"the {category} may not be moved: {refusal}")
-            continue
-        offset = _crossing_offset(view, mover.ann_id, still.bbox, side, settings, rng)
-        if offset is None:
-            reasons.append(f"no free place for the {category} on the other side of the {still.category}")
-            continue
-        return _Plan(mover.ann_id, after, f"Move the {category} to the other side of the {still.category}, so that "
-                     f"the {facts['subject']} is to the {after} of the {facts['reference']}.",
-                     offset=offset, facts_edited={**facts, "relation": after})
-    return "; ".join(reasons)
+    refusal = _mirror_refusal(question, view, rules)
+    if refusal is not None:
+        return f"the photo is not mirrored: {refusal}"
+    return _Plan(question.evidence[0].ann_id, after, f"Mirror the photo left to right, so that the "
+                 f"{facts['subject']} is to the {after} of the {facts['reference']}.",
+                 facts_edited={**facts, "relation": after}, operation=MIRROR)
 
 
-def _mirror_refusal(question: Question, view: SceneView) -> str | None:
+def _mirror_refusal(question: Question, view: SceneView, rules: QuestionRules) -> str | None:
     """Why the photo may not be mirrored for a relation question (module docstring), or None: the scene holds a
-    kind of object that usually carries writing, or either object is not one a person could point at whole (not
-    nameable, partly hidden or supporting another: targets.movable_reason; cut by the image border)."""
-    written = sorted({inst.category for inst in view.scene.instances} & MIRROR_REFUSED)
+    kind of object that usually carries writing, at least the generator's area floor by its box (smaller, nobody
+    could name it, let alone read it: a phone of 0.04 % of COCO 560's bathroom), or either object is not one a
+    person could point at whole (not nameable, partly hidden or supporting another: targets.movable_reason; cut by
+    the image border)."""
+    floor = rules.min_instance_area * view.rgb.shape[0] * view.rgb.shape[1]
+    written = sorted({inst.category for inst in view.scene.instances
+                      if inst.category in MIRROR_REFUSED and inst.bbox[2] * inst.bbox[3] >= floor})
     if written:
         return f"it holds a {written[0]}, whose writing would read backwards"
     for inst in question.evidence:
@@ -303,21 +318,6 @@ def _mirror_refusal(question: Question, view: SceneView) -> str | None:
         if why is not None:
             return f"the {inst.category} is not seen whole: {why}"
     return None
-
-
-def _crossing_offset(view: SceneView, ann_id: int, reference_box: tuple[float, float, float, float], relation: str,
-                     settings: OfflineSettings, rng: np.random.Generator) -> tuple[int, int] | None:
-    """A free place whose box lies on the other side of the reference by the generator's gap."""
-    x0, _, w, _ = mask_bbox(view.masks[ann_id])
-    width = view.rgb.shape[1]
-    gap = settings.rules.min_relation_gap * width
-    crop_left = max(0, int(x0) - view.blend_radius)
-    rx, _, rw, _ = reference_box
-    if relation == "left":  # subject left of the reference: its new left edge goes past the reference's right edge
-        low = crop_left + int(np.ceil(rx + rw + gap - x0))
-        return view.find_offset(ann_id, np.zeros(view.rgb.shape[:2], dtype=bool), rng, (low, width))
-    high = crop_left + int(np.floor(rx - gap - (x0 + w)))
-    return view.find_offset(ann_id, np.zeros(view.rgb.shape[:2], dtype=bool), rng, (0, high))
 
 
 def _apply(plan: _Plan, question: Question, view: SceneView, settings: OfflineSettings) -> EditOutcome:
@@ -331,10 +331,6 @@ def _apply(plan: _Plan, question: Question, view: SceneView, settings: OfflineSe
     if template == "color":
         assert plan.color is not None
         return edit_color(view.rgb, mask, plan.color)
-    if template == "relation":
-        assert plan.offset is not None
-        return edit_move(view.rgb, mask, plan.offset, process_inpainter(settings.inpainter, settings.hole_cache),
-                         settings.dilation, settings.blend_radius)
     return edit_remove(view.rgb, mask, process_inpainter(settings.inpainter, settings.hole_cache), settings.dilation)
 
 
@@ -348,24 +344,19 @@ def _colour_answer_holds(question: Question, plan: _Plan, edit: EditOutcome, vie
 
 
 def _relation_answer_holds(question: Question, plan: _Plan, view: SceneView, settings: OfflineSettings) -> str | None:
-    """Why the moved object's box (or both boxes mirrored) would not put the subject on the planned side, or None
-    when it would.
+    """Why both boxes mirrored would not put the subject on the planned side, or None when they would.
 
     Decided from the edit's geometry alone, so it runs before any pixel is filled.
     """
     subject, reference = question.evidence[0], question.evidence[1]
     boxes = {subject.ann_id: subject.bbox, reference.ann_id: reference.bbox}
-    if plan.operation == MIRROR:
-        width = view.rgb.shape[1]
-        boxes = {ann: (width - x - w, y, w, h) for ann, (x, y, w, h) in boxes.items()}
-    else:
-        assert plan.offset is not None
-        boxes[plan.ann_id] = mask_bbox(shift(view.masks[plan.ann_id], *plan.offset))
+    width = view.rgb.shape[1]
+    boxes = {ann: (width - x - w, y, w, h) for ann, (x, y, w, h) in boxes.items()}
     (x, _, w, _), (rx, _, rw, _) = boxes[subject.ann_id], boxes[reference.ann_id]
     gap = settings.rules.min_relation_gap * view.rgb.shape[1]
     side = "right" if x >= rx + rw + gap else "left" if x + w <= rx - gap else None
     if side != plan.target_text:
-        return (f"after the move the {question.facts['subject']} is not clearly to the {plan.target_text} of the "
+        return (f"mirrored, the {question.facts['subject']} is not clearly to the {plan.target_text} of the "
                 f"{question.facts['reference']}")
     return None
 
@@ -373,7 +364,7 @@ def _relation_answer_holds(question: Question, plan: _Plan, view: SceneView, set
 def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, outcome: QuestionOutcome,
                common: dict[str, Any]) -> None:
     """Plan, edit and gate one question, cheap checks first: the plan, whether the planned answer is
-    another option, a move's geometry (relation), then the edit (inpainting), the gates, a recolour's
+    another option, a mirror's geometry (relation), then the edit (inpainting), the gates, a recolour's
     reading, and PNG encoding only for a pair that passed."""
     base = {**common, "slot": question.key, "template": question.template, "question": question.question}
     clock = outcome.clock
@@ -389,7 +380,7 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
                              "reason": f"the planned answer {plan.target_text!r} is not another option of the question"}
         return
     plan_json = {"ann_id": plan.ann_id, "operation": plan.operation, "target": plan.target_text,
-                 "color": plan.color, "offset": list(plan.offset) if plan.offset else None}
+                 "color": plan.color}
     if plan.crop is not None:
         plan_json["crop"] = plan.crop.as_json()
     record_id = ID_PREFIX + sha256_bytes(canonical_json(
@@ -400,19 +391,11 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
         outcome.rejection = {**base, "id": record_id, "stage": stage, "reason": reason, "plan": plan_json,
                              "gates": gates}
 
-    ground = None
     if question.template == "relation":
         with clock.stage("plan"):
             wrong = _relation_answer_holds(question, plan, view, settings)
-            if plan.offset is not None:
-                ground = view.moved_ground(plan.ann_id, plan.offset)
         if wrong is not None:
             reject("answer", wrong, None)
-            return
-        if ground is not None and ground > MAX_GROUND_DELTA_E:
-            reject("gate", f"the moved {view.instances[plan.ann_id].category} would stand on other ground: "
-                   f"ground delta E {ground} > {MAX_GROUND_DELTA_E}",
-                   {"ground_delta_e": ground, "max_ground_delta_e": MAX_GROUND_DELTA_E})
             return
     if plan.crop is not None:
         gates = _crop_gates(plan.crop, settings)
@@ -434,7 +417,6 @@ def _make_pair(question: Question, view: SceneView, settings: OfflineSettings, o
              "fill_texture": fill and fill.texture, "min_fill_texture": settings.min_fill_texture,
              "fill_surround": fill and fill.surround, "min_fill_surround": MIN_FILL_SURROUND,
              "fill_blotch": fill and fill.blotch, "max_fill_blotch": MAX_FILL_BLOTCH,
-             "ground_delta_e": ground, "max_ground_delta_e": MAX_GROUND_DELTA_E,
              "dilation": settings.dilation, "blend_radius": settings.blend_radius}
     reasons = []
     if delta_e < settings.min_delta_e:
@@ -498,7 +480,7 @@ def _record(record_id: str, question: Question, plan: _Plan, target_label: str, 
         "visual_cues": _cues(question, plan),
         "edit": {"cue_id": f"ann{plan.ann_id}", "instruction": plan.instruction, "target_answer": plan.target_text,
                  "editor": {"name": f"mmfaith-{plan.operation}",
-                            "model": settings.inpainter.name if plan.operation in ("remove", "move") else None},
+                            "model": settings.inpainter.name if plan.operation == "remove" else None},
                  "operation": plan.operation,
                  "attempts": [{"suggestion": plan.instruction, "verdict": "pass", "reason": "rule plan"}]},
         "source": {
@@ -514,5 +496,5 @@ def _record(record_id: str, question: Question, plan: _Plan, target_label: str, 
         "build": {"mmfaith_version": settings.version, "seed": settings.seed, "slot": question.key,
                   "template": question.template, "facts": question.facts, "facts_edited": plan.facts_edited,
                   "plan": plan_json, "inpainter": {"name": settings.inpainter.name}
-                  if plan.operation in ("remove", "move") else None, "gates": gates},
+                  if plan.operation == "remove" else None, "gates": gates},
     }

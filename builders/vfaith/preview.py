@@ -41,9 +41,6 @@ def _cell(build_dir: Path, record: dict[str, Any]) -> Image.Image:
         cropped_out = record["edit"].get("operation") == "crop" and key != source_photo(record)
         if cue is not None and cue["bbox"] is not None and not cropped_out:  # a cropped-out cue is off the frame
             x, y, w, h = cue["bbox"]
-            offset = (record["build"].get("plan") or {}).get("offset")
-            if key == "image_edited" and offset:  # a moved cue is outlined where it went
-                x, y = x + offset[0], y + offset[1]
             outline(ImageDraw.Draw(thumb), [x, y, w, h], scale, CUE_COLOR)
         halves.append(thumb)
     return cell(halves, _lines(record), TEXT_LINES, 100)

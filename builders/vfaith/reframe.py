@@ -18,10 +18,13 @@ A crop is planned only where its answer can be trusted (`crop_out`, each rule fr
 - the kind is none of CROP_REFUSED: surfaces things stand on (a table is annotated only where it shows between
   the things on it, and picnic tables stand in rows: COCO 127), cutlery (laid in sets, small: 194, 196),
   fitted kitchen appliances (among look-alike fronts: a second microwave in 294), potted plants (among
-  unannotated greenery: a box of brush reads as another planter in 49) and animals (a cast shadow repeats
-  the animal's shape and stays in frame: the dog's shadow on the wall of 490);
+  unannotated greenery: a box of brush reads as another planter in 49), animals (a cast shadow repeats
+  the animal's shape and stays in frame: the dog's shadow on the wall of 490), bowls (dishes stack on shelves
+  and counters, unannotated: the stacks over the colander of 486; a vessel washbasin is annotated both bowl and
+  sink in 590) and things mounted on a post, stand or arm that stays in frame (a street clock's post in 64, a
+  mantel clock's stand in 78);
 - no kind a person may call by the asked name is annotated in the photo (LOOKALIKES: hot dogs in their buns
-  beside "no sandwich" in 321, a vessel washbasin annotated both bowl and sink in 590);
+  beside "no sandwich" in 321, a pickup annotated truck behind "no car" in 64);
 - the object is nameable (targets.nameable_reason), not partly hidden (targets.partly_hidden_reason), and
   holds no reflection below it (reflections.mirror_score);
 - the photo is not framed (`framed`: a frame, mat or backdrop along all four edges would be cut on one side
@@ -30,7 +33,10 @@ A crop is planned only where its answer can be trusted (`crop_out`, each rule fr
   the image's size and keeps at least MIN_KEPT_SHARE of the photo: of the four (keep what lies left, right,
   above or below the object), the largest, first in that order on a tie;
 - whatever the object carries (an annotated object lying mostly in its box: a rider, a knife on a pizza) leaves
-  the frame with it, no part of it kept (`cut_refusal`): a surface's load never floats at the new edge.
+  the frame with it, no part of it kept (`cut_refusal`): a surface's load never floats at the new edge;
+- nothing a person holds or uses (spd_faith.refusals.held_by: a quarter of its mask in a person's box) is cropped
+  away from them: what stays with the person gives it away (a birthday cake's "1" candle and the frosting on the
+  baby's face in 428; the skater of 634 cut at the knees above his board, another board under a second skater).
 """
 from __future__ import annotations
 
@@ -43,6 +49,7 @@ from mmfaith.builders.coco_questions import usually_alone
 from mmfaith.builders.mask_box import mask_extent
 from mmfaith.builders.reflections import MIRROR_LIMIT
 from mmfaith.builders.scene_view import SceneView
+from mmfaith.builders.spd_faith.refusals import held_by
 from mmfaith.builders.targets import SUPPORT_INSIDE, partly_hidden_reason
 
 MIN_KEPT_SHARE = 0.5
@@ -63,13 +70,16 @@ CROP_REFUSED: dict[str, str] = {
        for kind in ("microwave", "oven", "refrigerator", "sink", "toaster")},
     "potted plant": "a potted plant stands among unannotated greenery",
     **{kind: "an animal's cast shadow repeats its shape and would stay in frame" for kind in ANIMALS},
+    "bowl": "dishes stack on shelves and counters, their twins unannotated",
+    **{kind: "it is mounted on a post, stand or arm that would stay in frame"
+       for kind in ("clock", "traffic light", "stop sign", "parking meter")},
 }
 """Kinds never cropped away (module docstring), with why."""
 LOOKALIKES: dict[str, frozenset[str]] = {"sandwich": frozenset({"hot dog"}), "hot dog": frozenset({"sandwich"}),
                                          "cake": frozenset({"donut"}), "donut": frozenset({"cake"}),
-                                         "bowl": frozenset({"sink"}), "sink": frozenset({"bowl"})}
+                                         "car": frozenset({"truck"}), "truck": frozenset({"car"})}
 """Kinds a person may call by the asked kind's name: a hot dog in its bun is a sandwich to many (COCO 321), a
-vessel washbasin is a bowl (590 annotates one as both)."""
+pickup is a car to many (64)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +153,9 @@ def crop_out(view: SceneView, ann_id: int) -> Crop | str:
     crop = best_crop(view.masks[ann_id])
     if crop is None:
         return f"no crop that leaves it out of frame keeps {MIN_KEPT_SHARE:.0%} of the photo"
-    return cut_refusal(view, ann_id, crop) or crop
+    holder = held_by(view, ann_id)
+    held = None if holder is None else f"person {holder} holds or uses it and would stay in frame"
+    return cut_refusal(view, ann_id, crop) or held or crop
 
 
 def cut_refusal(view: SceneView, ann_id: int, crop: Crop) -> str | None:
