@@ -9,7 +9,7 @@ evidence regions (`{id, bbox [x, y, w, h], label}`), the image file and the reco
   relation only about whole objects, not partly hidden nor fitted appliances; count and existence only
   about kinds usually large and usually alone, relation only about an object of a kind usually alone covering 1 % of
   the image, colour about one covering `min_instance_area` (`COLOR_RULES`), by the shipped COCO table, `crm_kinds`;
-  count, present existence, relation and colour not about food, dishes and kitchen appliances, `table_thing`;
+  count, present existence and relation not about food, dishes and kitchen appliances, `table_thing`;
   "no X" only about a kind usually covering 5 % of an image, kin to nothing in the scene and holding none of its
   things, `crm_absent`; `crm_questions` applies them all), and the
   evidence regions are `Question.regions()`: the boxes of the instances the answer depends on.
@@ -63,7 +63,7 @@ accepted in the audits before round 10; a kind that usually comes in groups stay
 
 TABLE_SUPERCATEGORIES = frozenset({"food", "kitchen", "appliance"})
 """COCO supercategories of the things on a table, a counter or a kitchen wall: CRM asks no count, present
-existence, relation or colour about them (`table_thing`)."""
+existence or relation about them (`table_thing`)."""
 MIN_ABSENT_AREA = 0.05
 """An absent kind's usual box (median over the image, `crm_kinds`) must cover this for "no X" (`crm_absent`)."""
 HOLDS: dict[str, frozenset[str]] = {"dining table": frozenset({"food", "kitchen"})}
@@ -71,19 +71,15 @@ HOLDS: dict[str, frozenset[str]] = {"dining table": frozenset({"food", "kitchen"
 
 
 def table_thing(question: Question, supercategory: Mapping[str, str | None]) -> bool:
-    """Whether the question asks which food, dishes or kitchen appliances (`TABLE_SUPERCATEGORIES`) are there, where
-    or of what colour (count, present existence, relation, colour), which CRM does not ask: a table, counter or
-    kitchen holds unannotated look-alikes of them that stay visible beside the masked boxes (two hot dogs beside COCO
-    321's sandwich, trays of pizza bases above 620's pizzas, a vessel sink basin annotated as 590's bowl, a second
-    black microwave on 294's counter, which also keeps "What color is the microwave?" answered when the annotated one
-    is masked), their annotations stop short of what belongs to them (a tap pouring over 138's sink shows where the
-    sink is, a candle stands above 428's cake), and their colours are those of what they hold or are made of (cream
-    banana slices named yellow in 142, a white frosted cake with pink trim named yellow in 113, a teal stove and a
-    steel range named black); issue 29's audit, where half of the colour items about them were rejected (7 of 14 by
-    round 13, against 9 of 28 about other kinds)."""
+    """Whether the question asks which food, dishes or kitchen appliances (`TABLE_SUPERCATEGORIES`) are there or
+    where (count, present existence, relation), which CRM does not ask: a table, counter or kitchen holds
+    unannotated look-alikes of them that stay visible beside the masked boxes (two hot dogs beside COCO 321's
+    sandwich, trays of pizza bases above 620's pizzas, a vessel sink basin annotated as 590's bowl, a second
+    microwave on 294's counter), and their annotations stop short of what belongs to them (a tap pouring over
+    138's sink shows where the sink is, a candle stands above 428's cake); issue 29's audit."""
     if question.template == "relation":
         named = (question.facts["subject"], question.facts["reference"])
-    elif question.template in ("count", "color") or (question.template == "existence" and question.facts["count"] > 0):
+    elif question.template == "count" or (question.template == "existence" and question.facts["count"] > 0):
         named = (question.facts["category"],)
     else:
         return False
