@@ -117,9 +117,9 @@ def test_rejections_name_their_reason(crm_build: Path) -> None:
     rejected = read_records(crm_build, "rejected.jsonl")
     stages = {r["stage"] for r in rejected}
     # The build asks for blur and mean too: every colour question is refused them (issue 27 item 6); the
-    # sample's first images hold more one-instance counts than the gold cap lets through, and blur keeps the colour
-    # of some objects (mask_leak).
-    assert {"placement", "mask_style"} <= stages <= {"placement", "mask_style", "gold_balance", "mask_leak"}
+    # sample's first images hold more one-instance counts than the gold cap lets through, blur keeps the colour
+    # of some objects (mask_leak), and a random region may find no place.
+    assert {"mask_style", "gold_balance"} <= stages <= {"placement", "mask_style", "gold_balance", "mask_leak"}
     for r in rejected:
         if r["stage"] == "placement":
             assert r["reason"].startswith("no place for a ") and r["reason"].endswith("after 2000 tries")
