@@ -23,11 +23,13 @@ Constraints on an edit (all on the instance mask, never on the box alone):
   grown by the blend radius, overlaps no other annotated instance (crowd regions included), not
   its own old (dilated) place, and no other edit of the same pair.
 SPD-Faith's own refusals (refusals.py, issue 29's audit): no removal or move of people, fixtures or held
-things; no recolour of fitted appliances, cups, sinks, teal objects, or a worn thing not whole in frame.
+things; no recolour of fitted appliances, cups, sinks, teal objects, a worn thing not whole in frame, fruit, or a
+thing in an animal's fur.
 In a multi-difference pair an edit's hole grown by the dilation meets no earlier edit's footprint (the pixels it may
 change), except between recolours: two recolours may share SHARED_SLIVER (1 %) of the smaller mask, where COCO's
 polygons of two touching objects overlap (the two beach umbrellas of COCO 315 share 43 of 5,430 pixels); the later
-recolour paints the shared sliver.
+recolour paints the shared sliver. Two recolours of a pair that come within the dilation of each other never take
+the same target: the two touching umbrellas of COCO 315 both painted blue merged into one canopy (issue 29's audit).
 
 Edit types are drawn with weights per tier: color 0.4, remove 0.3, position 0.3 for medium and hard
 (the paper: "color accounts for 40% in medium and hard"), a third each for easy and multi.
@@ -195,10 +197,13 @@ class SceneView(SharedSceneView):
         return spd_removal_refusal(self, ann_id) is None and self.removal_refusal(ann_id) is None
 
     def concretize(self, ann_id: int, kind: str, blocked: np.ndarray, rng: np.random.Generator,
-                   color: str | None = None) -> PlannedEdit | None:
-        """Fill in an edit's parameters (target color, placement); None when impossible."""
+                   color: str | None = None, edits: tuple[PlannedEdit, ...] = ()) -> PlannedEdit | None:
+        """Fill in an edit's parameters (target color, placement); None when impossible. A recolour takes no
+        target of a recolour among the pair's earlier `edits` whose mask its hole meets (module docstring)."""
         if kind == "color":
-            targets = self.color_targets(ann_id)
+            beside = {edit.color_after for edit in edits
+                      if edit.type == "color" and (self.hole(ann_id) & self.masks[edit.ann_id]).any()}
+            targets = [target for target in self.color_targets(ann_id) if target not in beside]
             if color is None and targets:
                 color = targets[int(rng.integers(len(targets)))]
             return PlannedEdit(ann_id, "color", color_after=color) if color in targets else None
@@ -237,7 +242,7 @@ def rule_plan(view: SceneView, slot: Slot, seed: int,
                     continue
                 if view.clashes(ann_id, kind, edits, blocked):
                     continue
-                edit = view.concretize(ann_id, kind, blocked, rng)
+                edit = view.concretize(ann_id, kind, blocked, rng, edits=tuple(edits))
                 if edit is not None:
                     break
             if edit is not None:

@@ -1,19 +1,22 @@
-"""Issue 29: SPD-Faith's own refusals of edit targets (builders/spd_faith/refusals.py) and the multi pair's
-shared-sliver rule (builders/spd_faith/planning.py), on held-out cases.
+"""Issue 29: SPD-Faith's own refusals of edit targets (builders/spd_faith/refusals.py), on held-out cases, and the
+multi pair's rules for two recolours (builders/spd_faith/planning.py).
 
 The cases (tests/spd_faith/spd_cases/) are ten images of the 128-image COCO sample at half size with their
 non-crowd annotations scaled (licenses that allow derivatives; none of them an item of the audit's verdicts
-except COCO 389's border-cut backpack, the case that showed the class, and COCO 315's umbrellas, the pair the
-sliver rule is for). The fur rule's cases (a couch under a cat, COCO 599; a car under a cat, 650) are held out:
-the audit saw the class on a frisbee in a dog's mouth (COCO 394, a NoDerivs photo no test may copy).
+except COCO 389's border-cut backpack, the case that showed the class). The fur rule's cases (a couch under a cat,
+COCO 599; a car under a cat, 650) are held out: the audit saw the class on a frisbee in a dog's mouth (COCO 394, a
+NoDerivs photo no test may copy). The multi pair's rules are tested on the two touching beach umbrellas of COCO 315
+in the embedded sample at full size, the only pair of recolourable objects in a derivative-friendly photo of either
+sample (the audit's own items, not held out).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from mmfaith.builders.coco_source import CocoSource
+from mmfaith.builders.coco_source import CocoSource, embedded_sample
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView
 from mmfaith.builders.spd_faith.refusals import FUR_SHARE, fur_share, recolour_refusal, removal_refusal
 from mmfaith.builders.targets import TargetRules
@@ -101,17 +104,35 @@ def test_things_clear_of_fur_keep_a_fur_share_of_zero(views) -> None:
     assert fur_share(views[49], 1609247) == 0.0       # the planter on the lawn, the horses well away
 
 
-def test_two_recolours_may_share_a_sliver_of_overlapping_polygons(views) -> None:
-    # COCO 315's two beach umbrellas: their polygons overlap on a sliver, under 1 % of the smaller mask.
-    view = views[315]
+@pytest.fixture(scope="module")
+def umbrellas() -> SceneView:
+    """COCO 315 of the embedded sample at full size: its two touching beach umbrellas have colour targets there."""
+    scene = CocoSource(*embedded_sample()).scene(315)
+    return SceneView(scene, read_rgb(scene.path, 10**8), 7, 3, TargetRules())
+
+
+def test_two_recolours_may_share_a_sliver_of_overlapping_polygons(umbrellas) -> None:
+    # The two umbrellas' polygons overlap on a sliver (43 of 5,430 pixels), under 1 % of the smaller mask.
     first = PlannedEdit(287944, "color", color_after="purple")
-    shared = int((view.masks[287944] & view.masks[287981]).sum())
-    assert 0 < shared < 0.01 * view.area(287981)
-    assert not view.clashes(287981, "color", [first], view.footprint(first))
+    shared = int((umbrellas.masks[287944] & umbrellas.masks[287981]).sum())
+    assert 0 < shared < 0.01 * umbrellas.area(287981)
+    assert not umbrellas.clashes(287981, "color", [first], umbrellas.footprint(first))
 
 
-def test_other_edits_of_a_pair_stay_disjoint(views) -> None:
-    umbrellas = views[315]
+def test_touching_recolours_of_a_pair_take_different_targets(umbrellas) -> None:
+    # Both painted blue, the two umbrellas merged into one canopy (issue 29's audit).
+    first = PlannedEdit(287944, "color", color_after="blue")
+    assert "blue" in umbrellas.color_targets(287981)
+    blocked = umbrellas.footprint(first)
+    assert umbrellas.concretize(287981, "color", blocked, np.random.default_rng(0), color="blue", edits=(first,)) is None
+    drawn = {umbrellas.concretize(287981, "color", blocked, np.random.default_rng(seed), edits=(first,)).color_after
+             for seed in range(40)}
+    assert drawn == set(umbrellas.color_targets(287981)) - {"blue"}
+    alone = {umbrellas.concretize(287981, "color", blocked, np.random.default_rng(seed)).color_after for seed in range(40)}
+    assert "blue" in alone
+
+
+def test_other_edits_of_a_pair_stay_disjoint(views, umbrellas) -> None:
     recolour, removal = PlannedEdit(287944, "color", color_after="purple"), PlannedEdit(287944, "remove")
     assert umbrellas.clashes(287981, "remove", [recolour], umbrellas.footprint(recolour))   # a hole next to the paint
     assert umbrellas.clashes(287981, "color", [removal], umbrellas.footprint(removal))     # paint inside a hole's reach
