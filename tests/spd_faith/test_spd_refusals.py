@@ -124,12 +124,13 @@ def test_touching_recolours_of_a_pair_take_different_targets(umbrellas) -> None:
     first = PlannedEdit(287944, "color", color_after="blue")
     assert "blue" in umbrellas.color_targets(287981)
     blocked = umbrellas.footprint(first)
-    assert umbrellas.concretize(287981, "color", blocked, np.random.default_rng(0), color="blue", edits=(first,)) is None
-    drawn = {umbrellas.concretize(287981, "color", blocked, np.random.default_rng(seed), edits=(first,)).color_after
-             for seed in range(40)}
-    assert drawn == set(umbrellas.color_targets(287981)) - {"blue"}
-    alone = {umbrellas.concretize(287981, "color", blocked, np.random.default_rng(seed)).color_after for seed in range(40)}
-    assert "blue" in alone
+    def target(seed: int, **asked: object) -> str | None:
+        edit = umbrellas.concretize(287981, "color", blocked, np.random.default_rng(seed), **asked)
+        return None if edit is None else edit.color_after
+
+    assert target(0, color="blue", edits=(first,)) is None
+    assert {target(seed, edits=(first,)) for seed in range(40)} == set(umbrellas.color_targets(287981)) - {"blue"}
+    assert "blue" in {target(seed) for seed in range(40)}
 
 
 def test_other_edits_of_a_pair_stay_disjoint(views, umbrellas) -> None:
