@@ -49,6 +49,7 @@ def _series(prefix: str, source: str, args: tuple[str, ...], seeds: range) -> tu
 MIXED = ("--per-tier", "4", "--multi", "4")
 MULTI = ("--multi", "8")
 ONLY = {kind: ("--per-tier", "4", "--edit-types", kind) for kind in ("color", "remove", "position")}
+NODERIVS = ("--allow-noderivs",)  # audited, never released: an edited NoDerivs photo may not be distributed
 RECIPES = (
     *_series("embedded", "embedded", MIXED, range(1, 4)),
     *_series("embedded-remove", "embedded", ONLY["remove"], range(4, 5)),
@@ -64,6 +65,11 @@ RECIPES = (
     *_series("coco128-remove", "coco128", ONLY["remove"], range(12, 15)),
     *_series("coco128-position", "coco128", ONLY["position"], range(15, 18)),
     *_series("coco128-multi", "coco128", MULTI, range(18, 22)),
+    *_series("coco128-nd", "coco128", (*MIXED, *NODERIVS), range(22, 24)),
+    *_series("coco128-nd-color", "coco128", (*ONLY["color"], *NODERIVS), range(24, 30)),
+    *_series("coco128-nd-remove", "coco128", (*ONLY["remove"], *NODERIVS), range(30, 33)),
+    *_series("coco128-nd-position", "coco128", (*ONLY["position"], *NODERIVS), range(33, 36)),
+    *_series("coco128-nd-multi", "coco128", (*MULTI, *NODERIVS), range(36, 40)),
 )
 
 

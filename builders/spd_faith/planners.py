@@ -153,8 +153,8 @@ class LlmPlanner:
                 raise ValueError(f"object {number} does not allow a {item['type']} edit")
             if any(e.ann_id == ann_id for e in edits):
                 raise ValueError(f"object {number} chosen twice")
-            edit = view.concretize(ann_id, item["type"], blocked, rng, color=item.get("color"))
-            if edit is None or (view.footprint(PlannedEdit(ann_id, "remove")) & blocked).any():
+            edit = view.concretize(ann_id, item["type"], blocked, rng, color=item.get("color"), edits=tuple(edits))
+            if edit is None or view.clashes(ann_id, item["type"], edits, blocked):
                 raise ValueError(f"object {number}: the {item['type']} edit cannot be made as asked")
             edits.append(edit)
             blocked |= view.footprint(edit)

@@ -19,13 +19,19 @@ Recolours (`recolour_refusal`) are refused for:
   toothbrush at 176 degrees named green; the beach umbrella of COCO 315 at 172 degrees reads green);
 - a worn thing (WORN: ties, backpacks, handbags with HELD_SHARE of their mask inside a person's box) that
   is not whole in frame (its hole reaches the image border, or it is partly hidden: targets.partly_hidden_reason):
-  what is left of it is a strap nobody can name (a backpack seen as a shoulder strap).
+  what is left of it is a strap nobody can name (a backpack seen as a shoulder strap);
+- fruit (FRUIT: bananas, apples, oranges): the palette names a skin's colours (a green banana is unripe), but a
+  cut fruit shows its flesh, which has none of them (sliced banana painted green reads as cucumber, COCO 142);
+- a thing in an animal's fur (FUR_SHARE, a fifth, or more of the ring FUR_RING px around its mask on an
+  animal's mask: held in a mouth, lain on): fur crosses its edge where no outline can follow, and the old colour
+  stays between the hairs (a purple frisbee in a dog's mouth made brown kept a purple fringe, COCO 394).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mmfaith.builders.colors import body_pixels, hue_degrees, rgb_to_lab
+from mmfaith.builders.edits import dilate
 from mmfaith.builders.scene_view import SceneView
 from mmfaith.builders.targets import PEOPLE, box_mask, partly_hidden_reason
 
@@ -33,6 +39,10 @@ FIXTURES = frozenset({"sink", "toilet", "oven", "refrigerator", "microwave", "tr
                       "stop sign", "parking meter", "clock"})
 NOT_RECOLOURED = frozenset({"oven", "microwave", "refrigerator", "toaster", "sink", "toilet", "cup"})
 WORN = frozenset({"tie", "backpack", "handbag"})
+FRUIT = frozenset({"banana", "apple", "orange"})
+ANIMALS = frozenset({"bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"})
+FUR_RING = 3
+FUR_SHARE = 0.2
 HELD_SHARE = 0.25
 TEAL_HUES = (175.0, 235.0)
 TEAL_MIN_CHROMA = 10.0
@@ -74,11 +84,26 @@ def teal(view: SceneView, ann_id: int) -> bool:
     return bool(np.hypot(a, b) >= TEAL_MIN_CHROMA and TEAL_HUES[0] <= hue <= TEAL_HUES[1])
 
 
+def fur_share(view: SceneView, ann_id: int) -> float:
+    """The share of the ring FUR_RING px around the object's mask that lies on another instance's mask of an animal."""
+    mask = view.masks[ann_id]
+    ring = dilate(mask, FUR_RING) & ~mask
+    fur = np.zeros_like(mask)
+    for other_id, inst in view.instances.items():
+        if other_id != ann_id and inst.category in ANIMALS:
+            fur |= view.masks[other_id]
+    return float((ring & fur).sum() / ring.sum()) if ring.any() else 0.0
+
+
 def recolour_refusal(view: SceneView, ann_id: int) -> str | None:
     """Why SPD-Faith does not recolour the object (module docstring), or None."""
     category = view.instances[ann_id].category
     if category in NOT_RECOLOURED:
         return f"its colour is its material ({category})"
+    if category in FRUIT:
+        return f"fruit ({category}): the palette names its skin, and a cut one shows flesh"
+    if fur_share(view, ann_id) >= FUR_SHARE:
+        return f"in an animal's fur: {FUR_SHARE:.0%} or more of its outline runs along an animal"
     if teal(view, ann_id):
         return "teal: between green and blue, its colour has no one name"
     if category in WORN and held_by(view, ann_id) is not None:
