@@ -45,8 +45,8 @@ from mmfaith.builders.coco_source import Instance, Scene
 from mmfaith.builders.edits import dilate, shift
 from mmfaith.builders.scene_view import SceneView as SharedSceneView
 from mmfaith.builders.scene_view import seeded_rng
-from mmfaith.builders.spd_faith.refusals import recolour_refusal
-from mmfaith.builders.spd_faith.refusals import removal_refusal as spd_removal_refusal
+from mmfaith.builders.edit_refusals import recolour_refusal
+from mmfaith.builders.edit_refusals import removal_refusal as spd_removal_refusal
 from mmfaith.builders.targets import TargetRules
 
 TIERS = ("easy", "medium", "hard")

@@ -15,7 +15,7 @@ For every question the shared generator asks about the scene (builders/coco_ques
 
 The objects obey the shared target rules (builders/targets.py, builders/scene_view.py): a recolour
 target is in the category's palette and at least 40 delta E from the object's colour, and SPD-Faith's
-recolour refusals hold for VFaith too (builders/spd_faith/refusals.py, validated by SPD-Faith's audit: no
+recolour refusals hold for VFaith too (builders/edit_refusals.py, validated by SPD-Faith's audit: no
 fitted appliance, cup or sink, whose colour is its material, as the dark-green oven of COCO 138 named black
 and painted with the kettle on it; no teal object; no worn thing not whole in frame), and no food is
 recoloured (FOOD: its colour is its ripeness or cooking, and one COCO mask often holds several pieces and
@@ -24,7 +24,7 @@ anything a person or an animal grips (`_gripped_by`: the old colour fringes the 
 removed object carries nothing, is not partly hidden, fits the inpainter's hole limit, spares its
 neighbours, its hole does not reach the image border and it has no reflection right below it
 (SceneView.removal_refusal; issue 29's audit: a strip left at the border, a bottle's reflection in
-a glass table after "no bottle"), and is none SPD-Faith's audit refuses (spd_faith.refusals.removal_refusal:
+a glass table after "no bottle"), and is none SPD-Faith's audit refuses (edit_refusals.removal_refusal:
 a person, a fixture, a held thing; a wall clock's fill in COCO 138 left its ghost). A count is not asked of
 a kind that comes in pieces (PIECES: seven slices annotated as one banana in COCO 142). A relation is
 flipped by mirroring the photo left to right (edits.edit_mirror) and only so: issue 29's audit of VFaith
@@ -74,11 +74,11 @@ from mmfaith.builders.edits import EditOutcome, edit_color, edit_mirror, edit_re
 from mmfaith.builders.gates import MAX_FILL_BLOTCH, MIN_FILL_SURROUND, fill_reading, mean_delta_e, outside_changes
 from mmfaith.builders.inpainters import InpainterSpec, process_inpainter
 from mmfaith.builders.scene_view import SceneView, seeded_rng
-from mmfaith.builders.spd_faith.refusals import HELD_SHARE, recolour_refusal, removal_refusal
+from mmfaith.builders.edit_refusals import ANIMALS, held_by, recolour_refusal, removal_refusal
 from mmfaith.builders.stage_clock import StageClock
-from mmfaith.builders.targets import PEOPLE, TargetRules, box_mask
+from mmfaith.builders.targets import PEOPLE, TargetRules
 from mmfaith.builders.vfaith.perception import OTHER_SIDE
-from mmfaith.builders.vfaith.reframe import ANIMALS, MIN_KEPT_SHARE, Crop, crop_out
+from mmfaith.builders.vfaith.reframe import MIN_KEPT_SHARE, Crop, crop_out
 from mmfaith.images import UnreadableImage, png_bytes, read_rgb_kept, sha256_bytes
 from mmfaith.jsonl import canonical_json
 
@@ -277,16 +277,14 @@ def _plan(question: Question, view: SceneView, settings: OfflineSettings) -> _Pl
 
 
 def _gripped_by(view: SceneView, ann_id: int) -> str | None:
-    """Who grips the object (HELD_SHARE of its mask in the box of a person or an animal: a hand or a mouth holds
-    it), or None. Where they meet, the COCO outline is loose, and a recolour leaves the old colour as a fringe (the
-    purple rim under a dog's chin of COCO 394's frisbee made yellow)."""
-    mask, area = view.masks[ann_id], view.area(ann_id)
-    height, width = mask.shape
-    for other_id, inst in view.instances.items():
-        if other_id != ann_id and (inst.category in PEOPLE or inst.category in ANIMALS) and area and \
-                float((mask & box_mask(inst.bbox, height, width)).sum()) >= HELD_SHARE * area:
-            return f"held by the {inst.category} of annotation {other_id}: its old colour would fringe the grip"
-    return None
+    """Who grips the object (edit_refusals.held_by with people and animals: HELD_SHARE of its mask in the box of a
+    person or an animal, a hand or a mouth holds it), or None. Where they meet, the COCO outline is loose, and a
+    recolour leaves the old colour as a fringe (the purple rim under a dog's chin of COCO 394's frisbee made
+    yellow)."""
+    holder = held_by(view, ann_id, PEOPLE | ANIMALS)
+    if holder is None:
+        return None
+    return f"held by the {view.instances[holder].category} of annotation {holder}: its old colour would fringe the grip"
 
 
 def _relation_plan(question: Question, view: SceneView, rules: QuestionRules) -> _Plan | str:

@@ -34,7 +34,7 @@ A crop is planned only where its answer can be trusted (`crop_out`, each rule fr
   above or below the object), the largest, first in that order on a tie;
 - whatever the object carries (an annotated object lying mostly in its box: a rider, a knife on a pizza) leaves
   the frame with it, no part of it kept (`cut_refusal`): a surface's load never floats at the new edge;
-- nothing a person holds or uses (spd_faith.refusals.held_by: a quarter of its mask in a person's box) is cropped
+- nothing a person holds or uses (edit_refusals.held_by: a quarter of its mask in a person's box) is cropped
   away from them: what stays with the person gives it away (a birthday cake's "1" candle and the frosting on the
   baby's face in 428; the skater of 634 cut at the knees above his board, another board under a second skater).
 """
@@ -49,7 +49,7 @@ from mmfaith.builders.coco_questions import usually_alone
 from mmfaith.builders.mask_box import mask_extent
 from mmfaith.builders.reflections import MIRROR_LIMIT
 from mmfaith.builders.scene_view import SceneView
-from mmfaith.builders.spd_faith.refusals import held_by
+from mmfaith.builders.edit_refusals import ANIMALS, held_by
 from mmfaith.builders.targets import SUPPORT_INSIDE, partly_hidden_reason
 
 MIN_KEPT_SHARE = 0.5
@@ -60,8 +60,6 @@ FRAME_STRIP = 0.01
 """The edge strip `framed` reads, as a share of the image's shorter side (at least 2 pixels)."""
 FRAME_LIGHT, FRAME_DARK = 200.0, 50.0
 """Median 8-bit luma of an edge strip at or above which it is light, at or below which it is dark."""
-ANIMALS = frozenset({"bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"})
-"""COCO's animal kinds (supercategory animal)."""
 CROP_REFUSED: dict[str, str] = {
     **{kind: "a surface is annotated only where it shows between the things on it, and stands among others"
        for kind in ("dining table", "bed", "couch", "bench")},

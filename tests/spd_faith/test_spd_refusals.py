@@ -1,4 +1,4 @@
-"""Issue 29: SPD-Faith's own refusals of edit targets (builders/spd_faith/refusals.py), on held-out cases, and the
+"""Issue 29: SPD-Faith's own refusals of edit targets (builders/edit_refusals.py), on held-out cases, and the
 multi pair's rules for two recolours (builders/spd_faith/planning.py).
 
 The cases (tests/spd_faith/spd_cases/) are ten images of the 128-image COCO sample at half size with their
@@ -18,7 +18,7 @@ import pytest
 
 from mmfaith.builders.coco_source import CocoSource, embedded_sample
 from mmfaith.builders.spd_faith.planning import PlannedEdit, SceneView
-from mmfaith.builders.spd_faith.refusals import FUR_SHARE, fur_share, recolour_refusal, removal_refusal
+from mmfaith.builders.edit_refusals import FUR_SHARE, fur_share, recolour_refusal, removal_refusal
 from mmfaith.builders.targets import TargetRules
 from mmfaith.images import read_rgb
 

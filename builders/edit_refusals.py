@@ -1,5 +1,6 @@
-"""SPD-Faith's own refusals of edit targets, on top of the shared target rules (builders/targets.py,
-builders/scene_view.py), from issue 29's audit of what a careful annotator rejects.
+"""Refusals of edit targets on top of the shared target rules (builders/targets.py, builders/scene_view.py), from
+issue 29's audit of what a careful annotator rejects: found on SPD-Faith's edits and obeyed by every family that
+removes, moves or recolours COCO objects (SPD-Faith's planner, VFaith's question edits and crops).
 
 Removal and moves (`removal_refusal`) are refused for:
 - people (targets.PEOPLE): a removed or moved person leaves a person-shaped smear, a shadow, or a figure on nothing
@@ -41,6 +42,7 @@ NOT_RECOLOURED = frozenset({"oven", "microwave", "refrigerator", "toaster", "sin
 WORN = frozenset({"tie", "backpack", "handbag"})
 FRUIT = frozenset({"banana", "apple", "orange"})
 ANIMALS = frozenset({"bird", "cat", "dog", "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe"})
+"""COCO's animal kinds (supercategory animal)."""
 FUR_RING = 3
 FUR_SHARE = 0.2
 HELD_SHARE = 0.25
@@ -48,14 +50,14 @@ TEAL_HUES = (175.0, 235.0)
 TEAL_MIN_CHROMA = 10.0
 
 
-def held_by(view: SceneView, ann_id: int) -> int | None:
-    """The annotation id of a person (not the object itself) whose box holds HELD_SHARE or more of the object's
-    mask, or None."""
+def held_by(view: SceneView, ann_id: int, holders: frozenset[str] = PEOPLE) -> int | None:
+    """The annotation id of the first instance of a `holders` kind (people by default; not the object itself) whose
+    box holds HELD_SHARE or more of the object's mask, or None."""
     mask = view.masks[ann_id]
     area = view.area(ann_id)
     height, width = mask.shape
     for other_id, inst in view.instances.items():
-        if other_id != ann_id and inst.category in PEOPLE and area and \
+        if other_id != ann_id and inst.category in holders and area and \
                 float((mask & box_mask(inst.bbox, height, width)).sum()) >= HELD_SHARE * area:
             return other_id
     return None
