@@ -9,6 +9,9 @@ Contract (`read_build_records(path, schema_name, what, check, keep, workers)`)
   a worker (pickled): keep it small (the scored fields, image paths as the record's relative strings). `shared`
   (mmfaith/records.py) holds equal values once within a block.
 - `kept` is every record's `keep` in file order; `sha256` is the file's, from the same single read of its bytes.
+- `record_chunks(path, size, sha256)`: the same file read again after it was checked, `size` records at a time
+  (their raw lines, with the position of the first), for a scorer that holds only a chunk of records at a time;
+  the file must still hash to `sha256` (else a one-line MmfaithError once read: it changed while scored).
 - Errors are those of reading the file line by line on one process, in the same order, each one line naming the
   file and line (`where` is "FILE:LINE"): not JSON or not an object, not `what` by the schema, a second record
   with an id already seen (checked here, in file order: it needs every earlier line), then the family's check.
@@ -16,7 +19,7 @@ Contract (`read_build_records(path, schema_name, what, check, keep, workers)`)
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -92,3 +95,22 @@ def read_build_records(path: Path, schema_name: str, what: str, check: Callable[
                     check_new_id(block.failure.record_id, block.failure.where, seen)
                 raise MmfaithError(block.failure.message)
     return BuildRecords(kept, digest.hexdigest())
+
+
+def record_chunks(path: Path, size: int, sha256: str) -> Iterator[tuple[int, list[bytes]]]:
+    """(position of the first, raw lines) of `size` records at a time, read again (module docstring): the lines
+    `read_build_records` reads as records (complete and not blank), in file order."""
+    digest, position, chunk = hashlib.sha256(), 0, []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            digest.update(raw)
+            if raw.endswith(b"\n") and raw.strip():
+                chunk.append(raw)
+                if len(chunk) == size:
+                    yield position, chunk
+                    position, chunk = position + size, []
+    if chunk:
+        yield position, chunk
+    if digest.hexdigest() != sha256:
+        raise MmfaithError(f"{path}: changed while it was scored (its sha256 is not that of its first read); "
+                           "score again.")
