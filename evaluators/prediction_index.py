@@ -8,8 +8,9 @@ Contract
   holds no record; `probes`, `images` and `shown` are the mappings by id that `read_predictions` takes.
 - `AnswerIndex` (what `read_predictions(..., index=table)` keeps in place of the kept lines): per (item, probe),
   the winning line's number, byte offset and length (numpy arrays indexed by the item's position and a probe
-  number), whether it was asked without images, and whether the (id, probe) had a failed call; a line of a file
-  that cannot be read twice (a pipe) keeps its bytes. It is the `answered` mapping of the rules (key -> (line
+  number), whether it was asked without images, the family's `fact` of it (a few distinct values, e.g. the
+  image perturbation it records: `facts()` gives those of the answers) and whether the (id, probe) had a failed
+  call; a line of a file that cannot be read twice (a pipe) keeps its bytes. It is the `answered` mapping of the rules (key -> (line
   number, reference)), so `read_predictions` applies the same rules in the same order with either store.
 - `AnswerIndex.lines(positions, scored_meta)`: pass 2, one chunk of items at a time: the chunk's answered lines
   read again by offset (sorted, `os.pread`), parsed and kept as the one-pass reader keeps them (`kept_line`), and
@@ -28,9 +29,9 @@ import numpy as np
 from mmfaith.records import Shared
 
 Key = tuple[str, str]
-LineRef = tuple[int, int, bool] | tuple[bytes, int, bool]
-"""A kept answer of pass 1: (byte offset, length, asked without images), or (the line's bytes, length, ...) where
-the file cannot be read twice."""
+LineRef = tuple[int | bytes, int, bool, Any]
+"""A kept answer of pass 1: (byte offset, length, asked without images, the family's `fact` of the line), the
+line's bytes in place of its offset where the file cannot be read twice."""
 _ANSWERED, _NO_IMAGE, _FAILED = 1, 2, 4
 
 
@@ -97,6 +98,8 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
         self._offset = np.zeros((len(table), 0), dtype=np.int64)
         self._length = np.zeros((len(table), 0), dtype=np.int32)
         self._flags = np.zeros((len(table), 0), dtype=np.int8)
+        self._fact = np.zeros((len(table), 0), dtype=np.int32)
+        self._facts: dict[Any, int] = {}
         self._raw: dict[tuple[int, int], bytes] = {}
         self._count = 0
 
@@ -106,8 +109,9 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
             if not make:
                 return None
             column = self._probes[key[1]] = len(self._probes)
-            self._number, self._offset, self._length, self._flags = (
-                np.pad(array, ((0, 0), (0, 1))) for array in (self._number, self._offset, self._length, self._flags))
+            self._number, self._offset, self._length, self._flags, self._fact = (
+                np.pad(array, ((0, 0), (0, 1)))
+                for array in (self._number, self._offset, self._length, self._flags, self._fact))
         return self._table.position[key[0]], column
 
     def __getitem__(self, key: Key) -> tuple[int, LineRef]:
@@ -115,15 +119,17 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
         if cell is None or not self._flags[cell] & _ANSWERED:
             raise KeyError(key)
         where = self._raw.get(cell, int(self._offset[cell]))
-        return int(self._number[cell]), (where, int(self._length[cell]), bool(self._flags[cell] & _NO_IMAGE))
+        return int(self._number[cell]), (where, int(self._length[cell]), bool(self._flags[cell] & _NO_IMAGE),
+                                         list(self._facts)[int(self._fact[cell])])
 
     def __setitem__(self, key: Key, value: tuple[int, LineRef]) -> None:
-        number, (where, length, no_image) = value
+        number, (where, length, no_image, fact) = value
         cell = self._cell(key, make=True)
         assert cell is not None
         if not self._flags[cell] & _ANSWERED:
             self._count += 1
         self._number[cell], self._length[cell] = number, length
+        self._fact[cell] = self._facts.setdefault(fact, len(self._facts))
         if isinstance(where, bytes):
             self._raw[cell] = where
         else:
@@ -159,6 +165,12 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
         """Whether each answer was asked without images, as a set (a file may not mix them)."""
         answered = self._flags[(self._flags & _ANSWERED) != 0]
         return {bool(flag & _NO_IMAGE) for flag in np.unique(answered & _NO_IMAGE).tolist()}
+
+    def facts(self) -> set[Any]:
+        """The distinct `fact`s of the answers."""
+        facts = list(self._facts)
+        codes = np.unique(self._fact[(self._flags & _ANSWERED) != 0])
+        return {facts[code] for code in codes.tolist()}
 
     def lines(self, positions: range, scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None
               ) -> tuple[dict[Key, dict[str, Any]], frozenset[Key]]:

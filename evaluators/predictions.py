@@ -119,10 +119,12 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], f
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
                      shown_by_id: Mapping[str, str | None] | None = None, repeat: int = 0,
                      scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                     workers: int = 1, index: ItemTable | None = None) -> PredictionSet:
+                     workers: int = 1, index: ItemTable | None = None,
+                     fact: Callable[[dict[str, Any]], Any] | None = None) -> PredictionSet:
     """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line. With
     `index` (the dataset's items, evaluators/prediction_index.py), `answered` and `failed` are an `AnswerIndex`:
-    the winning lines' places, read again a chunk of items at a time (`AnswerIndex.lines`), not the kept lines."""
+    the winning lines' places, read again a chunk of items at a time (`AnswerIndex.lines`), not the kept lines;
+    `fact(line)` (hashable, a few distinct values) is kept with each answer's place (`AnswerIndex.facts`)."""
     digest = hashlib.sha256()
     try:
         blocks = line_blocks(path, BLOCK_BYTES, MAX_LINE_BYTES, digest)
@@ -142,7 +144,7 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], f
             if raw.strip():
                 where = None if index is None else (offset if block.data is None else raw)
                 checked.append(_checked(number, raw, expected_probes, from_run, images_by_id, shown_by_id, repeat,
-                                        scored_meta, shared, where))
+                                        scored_meta, shared, where, fact))
             offset += len(raw)
         return [line for line in checked if line is not None]
 
@@ -210,13 +212,15 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], f
 def _checked(number: int, raw: bytes, probes_of: Mapping[str, Sequence[str]], from_run: bool,
              images_by_id: Mapping[str, set[str]] | None, shown_by_id: Mapping[str, str] | None, repeat: int,
              scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None,
-             shared: Shared, where: int | bytes | None = None) -> tuple[Any, ...] | None:
+             shared: Shared, where: int | bytes | None = None,
+             fact: Callable[[dict[str, Any]], Any] | None = None) -> tuple[Any, ...] | None:
     """What the reader needs of one non-blank line, made where the line is parsed (a worker), compact to send back:
     (number, problem) for a line that is not JSON or breaks the schema; None for a torn last line of a run that
     is not JSON; else (number, id, probe, model, repeat, its problems that need no other line (unknown id or
     probe), whether it is stale, whether it holds a response, and its `kept_line` where it is an answer of
     `repeat` that may be kept, else None). With `where` (the line's byte offset, or its bytes where the file
-    cannot be read twice), the kept answer is (where, length, asked without images): evaluators/prediction_index.py."""
+    cannot be read twice), the kept answer is (where, length, asked without images, `fact(line)` or None):
+    evaluators/prediction_index.py."""
     try:
         line = json.loads(raw)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -237,7 +241,7 @@ def _checked(number: int, raw: bytes, probes_of: Mapping[str, Sequence[str]], fr
         or not _shows_dataset_content(line, (shown_by_id or {}).get(item_id)))
     keep = given and line_repeat == repeat and not bad and not is_stale
     if keep and where is not None:
-        kept: Any = (where, len(raw), bool((line.get("meta") or {}).get("no_image")))
+        kept: Any = (where, len(raw), bool((line.get("meta") or {}).get("no_image")), fact and fact(line))
     else:
         kept = kept_line(line, shared, scored_meta) if keep else None
     return (number, item_id, probe, sys.intern(line["model"]), line_repeat, bad, is_stale, given, kept)

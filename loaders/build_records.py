@@ -12,6 +12,9 @@ Contract (`read_build_records(path, schema_name, what, check, keep, workers)`)
 - `record_chunks(path, size, sha256)`: the same file read again after it was checked, `size` records at a time
   (their raw lines, with the position of the first), for a scorer that holds only a chunk of records at a time;
   the file must still hash to `sha256` (else a one-line MmfaithError once read: it changed while scored).
+- `TwoPass`: a dataset as such a scorer reads it (a family's loader makes it): what it kept of every item in
+  the first pass (`expected`), then `chunks(size)` and `items(payload)` (on any process) to read its items
+  again a chunk at a time, from a build dir's records.jsonl, or from a release's items held whole.
 - Errors are those of reading the file line by line on one process, in the same order, each one line naming the
   file and line (`where` is "FILE:LINE"): not JSON or not an object, not `what` by the schema, a second record
   with an id already seen (checked here, in file order: it needs every earlier line), then the family's check.
@@ -19,6 +22,7 @@ Contract (`read_build_records(path, schema_name, what, check, keep, workers)`)
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,7 @@ from mmfaith.records import Shared
 from mmfaith.schema import check_loaded_schema, check_new_id
 
 Kept = TypeVar("Kept")
+Item = TypeVar("Item")
 BLOCK_BYTES = 1 << 20
 """Bytes of records.jsonl parsed at a time by one worker (about 500 SPD-Faith or CRM records)."""
 
@@ -114,3 +119,34 @@ def record_chunks(path: Path, size: int, sha256: str) -> Iterator[tuple[int, lis
     if digest.hexdigest() != sha256:
         raise MmfaithError(f"{path}: changed while it was scored (its sha256 is not that of its first read); "
                            "score again.")
+
+
+@dataclass(frozen=True)
+class TwoPass(Generic[Item, Kept]):
+    """A dataset read in two passes, never held whole (module docstring): `expected` is what the first pass kept of
+    every item, in dataset order; `chunks(size)` gives (position of the first, payload) of `size` items at a time,
+    read again, and `items(payload)` the chunk's items: `make(record, shared)` of each record of `records` (a build
+    dir's records.jsonl, hashing to `sha256`), or the slice of `held` (a release's items, held whole)."""
+
+    dataset_id: str
+    revision: str
+    expected: list[Kept]
+    records: Path | None = None
+    sha256: str = ""
+    make: Callable[[dict[str, Any], Shared], Item] | None = None
+    held: list[Item] | None = None
+
+    def chunks(self, size: int) -> Iterator[tuple[int, Any]]:
+        if self.held is not None:
+            held = self.held
+            yield from ((start, held[start:start + size]) for start in range(0, len(held), size))
+        else:
+            assert self.records is not None
+            yield from record_chunks(self.records, size, self.sha256)
+
+    def items(self, payload: Any) -> list[Item]:
+        if self.held is not None:
+            return payload
+        assert self.make is not None
+        shared = Shared()
+        return [self.make(json.loads(raw), shared) for raw in payload]

@@ -5,21 +5,20 @@
 cache so every item has an image file), or a Hub id of such a release. Every record is
 schema-checked (schemas/mcot_item.schema.json) and every image's bytes hash to its record's sha256.
 `open_mcot_source(path, fields, workers, expect)` reads the same items in two passes for a scorer that holds a
-chunk of them at a time (`McotSource`).
+chunk of them at a time (loaders/build_records.py `TwoPass`).
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
-from mmfaith.loaders.build_records import BuildRecords, read_build_records, record_chunks
+from mmfaith.loaders.build_records import BuildRecords, TwoPass, read_build_records
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.loaders.release_files import cached_image
 from mmfaith.loaders.source import resolve
@@ -97,54 +96,24 @@ def _read_build(path: Path, fields: Fields | None, workers: int,
     return read_build_records(path / "records.jsonl", "mcot_item", "an MCoT record", image_exists, kept, workers)
 
 
-@dataclass(frozen=True)
-class McotSource(Generic[Kept]):
-    """A dataset read in two passes, never held whole (`open_mcot_source`; a scorer's bounded memory): `expected`
-    is `expect(item)` of every item in dataset order, made as the records were checked; `chunks(size)` gives
-    (position of the first, payload) of `size` items at a time, read again, and `items(payload)` (on any process)
-    the chunk's items, as `open_mcot_dataset` makes them."""
-
-    dataset_id: str
-    revision: str
-    expected: list[Kept]
-    path: Path | None
-    """The build dir; None for a release, held whole (`held`)."""
-    fields: Fields | None
-    sha256: str = ""
-    held: list[McotItem] | None = None
-
-    def chunks(self, size: int) -> Iterator[tuple[int, Any]]:
-        if self.held is not None:
-            yield from ((start, self.held[start:start + size]) for start in range(0, len(self.held), size))
-        else:
-            assert self.path is not None
-            yield from record_chunks(self.path / "records.jsonl", size, self.sha256)
-
-    def items(self, payload: Any) -> list[McotItem]:
-        if self.held is not None:
-            return payload
-        assert self.path is not None
-        shared, images, items = Shared(), {}, []
-        for raw in payload:
-            record = json.loads(raw)
-            image = images.setdefault(record["image"], self.path / record["image"])
-            items.append(McotItem(keep_fields(record, self.fields, shared), image))
-        return items
-
-
 def open_mcot_source(path: Path | str, fields: Fields | None, workers: int,
-                     expect: Callable[[McotItem], Kept]) -> McotSource[Kept]:
-    """`open_mcot_dataset`'s items in two passes (`McotSource`): a build dir's records checked on `workers`
-    processes keeping `expect(item)` of each, then read again a chunk at a time; a release folder or Hub id is
-    opened whole once and held."""
+                     expect: Callable[[McotItem], Kept]) -> TwoPass[McotItem, Kept]:
+    """`open_mcot_dataset`'s items in two passes (loaders/build_records.py `TwoPass`): a build dir's records checked
+    on `workers` processes keeping `expect(item)` of each, then read again a chunk at a time; a release folder or
+    Hub id is opened whole once and held."""
     found = resolve(path, "mcot", verify=True)
     if found.kind == "release":
         dataset = _open_release(found.path, found.manifest, None, fields)
-        return McotSource(dataset.dataset_id, dataset.revision, [expect(item) for item in dataset.items], None,
-                          fields, held=dataset.items)
+        return TwoPass(dataset.dataset_id, dataset.revision, [expect(item) for item in dataset.items],
+                       held=dataset.items)
     read = _read_build(found.path, fields, workers, lambda item, _: expect(item))
-    return McotSource(f"build:{found.path.resolve().name}", read.sha256[:16], read.kept, found.path, fields,
-                      read.sha256)
+    build = found.path
+
+    def make(record: dict[str, Any], shared: Shared) -> McotItem:
+        return McotItem(keep_fields(record, fields, shared), build / record["image"])
+
+    return TwoPass(f"build:{build.resolve().name}", read.sha256[:16], read.kept, build / "records.jsonl",
+                   read.sha256, make)
 
 
 def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:
