@@ -12,6 +12,7 @@ Contract
   image perturbation it records: `facts()` gives those of the answers) and whether the (id, probe) had a failed
   call; a line of a file that cannot be read twice (a pipe) keeps its bytes. It is the `answered` mapping of the rules (key -> (line
   number, reference)), so `read_predictions` applies the same rules in the same order with either store.
+- `kept_line(line, shared, scored_meta)`: a line as scorers read it (both passes and the one-pass reader).
 - `AnswerIndex.lines(positions, scored_meta)`: pass 2, one chunk of items at a time: the chunk's answered lines
   read again by offset (sorted, `os.pread`), parsed and kept as the one-pass reader keeps them (`kept_line`), and
   its failed (id, probe)s: a `PredictionSet`'s `answered` and `failed` for those items only.
@@ -175,8 +176,6 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
     def lines(self, positions: range, scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None
               ) -> tuple[dict[Key, dict[str, Any]], frozenset[Key]]:
         """The answered lines (as `kept_line` keeps them) and failed (id, probe)s of the items at `positions`."""
-        from mmfaith.evaluators.predictions import kept_line
-
         probes = list(self._probes)
         flags = self._flags[positions.start:positions.stop]
         cells = [(positions.start + int(row), int(column)) for row, column in zip(*np.nonzero(flags & _ANSWERED))]
@@ -213,3 +212,17 @@ class _Failed(Collection[Key]):
 
     def __len__(self) -> int:
         return len(self._index._failed_cells()[0])
+
+
+RUN_ONLY_META = frozenset({"images", "shown_sha256", "attempts", "latency_s", "prompt_tokens", "completion_tokens"})
+"""A run line's meta that only the reader checks or only run.json counts, never a scorer: left out of kept lines."""
+
+
+def kept_line(line: dict[str, Any], shared: Shared,
+              scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+    """The line as scorers read it: its `response` and `meta` (always a dict, equal ones held once), without
+    RUN_ONLY_META and null values (a scorer reads meta with .get), then through the family's `scored_meta`; the
+    id, probe and model are the answered key and the set's model."""
+    meta = {name: value for name, value in (line.get("meta") or {}).items()
+            if value is not None and name not in RUN_ONLY_META}
+    return {"response": line.get("response"), "meta": shared.value(scored_meta(meta) if scored_meta else meta)}

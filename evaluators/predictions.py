@@ -53,7 +53,7 @@ from typing import Any, Generic, TypeVar
 from mmfaith.errors import SHOWN, MmfaithError, first_few
 from mmfaith.gc_pause import gc_paused
 from mmfaith.jsonl import LineBlock, block_lines, canonical_json, line_blocks
-from mmfaith.evaluators.prediction_index import AnswerIndex, ItemTable
+from mmfaith.evaluators.prediction_index import AnswerIndex, ItemTable, kept_line
 from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Shared
 from mmfaith.schema import schema_errors
@@ -257,17 +257,3 @@ def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> boo
 def _shows_dataset_content(line: dict[str, Any], expected: str | None) -> bool:
     recorded = (line.get("meta") or {}).get("shown_sha256")
     return recorded is None or expected is None or recorded == expected
-
-
-RUN_ONLY_META = frozenset({"images", "shown_sha256", "attempts", "latency_s", "prompt_tokens", "completion_tokens"})
-"""A run line's meta that only the reader checks or only run.json counts, never a scorer: left out of kept lines."""
-
-
-def kept_line(line: dict[str, Any], shared: Shared,
-              scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
-    """The line as scorers read it: its `response` and `meta` (always a dict, equal ones held once), without
-    RUN_ONLY_META and null values (a scorer reads meta with .get), then through the family's `scored_meta`; the
-    id, probe and model are the answered key and the set's model."""
-    meta = {name: value for name, value in (line.get("meta") or {}).items()
-            if value is not None and name not in RUN_ONLY_META}
-    return {"response": line.get("response"), "meta": shared.value(scored_meta(meta) if scored_meta else meta)}

@@ -250,11 +250,11 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     n_answered = n_pairs = 0
     tally = Tally(request.coverage_threshold)
     compared: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] = ([], [], [])
-    pairs_of = source
+    chunks_of: TwoPass[SpdPair, Any] = source  # a name the closure below reads (never None from here)
 
     def score_chunk(chunk: tuple[int, Any]) -> tuple[int, ScoredChunk]:
         start, payload = chunk
-        pairs = pairs_of.items(payload)
+        pairs = chunks_of.items(payload)
         held, failed = chunk_answers(predictions, range(start, start + len(pairs)))
         read = replace(predictions, answers=held, failed=failed)
         answers = [{probe: held.get((pair.id, probe), Answer(None)) for probe in PROBES} for pair in pairs]
