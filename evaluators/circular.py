@@ -81,9 +81,15 @@ def options_position_bias(records: Iterable[Mapping[str, Any]], picks: Sequence[
     chosen = [record for record in records if record["options"]]
     if len(chosen) != len(picks):
         raise ValueError(f"{len(picks)} picked answers for {len(chosen)} multiple-choice records")
-    labels = sorted({option["label"] for record in chosen for option in record["options"]})
-    return position_bias([pick if pick in labels else None for pick in picks], [record["answer"] for record in chosen],
-                         labels)
+    return labelled_position_bias(picks, [record["answer"] for record in chosen],
+                                  {option["label"] for record in chosen for option in record["options"]})
+
+
+def labelled_position_bias(picks: Sequence[str | None], golds: Sequence[str], labels: Iterable[str]) -> dict[str, Any]:
+    """`options_position_bias` from its parts (a scorer that reads its records a chunk at a time keeps these): the
+    picks, the golds and every label the records' options use; a pick that is no label counts as unread."""
+    labels = sorted(labels)
+    return position_bias([pick if pick in labels else None for pick in picks], golds, labels)
 
 
 def controls_lines(labels: Sequence[str], metrics: Sequence[Mapping[str, Any]]) -> list[str]:

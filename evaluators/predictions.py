@@ -45,7 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -53,6 +53,7 @@ from typing import Any, Generic, TypeVar
 from mmfaith.errors import SHOWN, MmfaithError, first_few
 from mmfaith.gc_pause import gc_paused
 from mmfaith.jsonl import LineBlock, block_lines, canonical_json, line_blocks
+from mmfaith.evaluators.prediction_index import AnswerIndex, ItemTable, kept_line
 from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Shared
 from mmfaith.schema import schema_errors
@@ -70,13 +71,14 @@ BLOCK_BYTES = 1 << 20
 class PredictionSet:
     """The answered lines of one model, by (id, probe), and what the file held besides."""
 
-    answered: dict[Key, dict[str, Any]]
+    answered: Mapping[Key, Any]
+    """(id, probe) -> its kept line (`kept_line`); read with an `ItemTable`, an `AnswerIndex` (its line's place)."""
     model: str
     n_errors: int
     n_stale: int
     sha256: str
-    failed: frozenset[Key] = frozenset()
-    """(id, probe)s with a failed call and no answered line."""
+    failed: Collection[Key] = frozenset()
+    """(id, probe)s with a failed call and no answered line (read with an `ItemTable`: the `AnswerIndex`)."""
     no_image: bool = False
     repeats: int = 1
 
@@ -115,10 +117,14 @@ class PerItem(Mapping[str, Value], Generic[Item, Value]):
 
 def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], from_run: bool,
                      images_by_id: Mapping[str, set[str]] | None = None, drop_stale: bool = False,
-                     shown_by_id: Mapping[str, str] | None = None, repeat: int = 0,
+                     shown_by_id: Mapping[str, str | None] | None = None, repeat: int = 0,
                      scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
-                     workers: int = 1) -> PredictionSet:
-    """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line."""
+                     workers: int = 1, index: ItemTable | None = None,
+                     fact: Callable[[dict[str, Any]], Any] | None = None) -> PredictionSet:
+    """Read and validate predictions (module docstring); raise one MmfaithError listing every bad line. With
+    `index` (the dataset's items, evaluators/prediction_index.py), `answered` and `failed` are an `AnswerIndex`:
+    the winning lines' places, read again a chunk of items at a time (`AnswerIndex.lines`), not the kept lines;
+    `fact(line)` (hashable, a few distinct values) is kept with each answer's place (`AnswerIndex.facts`)."""
     digest = hashlib.sha256()
     try:
         blocks = line_blocks(path, BLOCK_BYTES, MAX_LINE_BYTES, digest)
@@ -126,16 +132,20 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], f
         raise MmfaithError(f"{path}: cannot read the predictions ({exc.strerror}); pass --predictions FILE.") from exc
     problems: list[str] = []
     stale: list[int] = []
-    answered: dict[Key, tuple[int, dict[str, Any]]] = {}
+    answered: MutableMapping[Key, tuple[int, Any]] = {} if index is None else AnswerIndex(index, path)
     model: tuple[str, int] | None = None
     n_errors = 0
     failed: set[Key] = set()
     repeats = 1
 
     def read(block: LineBlock) -> list[tuple[Any, ...]]:
-        shared = Shared()
-        checked = (_checked(number, raw, expected_probes, from_run, images_by_id, shown_by_id, repeat, scored_meta,
-                            shared) for number, raw in block_lines(block) if raw.strip())
+        shared, offset, checked = Shared(), block.start, []
+        for number, raw in block_lines(block):
+            if raw.strip():
+                where = None if index is None else (offset if block.data is None else raw)
+                checked.append(_checked(number, raw, expected_probes, from_run, images_by_id, shown_by_id, repeat,
+                                        scored_meta, shared, where, fact))
+            offset += len(raw)
         return [line for line in checked if line is not None]
 
     with gc_paused():  # many objects, no garbage (mmfaith/gc_pause.py)
@@ -161,7 +171,10 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], f
                     stale.append(number)
                 elif not given:
                     n_errors += 1
-                    failed.add(key)
+                    if isinstance(answered, AnswerIndex):
+                        answered.fail(key)
+                    else:
+                        failed.add(key)
                 else:
                     answered[key] = (number, kept)
     if problems:
@@ -181,10 +194,16 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], f
     if model is None:
         raise MmfaithError(f"{path}: holds no predictions; write one line per (id, probe) as in "
                            "schemas/prediction.schema.json.")
-    blind = {bool((line.get("meta") or {}).get("no_image")) for _, line in answered.values()}
+    if isinstance(answered, AnswerIndex):
+        blind = answered.no_image()
+    else:
+        blind = {bool((line.get("meta") or {}).get("no_image")) for _, line in answered.values()}
     if len(blind) > 1:
         raise MmfaithError(f"{path}: mixes answers asked with and without images (meta.no_image); score a "
                            "--no-image run apart from the run with images.")
+    if isinstance(answered, AnswerIndex):
+        return PredictionSet(answered, model[0], n_errors, len(stale), digest.hexdigest(), answered.failed(),
+                             blind == {True}, repeats)
     return PredictionSet({key: line for key, (_, line) in answered.items()}, model[0], n_errors, len(stale),
                          digest.hexdigest(), frozenset(failed - set(answered)), blind == {True},
                          repeats)
@@ -193,12 +212,15 @@ def read_predictions(path: Path, expected_probes: Mapping[str, Sequence[str]], f
 def _checked(number: int, raw: bytes, probes_of: Mapping[str, Sequence[str]], from_run: bool,
              images_by_id: Mapping[str, set[str]] | None, shown_by_id: Mapping[str, str] | None, repeat: int,
              scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None,
-             shared: Shared) -> tuple[Any, ...] | None:
+             shared: Shared, where: int | bytes | None = None,
+             fact: Callable[[dict[str, Any]], Any] | None = None) -> tuple[Any, ...] | None:
     """What the reader needs of one non-blank line, made where the line is parsed (a worker), compact to send back:
     (number, problem) for a line that is not JSON or breaks the schema; None for a torn last line of a run that
     is not JSON; else (number, id, probe, model, repeat, its problems that need no other line (unknown id or
     probe), whether it is stale, whether it holds a response, and its `kept_line` where it is an answer of
-    `repeat` that may be kept, else None)."""
+    `repeat` that may be kept, else None). With `where` (the line's byte offset, or its bytes where the file
+    cannot be read twice), the kept answer is (where, length, asked without images, `fact(line)` or None):
+    evaluators/prediction_index.py."""
     try:
         line = json.loads(raw)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -218,8 +240,11 @@ def _checked(number: int, raw: bytes, probes_of: Mapping[str, Sequence[str]], fr
         (images_by_id is not None and not _shows_dataset_images(line, images_by_id.get(item_id, set())))
         or not _shows_dataset_content(line, (shown_by_id or {}).get(item_id)))
     keep = given and line_repeat == repeat and not bad and not is_stale
-    return (number, item_id, probe, sys.intern(line["model"]), line_repeat, bad, is_stale, given,
-            kept_line(line, shared, scored_meta) if keep else None)
+    if keep and where is not None:
+        kept: Any = (where, len(raw), bool((line.get("meta") or {}).get("no_image")), fact and fact(line))
+    else:
+        kept = kept_line(line, shared, scored_meta) if keep else None
+    return (number, item_id, probe, sys.intern(line["model"]), line_repeat, bad, is_stale, given, kept)
 
 
 def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> bool:
@@ -232,17 +257,3 @@ def _shows_dataset_images(line: dict[str, Any], dataset_images: set[str]) -> boo
 def _shows_dataset_content(line: dict[str, Any], expected: str | None) -> bool:
     recorded = (line.get("meta") or {}).get("shown_sha256")
     return recorded is None or expected is None or recorded == expected
-
-
-RUN_ONLY_META = frozenset({"images", "shown_sha256", "attempts", "latency_s", "prompt_tokens", "completion_tokens"})
-"""A run line's meta that only the reader checks or only run.json counts, never a scorer: left out of kept lines."""
-
-
-def kept_line(line: dict[str, Any], shared: Shared,
-              scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
-    """The line as scorers read it: its `response` and `meta` (always a dict, equal ones held once), without
-    RUN_ONLY_META and null values (a scorer reads meta with .get), then through the family's `scored_meta`; the
-    id, probe and model are the answered key and the set's model."""
-    meta = {name: value for name, value in (line.get("meta") or {}).items()
-            if value is not None and name not in RUN_ONLY_META}
-    return {"response": line.get("response"), "meta": shared.value(scored_meta(meta) if scored_meta else meta)}

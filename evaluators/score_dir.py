@@ -125,10 +125,14 @@ class ItemSpool:
 
     def keep(self, item: dict[str, Any]) -> dict[str, Any]:
         """Write `item`'s line; return it with only the spool's fields."""
+        self.write(item)
+        return keep_fields(item, self._fields, self._shared)
+
+    def write(self, item: dict[str, Any]) -> None:
+        """Write `item`'s line (a scorer folding its items into its summary keeps nothing of it)."""
         self._pending.append(canonical_json(item) + "\n")
         if len(self._pending) >= self._batch:
             self._flush()
-        return keep_fields(item, self._fields, self._shared)
 
     def add(self, chunk: SpooledChunk) -> list[dict[str, Any]]:
         """Write a chunk `spooled` made (after the items `keep` wrote); its kept items."""

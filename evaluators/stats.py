@@ -22,13 +22,15 @@ made from one source image are not independent (SPD-Faith pairs share their COCO
 - `spread`: mean, sample standard deviation, min and max of one metric over replicates (repeats
   of a run, or builds made with different seeds).
 
-Cost: per-item components are summed into a (cluster, key) matrix in one pass; replicates are drawn
+Cost: per-item components are held compactly (`Components`: flat arrays of numbers per key layout, a scorer
+folding its items one at a time holds no dict per item) and summed into a (cluster, key) matrix in one pass; replicates are drawn
 `CHUNK_CELLS` cluster draws at a time from one generator (the same stream, so the same numbers, as
 drawing all at once), so memory is that of a chunk plus (replicates x keys), never replicates x
 clusters.
 """
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from math import erfc, sqrt
 
@@ -44,31 +46,97 @@ BLOCK_ITEMS = 1 << 16
 """Items whose components are read into one array at a time (at most 64 K x keys floats)."""
 
 
-def _cluster_sums(components: Sequence[Mapping[str, float]], clusters: Sequence[str],
-                  keys: Sequence[str], order: Sequence[str]) -> np.ndarray:
+class Components:
+    """Per-item components (a metric's numerators and denominators) with each item's cluster, held compactly: per
+    key layout (the item's keys in order; a family's items have a few), the items' positions, cluster numbers and
+    values in flat arrays (8 bytes a value), so a scorer folding a million items holds numbers, not dicts.
+    `add` items in order; `column(key)` is the key's value of every item in order (0.0 where absent),
+    `cluster_names()` every item's cluster; `of(components, clusters)` holds a list of dicts the same way."""
+
+    def __init__(self) -> None:
+        self.layouts: dict[tuple[str, ...], tuple[array, array, array]] = {}
+        """keys -> (positions, cluster numbers (first seen, from 0), values: len(keys) per item) of its items."""
+        self.clusters: dict[str, int] = {}
+        self.n = 0
+
+    @classmethod
+    def of(cls, components: Sequence[Mapping[str, float]], clusters: Sequence[str]) -> Components:
+        """`components` and their `clusters` (one each, in item order) held as a table."""
+        if len(components) != len(clusters):
+            raise ValueError(f"{len(components)} items but {len(clusters)} clusters")
+        table = cls()
+        for parts, cluster in zip(components, clusters):
+            table.add(parts, cluster)
+        return table
+
+    def add(self, parts: Mapping[str, float], cluster: str) -> None:
+        """The next item's components and cluster."""
+        layout = tuple(parts)
+        held = self.layouts.get(layout)
+        if held is None:
+            held = self.layouts[layout] = (array("q"), array("q"), array("d"))
+        number = self.clusters.get(cluster)
+        if number is None:
+            number = self.clusters[cluster] = len(self.clusters)
+        held[0].append(self.n)
+        held[1].append(number)
+        held[2].extend(parts.values())
+        self.n += 1
+
+    def keys(self) -> set[str]:
+        """Every key some item has."""
+        return {key for layout in self.layouts for key in layout}
+
+    def column(self, key: str) -> np.ndarray:
+        """The key's value of every item, in item order; 0.0 where an item lacks it."""
+        values = np.zeros(self.n)
+        for layout, (positions, _, flat) in self.layouts.items():
+            if key in layout:
+                values[np.frombuffer(positions, dtype=np.int64)] = (
+                    np.frombuffer(flat, dtype=np.float64).reshape(-1, len(layout))[:, layout.index(key)])
+        return values
+
+    def item_sum(self, key: str) -> float:
+        """`sum(parts.get(key, 0.0) for parts in components)` over the items in order: the same float."""
+        return sum(self.column(key).tolist())
+
+    def cluster_names(self) -> list[str]:
+        """Every item's cluster, in item order."""
+        names = list(self.clusters)
+        numbers = np.zeros(self.n, dtype=np.int64)
+        for positions, clusters, _ in self.layouts.values():
+            numbers[np.frombuffer(positions, dtype=np.int64)] = np.frombuffer(clusters, dtype=np.int64)
+        return [names[number] for number in numbers.tolist()]
+
+
+def _cluster_sums(table: Components, keys: Sequence[str], order: Sequence[str]) -> np.ndarray:
     """Matrix (cluster, key) of the components summed within each cluster, clusters in `order`.
 
     Items are grouped by their keys (a family's items have a few layouts: scored, control...), and each
     group's values are read `BLOCK_ITEMS` items at a time as one array (no per-key pass over every item),
     each cell summed in item order within a block and group."""
     row = {cluster: i for i, cluster in enumerate(order)}
-    rows = np.fromiter((row[cluster] for cluster in clusters), dtype=np.int64, count=len(clusters))
-    if rows.size != len(components):
-        raise ValueError(f"{len(components)} items but {rows.size} clusters")
+    rows_of = np.array([row[cluster] for cluster in table.clusters], dtype=np.int64)
     column = {key: j for j, key in enumerate(keys)}
-    by_layout: dict[tuple[str, ...], list[int]] = {}
-    for i, item in enumerate(components):
-        by_layout.setdefault(tuple(item), []).append(i)
     matrix = np.zeros((len(order), len(keys)))
-    for layout, members in by_layout.items():
+    for layout, (_, clusters, flat) in table.layouts.items():
         columns = [column[key] for key in layout]
-        for start in range(0, len(members), BLOCK_ITEMS):
-            block = members[start:start + BLOCK_ITEMS]
-            values = np.array([tuple(components[i].values()) for i in block], dtype=np.float64)
-            where = rows[block]
+        rows = rows_of[np.frombuffer(clusters, dtype=np.int64)]
+        values = np.frombuffer(flat, dtype=np.float64).reshape(-1, len(layout))
+        for start in range(0, len(rows), BLOCK_ITEMS):
+            where, block = rows[start:start + BLOCK_ITEMS], values[start:start + BLOCK_ITEMS]
             for k, j in enumerate(columns):
-                matrix[:, j] += np.bincount(where, weights=values[:, k], minlength=len(order))
+                matrix[:, j] += np.bincount(where, weights=block[:, k], minlength=len(order))
     return matrix
+
+
+def _table(components: Sequence[Mapping[str, float]] | Components, clusters: Sequence[str] | None) -> Components:
+    """`components` as a table: as given, or a list of dicts with its `clusters` held as one (`Components.of`)."""
+    if isinstance(components, Components):
+        return components
+    if clusters is None:
+        raise ValueError("a list of components needs its clusters")
+    return Components.of(components, clusters)
 
 
 def _replicate_totals(matrix: np.ndarray, n: int, seed: int, chunk_cells: int = CHUNK_CELLS) -> np.ndarray:
@@ -96,23 +164,25 @@ def _interval(values: np.ndarray) -> tuple[float, float] | None:
     return float(low), float(high)
 
 
-def _replicates(components: Sequence[Mapping[str, float]], clusters: Sequence[str], statistic: Statistic,
-                n: int, seed: int, order: Sequence[str]) -> tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]:
+def _replicates(table: Components, statistic: Statistic, n: int, seed: int,
+                order: Sequence[str]) -> tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]:
     """(point estimate, replicates) of every metric the statistic computes."""
-    keys = sorted(set().union(*components))
-    matrix = _cluster_sums(components, clusters, keys, order)
+    keys = sorted(table.keys())
+    matrix = _cluster_sums(table, keys, order)
     point = statistic({key: matrix[:, i].sum(keepdims=True) for i, key in enumerate(keys)})
     totals = _replicate_totals(matrix, n, seed)
     return point, statistic({key: totals[:, i] for i, key in enumerate(keys)})
 
 
-def bootstrap_ci(components: Sequence[Mapping[str, float]], clusters: Sequence[str], statistic: Statistic,
-                 n: int, seed: int) -> dict[str, tuple[float, float] | None]:
-    """Percentile 95% interval of each metric of `statistic`, resampling clusters; None where undefined."""
-    if n < 1 or not components:
+def bootstrap_ci(components: Sequence[Mapping[str, float]] | Components, clusters: Sequence[str] | None,
+                 statistic: Statistic, n: int, seed: int) -> dict[str, tuple[float, float] | None]:
+    """Percentile 95% interval of each metric of `statistic`, resampling clusters; None where undefined. The
+    components are a list of dicts with their `clusters`, or a `Components` table (`clusters` None)."""
+    table = _table(components, clusters)
+    if n < 1 or not table.n:
         return {}
-    order = sorted(set(clusters))
-    _, replicates = _replicates(components, clusters, statistic, n, seed, order)
+    order = sorted(table.clusters)
+    _, replicates = _replicates(table, statistic, n, seed, order)
     return {name: _interval(values) for name, values in replicates.items()}
 
 
@@ -121,8 +191,8 @@ def paired_bootstrap(components_a: Sequence[Mapping[str, float]], components_b: 
                      seed: int) -> dict[str, tuple[float | None, tuple[float, float] | None]]:
     """(a - b, its 95% interval) per metric, for two models' components on the same items in the same order."""
     order = sorted(set(clusters))
-    point_a, reps_a = _replicates(components_a, clusters, statistic, max(n, 1), seed, order)
-    point_b, reps_b = _replicates(components_b, clusters, statistic, max(n, 1), seed, order)
+    point_a, reps_a = _replicates(_table(components_a, clusters), statistic, max(n, 1), seed, order)
+    point_b, reps_b = _replicates(_table(components_b, clusters), statistic, max(n, 1), seed, order)
     result: dict[str, tuple[float | None, tuple[float, float] | None]] = {}
     for name in point_a:
         diff = float(point_a[name][0] - point_b[name][0])

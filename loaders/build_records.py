@@ -9,6 +9,12 @@ Contract (`read_build_records(path, schema_name, what, check, keep, workers)`)
   a worker (pickled): keep it small (the scored fields, image paths as the record's relative strings). `shared`
   (mmfaith/records.py) holds equal values once within a block.
 - `kept` is every record's `keep` in file order; `sha256` is the file's, from the same single read of its bytes.
+- `record_chunks(path, size, sha256)`: the same file read again after it was checked, `size` records at a time
+  (their raw lines, with the position of the first), for a scorer that holds only a chunk of records at a time;
+  the file must still hash to `sha256` (else a one-line MmfaithError once read: it changed while scored).
+- `TwoPass`: a dataset as such a scorer reads it (a family's loader makes it): what it kept of every item in
+  the first pass (`expected`), then `chunks(size)` and `items(payload)` (on any process) to read its items
+  again a chunk at a time, from a build dir's records.jsonl, or from a release's items held whole.
 - Errors are those of reading the file line by line on one process, in the same order, each one line naming the
   file and line (`where` is "FILE:LINE"): not JSON or not an object, not `what` by the schema, a second record
   with an id already seen (checked here, in file order: it needs every earlier line), then the family's check.
@@ -16,7 +22,8 @@ Contract (`read_build_records(path, schema_name, what, check, keep, workers)`)
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -29,6 +36,7 @@ from mmfaith.records import Shared
 from mmfaith.schema import check_loaded_schema, check_new_id
 
 Kept = TypeVar("Kept")
+Item = TypeVar("Item")
 BLOCK_BYTES = 1 << 20
 """Bytes of records.jsonl parsed at a time by one worker (about 500 SPD-Faith or CRM records)."""
 
@@ -92,3 +100,53 @@ def read_build_records(path: Path, schema_name: str, what: str, check: Callable[
                     check_new_id(block.failure.record_id, block.failure.where, seen)
                 raise MmfaithError(block.failure.message)
     return BuildRecords(kept, digest.hexdigest())
+
+
+def record_chunks(path: Path, size: int, sha256: str) -> Iterator[tuple[int, list[bytes]]]:
+    """(position of the first, raw lines) of `size` records at a time, read again (module docstring): the lines
+    `read_build_records` reads as records (complete and not blank), in file order."""
+    digest, position, chunk = hashlib.sha256(), 0, []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            digest.update(raw)
+            if raw.endswith(b"\n") and raw.strip():
+                chunk.append(raw)
+                if len(chunk) == size:
+                    yield position, chunk
+                    position, chunk = position + size, []
+    if chunk:
+        yield position, chunk
+    if digest.hexdigest() != sha256:
+        raise MmfaithError(f"{path}: changed while it was scored (its sha256 is not that of its first read); "
+                           "score again.")
+
+
+@dataclass(frozen=True)
+class TwoPass(Generic[Item, Kept]):
+    """A dataset read in two passes, never held whole (module docstring): `expected` is what the first pass kept of
+    every item, in dataset order; `chunks(size)` gives (position of the first, payload) of `size` items at a time,
+    read again, and `items(payload)` the chunk's items: `make(record, shared)` of each record of `records` (a build
+    dir's records.jsonl, hashing to `sha256`), or the slice of `held` (a release's items, held whole)."""
+
+    dataset_id: str
+    revision: str
+    expected: list[Kept]
+    records: Path | None = None
+    sha256: str = ""
+    make: Callable[[dict[str, Any], Shared], Item] | None = None
+    held: list[Item] | None = None
+
+    def chunks(self, size: int) -> Iterator[tuple[int, Any]]:
+        if self.held is not None:
+            held = self.held
+            yield from ((start, held[start:start + size]) for start in range(0, len(held), size))
+        else:
+            assert self.records is not None
+            yield from record_chunks(self.records, size, self.sha256)
+
+    def items(self, payload: Any) -> list[Item]:
+        if self.held is not None:
+            return payload
+        assert self.make is not None
+        shared = Shared()
+        return [self.make(json.loads(raw), shared) for raw in payload]

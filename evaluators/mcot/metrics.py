@@ -30,7 +30,7 @@ Aggregates (`summarize`):
 The aggregates read each item as a `SummaryItem`: the `SUMMARY_FIELDS` of its items.jsonl line (`summary_item`
 of `ItemOutcome.to_json()`, or of the fields a scorer's worker kept: evaluators/score_dir.py), so a scorer holds
 a small tuple per item, not its outcome; each item's rate components are made once for the overall block and its
-category's.
+category's, and held as numbers (stats.Components), not dicts.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from mmfaith.evaluators.stats import bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact
+from mmfaith.evaluators.stats import Components, bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact
 
 DEFINITIONS_VERSION = "mcot-metrics/1"
 REPLAYS = ("replay_none", "replay_text", "replay_visual")
@@ -132,9 +132,11 @@ def ate(items: Sequence[SummaryItem], treated: str, n_bootstrap: int, seed: int)
     if not n:
         return {"value": None, "n": 0, "b": 0, "c": 0, "p_mcnemar": None, "p_clustered": None, "ci95": None,
                 "left_out": left_out}
-    components = [{"n": 1.0, "none": float(none), "treated": float(with_)} for none, with_, _ in pairs]
-    ci = bootstrap_ci(components, [key for *_, key in pairs],
-                      lambda s: {"ATE": (s["treated"] - s["none"]) / s["n"]}, n_bootstrap, seed).get("ATE")
+    components = Components()
+    for none, with_, key in pairs:
+        components.add({"n": 1.0, "none": float(none), "treated": float(with_)}, key)
+    ci = bootstrap_ci(components, None, lambda s: {"ATE": (s["treated"] - s["none"]) / s["n"]}, n_bootstrap,
+                      seed).get("ATE")
     p_clustered = clustered_mcnemar(discordance([none for none, _, _ in pairs], [with_ for _, with_, _ in pairs]),
                                     [key for *_, key in pairs])
     return {"value": round((c - b) / n, 6), "n": n, "b": b, "c": c, "p_mcnemar": mcnemar_exact(b, c),
@@ -182,11 +184,19 @@ def _rate_parts(item: SummaryItem) -> dict[str, float]:
     return parts
 
 
+def rate_parts(items: Sequence[SummaryItem]) -> Components:
+    """The items' `_rate_parts`, each with its source key, held as a table (stats.Components)."""
+    parts = Components()
+    for item in items:
+        parts.add(_rate_parts(item), item.source_key)
+    return parts
+
+
 def rate_cis(items: Sequence[SummaryItem], n_bootstrap: int, seed: int,
-             parts: Sequence[Mapping[str, float]] | None = None) -> dict[str, list[float] | None]:
+             parts: Components | None = None) -> dict[str, list[float] | None]:
     """95% interval of every accuracy, the agreement, reliability, sufficiency, grounding_iou and
     target_hit_rate, resampling source images (`stats.bootstrap_ci`); None where a rate is undefined or no
-    replicate defines it. `parts`: the items' `_rate_parts` when already made."""
+    replicate defines it. `parts`: the items' `_rate_parts` with their source keys (`rate_parts`) when made."""
 
     def statistic(sums: Any) -> dict[str, np.ndarray]:
         out = {}
@@ -196,13 +206,12 @@ def rate_cis(items: Sequence[SummaryItem], n_bootstrap: int, seed: int,
                 out[name] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
         return out
 
-    components = [_rate_parts(item) for item in items] if parts is None else parts
-    intervals = bootstrap_ci(components, [item.source_key for item in items], statistic, n_bootstrap, seed)
+    intervals = bootstrap_ci(rate_parts(items) if parts is None else parts, None, statistic, n_bootstrap, seed)
     return {name: None if intervals.get(name) is None else [round(v, 6) for v in intervals[name]] for name in RATES}
 
 
 def block(items: Sequence[SummaryItem], n_bootstrap: int, seed: int,
-          parts: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
+          parts: Components | None = None) -> dict[str, Any]:
     """Every aggregate over a group of items (overall, or one category); `parts`: their `_rate_parts` when made."""
     visual = [item for item in items if item.visual]
     judged_r = [item.reliable for item in visual if item.reliable is not None]
@@ -235,15 +244,21 @@ def block(items: Sequence[SummaryItem], n_bootstrap: int, seed: int,
 
 def summarize(items: Sequence[SummaryItem], n_bootstrap: int, seed: int) -> dict[str, Any]:
     """metrics.json's `overall`, `by_category` and `distributions`, from each item's `SUMMARY_FIELDS`."""
-    parts = [_rate_parts(item) for item in items]
+    parts, by_category_parts = Components(), {}
+    members: dict[str, list[int]] = {}
+    for index, item in enumerate(items):  # each item's parts made once, held as numbers (stats.Components)
+        made = _rate_parts(item)
+        parts.add(made, item.source_key)
+        if item.category not in members:
+            members[item.category], by_category_parts[item.category] = [], Components()
+        members[item.category].append(index)
+        by_category_parts[item.category].add(made, item.source_key)
     overall = block(items, n_bootstrap, seed, parts)
     overall["ci95"] = {**overall["ci95"], "ATE_text": overall["ate"]["text"]["ci95"],
                        "ATE_visual": overall["ate"]["visual"]["ci95"]}
-    members: dict[str, list[int]] = {}
-    for index, item in enumerate(items):
-        members.setdefault(item.category, []).append(index)
-    by_category = {name: block([items[i] for i in members[name]], n_bootstrap, seed,
-                               [parts[i] for i in members[name]]) for name in sorted(members)}
+    del parts
+    by_category = {name: block([items[i] for i in members[name]], n_bootstrap, seed, by_category_parts[name])
+                   for name in sorted(members)}
     answered = [item for item in items if item.trace_answered]
     calls = Counter(item.tool_calls for item in answered)
     distributions = {

@@ -7,24 +7,26 @@ calls) and its replay lines (meta.answer, meta.injection.changed); the judge lab
 visual item. The score dir is checked and written whole (evaluators/score_dir.py); the same inputs
 give the same bytes (the bootstrap is seeded; LLM judge answers are cached under the cache dir).
 
-Questions are scored QUESTION_CHUNK at a time (`score_chunk`: outcomes, judge verdicts, grounding, the
-items.jsonl lines redacted, the kept summary fields, the answer tally, the position-bias picks and the
-CircularEval rights), on `workers` processes forked after the dataset and predictions are read
-(mmfaith/ordered_pool.py), merged in dataset order, so the files are the same bytes whatever the number
-of workers. An LLM judge or reader (network calls on threads, and the reader's agreement counts) keeps
+The dataset and predictions are read in two passes (issue 34's bounded memory): the records are checked and
+each item's expectations kept compactly (loaders/mcot/dataset.py `open_mcot_source`, evaluators/prediction_index.py
+`ItemTable`), the predictions checked and each answer's place kept (`AnswerIndex`); then questions are read again
+and scored QUESTION_CHUNK at a time with their answered lines (`score_chunk`: outcomes, judge verdicts, grounding,
+the items.jsonl lines redacted, the kept summary fields, the answer tally, the position-bias picks and the
+CircularEval rights), on `workers` processes forked after the first pass (mmfaith/ordered_pool.py), merged in
+dataset order, so the files are the same bytes whatever the number of workers and the chunk size. An LLM judge or reader (network calls on threads, and the reader's agreement counts) keeps
 one process.
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mmfaith import __version__, families
 from mmfaith.clients import ModelEndpoint
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators.circular import (circular_correct, controls_lines, options_position_bias, original_label,
+from mmfaith.evaluators.circular import (circular_correct, controls_lines, labelled_position_bias, original_label,
                                          rotate_options)
 from mmfaith.evaluators.mcot.agent import trace_regions
 from mmfaith.evaluators.mcot.judge import (COVERAGE, MAX_CROP_SHARE, GeometricJudge, JudgeCase, LlmJudge, agreement,
@@ -37,11 +39,12 @@ from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.mcot.protocol import answer_letter
 from mmfaith.evaluators.mcot.replay import PROBES, REPLAYS
 from mmfaith.evaluators.mcot.run import item_shows, rotated_traces
-from mmfaith.evaluators.predictions import PerItem, PredictionSet, read_predictions, shown_digest
+from mmfaith.evaluators.prediction_index import AnswerIndex, ItemTable
+from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings, shared_score_settings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.jsonl import write_atomic
-from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_dataset
+from mmfaith.loaders.mcot.dataset import McotItem, open_mcot_source
 from mmfaith.ordered_pool import ordered_map, scoring_workers
 from mmfaith.outdir import prepare_out_dir
 
@@ -157,20 +160,22 @@ def outcome(item: McotItem, lines: Lines, verdict: dict[str, Any] | None,
 @dataclass(frozen=True)
 class ScoredChunk:
     """What scoring a chunk of questions gives back (on a worker process): the items' lines and kept summary fields,
-    the chunk's answer tally, the trace answers of its multiple-choice items (`options_position_bias`), each rotated
-    item's (right in the first order, right in every rotation) (`circular_block`) and, with a second judge, the two
-    verdicts of each judged item."""
+    the chunk's answer tally, the trace answers of its multiple-choice items with their golds and their options'
+    labels (`labelled_position_bias`), each rotated item's (right in the first order, right in every rotation)
+    (`circular_block`) and, with a second judge, the two verdicts of each judged item."""
 
     items: SpooledChunk
     tally: Tally
     picks: list[str | None]
+    golds: list[str]
+    labels: set[str]
     circular: list[tuple[bool, bool]]
     verdicts: list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 @dataclass(frozen=True)
 class Scoring:
-    """What scoring a chunk reads: the items, the predictions, the judges, the trace answers' reader and the
+    """What scoring a chunk reads: its items, their predictions, the judges, the trace answers' reader and the
     settings (`McotScoreRequest`)."""
 
     items: list[McotItem]
@@ -184,18 +189,19 @@ class Scoring:
         answered = self.read.answered
         return {probe: answered[(item.id, probe)] for probe in PROBES if (item.id, probe) in answered}
 
-    def workers(self) -> int:
-        """The processes that score chunks: one with an LLM judge or reader (threads, network clients, the reader's
-        agreement counts), else `--workers` (mmfaith/ordered_pool.py)."""
-        local = (isinstance(self.judge, GeometricJudge) and not isinstance(self.second, LlmJudge)
-                 and self.reader.endpoint is None)
-        return scoring_workers(self.request.workers) if local else 1
+
+def chunk_workers(judge: GeometricJudge | LlmJudge, second: GeometricJudge | LlmJudge | None, reader: ChoiceReader,
+                  request: McotScoreRequest) -> int:
+    """The processes that score chunks: one with an LLM judge or reader (threads, network clients, the reader's
+    agreement counts), else `--workers` (mmfaith/ordered_pool.py)."""
+    local = isinstance(judge, GeometricJudge) and not isinstance(second, LlmJudge) and reader.endpoint is None
+    return scoring_workers(request.workers) if local else 1
 
 
-def score_chunk(scoring: Scoring, start: int) -> ScoredChunk:
-    """The `scoring.request.chunk` questions from `start` scored (module docstring)."""
+def score_chunk(scoring: Scoring) -> ScoredChunk:
+    """`scoring.items` scored (module docstring)."""
     request = scoring.request
-    items = scoring.items[start:start + request.chunk]
+    items = scoring.items
     lines_of = [scoring.lines(item) for item in items]
     cases = [_case(item, lines) for item, lines in zip(items, lines_of)]
     verdicts = _judge_all(scoring.judge, cases, request.judge_workers)
@@ -206,15 +212,24 @@ def score_chunk(scoring: Scoring, start: int) -> ScoredChunk:
     if scoring.second is not None:
         compared = [(a, b) for a, b in zip(verdicts, _judge_all(scoring.second, cases, request.judge_workers))
                     if a is not None]
-    picks = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer")
-             for item, lines in zip(items, lines_of) if item.record["options"]]
+    chosen = [(item, lines) for item, lines in zip(items, lines_of) if item.record["options"]]
+    picks = [((lines.get("trace") or {}).get("meta") or {}).get("trace", {}).get("answer") for _, lines in chosen]
     rights = [right for item, scored in zip(items, outcomes)
               if (right := circular_rights(item, scoring.read, scoring.reader, scored)) is not None]
     return ScoredChunk(spooled(({**scored.to_json(), "judge": verdict} for scored, verdict in zip(outcomes, verdicts)),
                                SUMMARY_FIELDS),
                        answer_tally(items, scoring.read, request.coverage_threshold,
                                     [scored.answers["trace"] for scored in outcomes]),
-                       picks, rights, compared)
+                       picks, [item.record["answer"] for item, _ in chosen],
+                       {option["label"] for item, _ in chosen for option in item.record["options"]}, rights, compared)
+
+
+def _expected(item: McotItem) -> tuple[str, tuple[str, ...], str, str]:
+    """What an item's prediction lines are checked against (evaluators/prediction_index.py `ItemTable`): its id,
+    every probe a run may have asked (a circular run's rotated traces too; the scores use those it did ask), its
+    image and its shown digest."""
+    return (item.id, PROBES + tuple(probe for probe, _ in rotated_traces(item, True)), item.record["image_sha256"],
+            shown_digest(item_shows(item)))
 
 
 def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
@@ -222,46 +237,53 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     workers = scoring_workers(request.workers)  # a bad --workers is refused before anything is read
-    dataset = open_mcot_dataset(request.dataset, fields=SCORED_FIELDS, workers=workers)
+    source = open_mcot_source(request.dataset, SCORED_FIELDS, workers, _expected)
     if request.judge_workers < 1:
         raise MmfaithError(f"--judge-workers must be 1 or more, not {request.judge_workers}.")
-    # Every probe a run may have asked (a circular run's rotated traces too); the scores use those it did ask.
+    table = ItemTable()
+    for item_id, probes, image, shown in source.expected:
+        table.add(item_id, probes, [image], shown)
+    source.expected.clear()
     # Lines are parsed on `workers` processes, forked before any judge or reader client is made.
-    def probes(item: McotItem) -> tuple[str, ...]:
-        return PROBES + tuple(probe for probe, _ in rotated_traces(item, True))
-
-    by_id = dataset.by_id()
-    read = read_predictions(request.predictions, PerItem(by_id, probes), request.from_run,
-                            PerItem(by_id, lambda item: {item.record["image_sha256"]}), request.drop_stale,
-                            PerItem(by_id, lambda item: shown_digest(item_shows(item))), request.repeat, scored_meta,
-                            workers=workers)
-    del by_id
+    read = read_predictions(request.predictions, table.probes, request.from_run, table.images, request.drop_stale,
+                            table.shown, request.repeat, scored_meta, workers=workers, index=table)
     judge = request.make_judge(request.judge)
     second = request.make_judge(request.judge_agreement) if request.judge_agreement else None
     if not read.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({read.n_errors} failed calls); nothing to score: "
                            "fix the cause recorded in meta.error and re-run (the same `mmfaith run` command resumes).")
     out = prepare_out_dir(request.out, "score")
-    dataset_key = {"id": dataset.dataset_id, "revision": dataset.revision}
+    dataset_key = {"id": source.dataset_id, "revision": source.revision}
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset}, dataset_key,
                     read.sha256, request.overwrite)
     if not 0 < request.max_crop_share <= 1:
         raise MmfaithError(f"--max-crop-share must be in (0, 1], not {request.max_crop_share}.")
     reader = ChoiceReader(request.reader, request.extract)
-    scoring = Scoring(dataset.items, read, judge, second, reader, request)
+    answers = read.answered
+    assert isinstance(answers, AnswerIndex)
+
+    def score(chunk: tuple[int, Any]) -> ScoredChunk:
+        start, payload = chunk
+        items = source.items(payload)
+        answered, failed = answers.lines(range(start, start + len(items)), scored_meta)
+        return score_chunk(Scoring(items, replace(read, answered=answered, failed=failed), judge, second, reader,
+                                   request))
+
     spool, tally = ItemSpool(out, SUMMARY_FIELDS), Tally(request.coverage_threshold)
     items: list[SummaryItem] = []
     picks: list[str | None] = []
+    golds: list[str] = []
+    labels: set[str] = set()
     rights: list[tuple[bool, bool]] = []
     compared: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    for scored in ordered_map(lambda start: score_chunk(scoring, start), range(0, len(dataset.items), request.chunk),
-                              scoring.workers()):
+    for scored in ordered_map(score, source.chunks(request.chunk), chunk_workers(judge, second, reader, request)):
         items.extend(map(summary_item, spool.add(scored.items)))
         tally.add_tally(scored.tally)
         picks += scored.picks
+        golds += scored.golds
+        labels |= scored.labels
         rights += scored.circular
         compared += scored.verdicts
-    read.answered.clear()  # every chunk is scored: the kept lines are not read again
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {"family": "mcot", "mmfaith_version": __version__, "dataset": dataset_key, "model": read.model,
@@ -276,7 +298,7 @@ def score_mcot(request: McotScoreRequest) -> dict[str, Any]:
     metrics["answers"] = tally.to_json()
     if reader.endpoint is not None:
         metrics["reader"] = reader.agreement()
-    metrics["position_bias"] = options_position_bias([item.record for item in dataset.items], picks)
+    metrics["position_bias"] = labelled_position_bias(picks, golds, labels)
     metrics["circular"] = circular_block(rights)
     if second is not None:
         metrics["judge_agreement"] = {"judges": [judge.name, second.name],

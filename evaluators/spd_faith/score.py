@@ -34,8 +34,8 @@ answers are cached under the mmfaith cache dir, `mmfaith.cache`, never in the sc
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,8 @@ from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.answers import last_boxed
 from mmfaith.evaluators.coverage import Tally, status_of
-from mmfaith.evaluators.predictions import PerItem, read_predictions, shown_digest
+from mmfaith.evaluators.prediction_index import AnswerIndex, ItemTable
+from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, Judgement, RuleJudge
@@ -56,7 +57,8 @@ from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.evaluators.spd_faith.run import item_shows
 from mmfaith.jsonl import canonical_json
-from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_dataset
+from mmfaith.loaders.build_records import TwoPass
+from mmfaith.loaders.spd_faith.dataset import SpdDataset, SpdPair, open_spd_source
 from mmfaith.ordered_pool import ordered_map, scoring_workers
 from mmfaith.outdir import prepare_out_dir
 
@@ -89,16 +91,17 @@ class ScoreRequest(ScoreSettings):
 
 @dataclass(frozen=True)
 class Predictions:
-    """The answers of one model: (id, probe) -> Answer, and what the file held besides (`perturb`:
-    the image perturbation its lines record in meta.perturb, None when unperturbed)."""
+    """The answers of one model: (id, probe) -> Answer (read with `index_predictions`: the `AnswerIndex` of the
+    answers' lines, `chunk_answers` reads a chunk's), and what the file held besides (`perturb`: the image
+    perturbation its lines record in meta.perturb, None when unperturbed)."""
 
-    answers: dict[tuple[str, str], Answer]
+    answers: Mapping[tuple[str, str], Any]
     model: str
     n_errors: int
     n_stale: int
     sha256: str
     perturb: dict[str, Any] | None = None
-    failed: frozenset[tuple[str, str]] = frozenset()
+    failed: Collection[tuple[str, str]] = frozenset()
     no_image: bool = False
 
 
@@ -114,24 +117,53 @@ class ScoredChunk:
     agreement: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] | None
 
 
-def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False,
-                     repeat: int = 0, workers: int = 1) -> Predictions:
-    """Read and validate predictions against the dataset (evaluators/predictions.py, its lines parsed on `workers`
-    processes); each answer as the metrics read it."""
-    pairs = dataset.by_id()
-    read = read_predictions(path, {pair_id: PROBES for pair_id in pairs}, from_run,
-                            PerItem(pairs, lambda pair: {pair.record["image_a_sha256"], pair.record["image_b_sha256"]}),
-                            drop_stale, PerItem(pairs, lambda pair: shown_digest(item_shows(pair))), repeat,
-                            workers=workers)
-    answers = {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
-                           (line.get("meta") or {}).get("order")) for key, line in read.answered.items()}
-    metas = {id(line["meta"]): line["meta"] for line in read.answered.values()}  # kept lines share equal metas
-    perturbs = {canonical_json(meta.get("perturb")) for meta in metas.values()}
+def _expected(pair: SpdPair) -> tuple[str, tuple[str, str], str]:
+    """What a pair's prediction lines are checked against (evaluators/prediction_index.py `ItemTable`): its id, its
+    two images and its shown digest (its probes are PROBES)."""
+    return pair.id, (pair.record["image_a_sha256"], pair.record["image_b_sha256"]), shown_digest(item_shows(pair))
+
+
+def _perturb(line: dict[str, Any]) -> str:
+    """The image perturbation a line records (meta.perturb), as canonical JSON: one per file."""
+    return canonical_json((line.get("meta") or {}).get("perturb"))
+
+
+def index_predictions(path: Path, expected: Iterable[tuple[str, tuple[str, str], str]], from_run: bool,
+                      drop_stale: bool = False, repeat: int = 0, workers: int = 1) -> Predictions:
+    """Read and validate predictions against the pairs' `_expected` (evaluators/predictions.py, its lines parsed on
+    `workers` processes), keeping each answer's place (`chunk_answers` reads a chunk's answers)."""
+    table = ItemTable()
+    for pair_id, images, shown in expected:
+        table.add(pair_id, PROBES, images, shown)
+    read = read_predictions(path, table.probes, from_run, table.images, drop_stale, table.shown, repeat,
+                            workers=workers, index=table, fact=_perturb)
+    assert isinstance(read.answered, AnswerIndex)
+    perturbs = read.answered.facts()
     if len(perturbs) > 1:
         raise MmfaithError(f"{path}: lines of several image perturbations ({', '.join(sorted(perturbs))}); score each "
                            "run dir (one per --perturb ratio) on its own.")
     perturb = json.loads(perturbs.pop()) if perturbs else None
-    return Predictions(answers, read.model, read.n_errors, read.n_stale, read.sha256, perturb, read.failed, read.no_image)
+    return Predictions(read.answered, read.model, read.n_errors, read.n_stale, read.sha256, perturb, read.failed,
+                       read.no_image)
+
+
+def load_predictions(path: Path, dataset: SpdDataset, from_run: bool, drop_stale: bool = False,
+                     repeat: int = 0, workers: int = 1) -> Predictions:
+    """`index_predictions` of a dataset's pairs, every answer read (`Answer`: as the metrics read it)."""
+    read = index_predictions(path, map(_expected, dataset.pairs), from_run, drop_stale, repeat, workers)
+    answers, failed = chunk_answers(read, range(len(dataset.pairs)))
+    return replace(read, answers=answers, failed=failed)
+
+
+def chunk_answers(predictions: Predictions, positions: range
+                  ) -> tuple[Mapping[tuple[str, str], Answer], Collection[tuple[str, str]]]:
+    """The answers and failed (id, probe)s of the pairs at `positions` (dataset order): read from their lines'
+    places (`index_predictions`), or the answers held (an official response file)."""
+    if not isinstance(predictions.answers, AnswerIndex):
+        return predictions.answers, predictions.failed
+    lines, failed = predictions.answers.lines(positions, None)
+    return {key: Answer(line["response"], (line.get("meta") or {}).get("finish_reason") == "length",
+                        (line.get("meta") or {}).get("order")) for key, line in lines.items()}, failed
 
 
 def answer_tally(items: Sequence[dict[str, Any]], predictions: Predictions, threshold: float) -> Tally:
@@ -159,13 +191,14 @@ def _judge(request: ScoreRequest) -> Judge:
     return LlmJudge(request.judge, request.judge_workers)
 
 
-def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predictions, judge: Judge) -> dict[str, Any]:
+def _provenance(request: ScoreRequest, source: TwoPass[SpdPair, Any], predictions: Predictions,
+                judge: Judge) -> dict[str, Any]:
     perturb = {"perturb": predictions.perturb} if predictions.perturb is not None else {}
     return {
         **perturb,
         "family": "spd-faith",
         "mmfaith_version": __version__,
-        "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
+        "dataset": {"id": source.dataset_id, "revision": source.revision},
         "model": predictions.model,
         "predictions_sha256": predictions.sha256,
         "no_image": predictions.no_image,
@@ -179,68 +212,80 @@ def _provenance(request: ScoreRequest, dataset: SpdDataset, predictions: Predict
 
 
 def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
-    """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
+    """Score one model's predictions on a dataset; write the score dir and return metrics.json's content.
+
+    The dataset and predictions are read in two passes (issue 34's bounded memory): the records checked keeping
+    each pair's expectations, the predictions checked keeping each answer's place (evaluators/prediction_index.py);
+    then pairs are read again and scored a chunk at a time with their answers. An official response file and the
+    pairs it matches are held whole."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     rule_workers = scoring_workers(request.workers)
     if request.dataset is None and request.format == "predictions":
         raise MmfaithError("predictions are scored against a dataset: pass --dataset BUILD_DIR|RELEASE|ORG/NAME.")
-    dataset = (open_spd_dataset(request.dataset, fields=SCORED_FIELDS, workers=rule_workers)
-               if request.dataset is not None else None)
+    source = (open_spd_source(request.dataset, SCORED_FIELDS, rule_workers, _expected)
+              if request.dataset is not None else None)
     official_block: dict[str, Any] | None = None
     if request.format not in official_responses.FORMATS:
         raise MmfaithError(f"--format {request.format!r}: use one of {', '.join(official_responses.FORMATS)}.")
     if request.format == "official" or (request.format == "auto" and official_responses.looks_official(request.predictions)):
-        dataset, predictions, official_block = _load_official(request, dataset)
-    elif dataset is None:
+        dataset, predictions, official_block = _load_official(request, None if source is None else _held(source))
+        source = TwoPass(dataset.dataset_id, dataset.revision, [], held=dataset.pairs)
+    elif source is None:
         raise MmfaithError(f"{request.predictions}: not an official response file, so it needs --dataset.")
     else:
-        predictions = load_predictions(request.predictions, dataset, request.from_run, request.drop_stale,
-                                       request.repeat, rule_workers)
+        predictions = index_predictions(request.predictions, source.expected, request.from_run, request.drop_stale,
+                                        request.repeat, rule_workers)
+        source.expected.clear()
     if not predictions.answers:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run (the same `mmfaith run` command "
                            "resumes), then score again.")
     out = prepare_out_dir(request.out, "score")  # after the inputs are checked: a refused score writes nothing
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
-                    {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
+                    {"id": source.dataset_id, "revision": source.revision}, predictions.sha256, request.overwrite)
     judge = _judge(request)
     spool = ItemSpool(out, SUMMARY_FIELDS)
     items: list[dict[str, Any]] = []
-    n_answered = 0
+    n_answered = n_pairs = 0
     tally = Tally(request.coverage_threshold)
     compared: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] = ([], [], [])
+    chunks_of: TwoPass[SpdPair, Any] = source  # a name the closure below reads (never None from here)
 
-    def score_chunk(start: int) -> ScoredChunk:
-        pairs = dataset.pairs[start:start + request.chunk]
-        answers = [{probe: predictions.answers.get((pair.id, probe), Answer(None)) for probe in PROBES}
-                   for pair in pairs]
+    def score_chunk(chunk: tuple[int, Any]) -> tuple[int, ScoredChunk]:
+        start, payload = chunk
+        pairs = chunks_of.items(payload)
+        held, failed = chunk_answers(predictions, range(start, start + len(pairs)))
+        read = replace(predictions, answers=held, failed=failed)
+        answers = [{probe: held.get((pair.id, probe), Answer(None)) for probe in PROBES} for pair in pairs]
         cases = [judge_case(pair.record, by_probe) for pair, by_probe in zip(pairs, answers)]
         judgements = judge.judge_all(cases)
-        chunk = [score_item(pair.record, pair.source_key, by_probe, case, judgement)
-                 for pair, by_probe, case, judgement in zip(pairs, answers, cases, judgements)]
+        chunk_items = [score_item(pair.record, pair.source_key, by_probe, case, judgement)
+                       for pair, by_probe, case, judgement in zip(pairs, answers, cases, judgements)]
         agreement = (RuleJudge().judge_all(cases), judgements,
                      [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
                      ) if request.judge_agreement else None
-        return ScoredChunk(spooled(chunk, SUMMARY_FIELDS), answer_tally(chunk, predictions, request.coverage_threshold),
-                           sum(answer.response is not None for by_probe in answers for answer in by_probe.values()),
-                           agreement)
+        return len(pairs), ScoredChunk(spooled(chunk_items, SUMMARY_FIELDS),
+                                       answer_tally(chunk_items, read, request.coverage_threshold),
+                                       sum(answer.response is not None for by_probe in answers
+                                           for answer in by_probe.values()), agreement)
 
     # Chunks of pairs scored on forked workers (the rule judge; an LLM judge's calls run on its own threads, here)
     workers = rule_workers if isinstance(judge, RuleJudge) else 1
-    for scored in ordered_map(score_chunk, range(0, len(dataset.pairs), request.chunk), workers):
+    for size, scored in ordered_map(score_chunk, source.chunks(request.chunk), workers):
         items.extend(spool.add(scored.items))
         tally.add_tally(scored.tally)
         n_answered += scored.n_answered
+        n_pairs += size
         if scored.agreement is not None:
             for held, part in zip(compared, scored.agreement):
                 held.extend(part)
     agreement = claim_agreement(*compared) if request.judge_agreement else None
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
-                               "provenance": _provenance(request, dataset, predictions, judge),
+                               "provenance": _provenance(request, source, predictions, judge),
                                **summarize(items, request.n_bootstrap, request.seed)}
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
-                             answered_share=round(n_answered / (len(dataset.pairs) * len(PROBES)), 6))
+                             answered_share=round(n_answered / (n_pairs * len(PROBES)), 6))
     metrics["answers"] = tally.to_json()
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
@@ -258,6 +303,12 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
 
     publish_scores(out, spool, metrics, write_report)
     return metrics
+
+
+def _held(source: TwoPass[SpdPair, Any]) -> SpdDataset:
+    """Every pair of a two-pass dataset, held (an official response file's rows are matched to them)."""
+    return SpdDataset([pair for _, payload in source.chunks(JUDGE_CHUNK) for pair in source.items(payload)],
+                      source.dataset_id, source.revision)
 
 
 def _load_official(request: ScoreRequest,

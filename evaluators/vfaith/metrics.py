@@ -29,7 +29,7 @@ estimate does.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -61,20 +61,6 @@ def pair_scores(record: Mapping[str, Any], a_o: str | None, a_e: str | None, sta
 def circular_fields(rights: Mapping[str, bool | None]) -> dict[str, bool | None]:
     """The items.jsonl fields of a pair's CircularEval results: `circular_original`, `circular_edited`."""
     return {f"circular_{probe}": right for probe, right in rights.items()}
-
-
-def circular_block(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """metrics.json's `circular`: per probe, first-order and circular accuracy over the pairs asked in every
-    rotation; None when no pair was (a run without --circular)."""
-    block = {}
-    for probe, first in (("original", "raw_correct"), ("edited", "edit_correct")):
-        asked = [item for item in pairs if item.get(f"circular_{probe}") is not None]
-        if asked:
-            block[probe] = {"n_items": len(asked),
-                            "accuracy": round(sum(item[first] for item in asked) / len(asked), _DECIMALS),
-                            "accuracy_circular": round(sum(item[f"circular_{probe}"] for item in asked) / len(asked),
-                                                       _DECIMALS)}
-    return block or None
 
 
 def perception_scores(record: Mapping[str, Any], chosen: frozenset[str] | None, status: str,
@@ -132,58 +118,96 @@ def _scalar(value: np.ndarray) -> float | None:
     return round(number, _DECIMALS) if np.isfinite(number) else None
 
 
-def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """metrics.json's `overall`, `by_category`, `ci`, `mcnemar_raw_vs_edit` and `counts` (module docstring)."""
-    components = [item_components(item) for item in items]
-    keys = sorted({key for parts in components for key in parts} | {"n_pairs", "n_perception"})
-    sums = {key: np.array([sum(parts.get(key, 0.0) for parts in components)]) for key in keys}
-    point = headline_from_sums(sums)
-    intervals = stats.bootstrap_ci(components, [item["cluster"] for item in items], headline_from_sums,
-                                   n_bootstrap, seed)
+class Summary:
+    """metrics.json's summary folded item by item (`add`, items.jsonl's order), so a scorer holds each item's few
+    components (stats.Components) and counts, not the items: `result` is what `summarize` gives of the same items."""
 
-    def ci(key: str) -> list[float] | None:
-        bounds = intervals.get(key)
-        if bounds is None or not np.isfinite(point[key][0]):
-            return None
-        return [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
+    def __init__(self) -> None:
+        self.components = stats.Components()
+        self.n_pairs = self.n_perception = self.n_left_out = 0
+        self.by_category = dict.fromkeys(CATEGORIES, 0)
+        self.statuses = {kind: dict.fromkeys(STATUSES, 0) for kind in ("original", "edited", "perception")}
+        self.wrong_edited = self.wrong_edited_own = self.unparsed_edited = 0
+        self.circular = {probe: [0, 0, 0] for probe in ("original", "edited")}
+        """probe -> [pairs asked in every rotation, right first-order, right in every rotation]."""
 
-    pairs = [item for item in items if item["kind"] == "pair"]
-    perception = [item for item in items if item["kind"] == "perception"]
-    by_category: dict[str, Any] = {}
-    for cat in CATEGORIES:
-        n_cat = sum(item["category"] == cat for item in pairs)
-        if n_cat:
-            by_category[cat] = {"n_items": n_cat, **{m: _scalar(point[f"{cat}.{m}"]) for m in
-                                                       ("raw_accuracy", "edit_accuracy", "delta")},
-                                "ci95": {m: ci(f"{cat}.{m}") for m in ("raw_accuracy", "edit_accuracy", "delta")}}
-    b, c = int(sums["b"][0]) if "b" in sums else 0, int(sums["c"][0]) if "c" in sums else 0
-    statuses = {probe: _status_counts(pairs, f"status_{probe}") for probe in ("original", "edited")}
-    statuses["perception"] = _status_counts(perception, "status")
-    wrong_edited = [item for item in pairs if item["a_edited"] is not None and not item["edit_correct"]]
-    return {
-        "overall": {key: _scalar(point[key]) for key in HEADLINE},
-        "by_category": by_category,
-        "ci95": {key: ci(key) for key in HEADLINE},
-        "circular": circular_block(pairs),
-        "mcnemar_raw_vs_edit": {"p_value": stats.mcnemar_exact(b, c), "b_raw_right_edit_wrong": b,
-                                "p_clustered": stats.clustered_mcnemar(
-                                    [int(parts.get("b", 0.0) - parts.get("c", 0.0)) for parts in components],
-                                    [item["cluster"] for item in items]),
-                                "c_raw_wrong_edit_right": c, "n_pairs": len(pairs),
-                                "n_left_out": sum(item["a_original"] is None or item["a_edited"] is None for item in pairs),
-                                "method": "exact binomial, two-sided"},
-        "counts": {
-            "n_pairs": len(pairs), "n_perception": len(perception),
-            "answers": statuses,
-            "repeat_denominator": len(wrong_edited),
-            "repeat_own_denominator": sum(item["a_original"] is not None for item in wrong_edited),
-            "repeat_left_out_unparsed_edited": sum(item["a_edited"] is None for item in pairs),
-        },
-    }
+    def add(self, item: Mapping[str, Any]) -> None:
+        """One item of items.jsonl (`pair_scores` and `circular_fields`, or `perception_scores`)."""
+        self.components.add(item_components(item), item["cluster"])
+        if item["kind"] == "perception":
+            self.n_perception += 1
+            self.statuses["perception"][item["status"]] += 1
+            return
+        self.n_pairs += 1
+        if item["category"] in self.by_category:
+            self.by_category[item["category"]] += 1
+        for probe in ("original", "edited"):
+            self.statuses[probe][item[f"status_{probe}"]] += 1
+        self.n_left_out += item["a_original"] is None or item["a_edited"] is None
+        self.unparsed_edited += item["a_edited"] is None
+        if item["a_edited"] is not None and not item["edit_correct"]:
+            self.wrong_edited += 1
+            self.wrong_edited_own += item["a_original"] is not None
+        for probe, first in (("original", "raw_correct"), ("edited", "edit_correct")):
+            right = item.get(f"circular_{probe}")
+            if right is not None:
+                counts = self.circular[probe]
+                counts[0] += 1
+                counts[1] += item[first]
+                counts[2] += right
+
+    def circular_block(self) -> dict[str, Any] | None:
+        """metrics.json's `circular`: per probe, first-order and circular accuracy over the pairs asked in every
+        rotation; None when no pair was (a run without --circular)."""
+        block = {probe: {"n_items": asked, "accuracy": round(first / asked, _DECIMALS),
+                         "accuracy_circular": round(circular / asked, _DECIMALS)}
+                 for probe, (asked, first, circular) in self.circular.items() if asked}
+        return block or None
+
+    def result(self, n_bootstrap: int, seed: int) -> dict[str, Any]:
+        """metrics.json's `overall`, `by_category`, `ci`, `circular`, `mcnemar_raw_vs_edit` and `counts`."""
+        components = self.components
+        keys = sorted(components.keys() | {"n_pairs", "n_perception"})
+        sums = {key: np.array([components.item_sum(key)]) for key in keys}
+        point = headline_from_sums(sums)
+        intervals = stats.bootstrap_ci(components, None, headline_from_sums, n_bootstrap, seed)
+
+        def ci(key: str) -> list[float] | None:
+            bounds = intervals.get(key)
+            if bounds is None or not np.isfinite(point[key][0]):
+                return None
+            return [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
+
+        by_category: dict[str, Any] = {}
+        for cat, n_cat in self.by_category.items():
+            if n_cat:
+                by_category[cat] = {"n_items": n_cat, **{m: _scalar(point[f"{cat}.{m}"]) for m in
+                                                           ("raw_accuracy", "edit_accuracy", "delta")},
+                                    "ci95": {m: ci(f"{cat}.{m}") for m in ("raw_accuracy", "edit_accuracy", "delta")}}
+        b, c = int(sums["b"][0]) if "b" in sums else 0, int(sums["c"][0]) if "c" in sums else 0
+        differences = (components.column("b") - components.column("c")).astype(np.int64).tolist()
+        return {
+            "overall": {key: _scalar(point[key]) for key in HEADLINE},
+            "by_category": by_category,
+            "ci95": {key: ci(key) for key in HEADLINE},
+            "circular": self.circular_block(),
+            "mcnemar_raw_vs_edit": {"p_value": stats.mcnemar_exact(b, c), "b_raw_right_edit_wrong": b,
+                                    "p_clustered": stats.clustered_mcnemar(differences, components.cluster_names()),
+                                    "c_raw_wrong_edit_right": c, "n_pairs": self.n_pairs,
+                                    "n_left_out": self.n_left_out, "method": "exact binomial, two-sided"},
+            "counts": {
+                "n_pairs": self.n_pairs, "n_perception": self.n_perception,
+                "answers": self.statuses,
+                "repeat_denominator": self.wrong_edited,
+                "repeat_own_denominator": self.wrong_edited_own,
+                "repeat_left_out_unparsed_edited": self.unparsed_edited,
+            },
+        }
 
 
-def _status_counts(items: Sequence[Mapping[str, Any]], key: str) -> dict[str, int]:
-    counts = dict.fromkeys(STATUSES, 0)
+def summarize(items: Iterable[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """metrics.json's summary of `items` (module docstring; `Summary` folded over them)."""
+    summary = Summary()
     for item in items:
-        counts[item[key]] += 1
-    return counts
+        summary.add(item)
+    return summary.result(n_bootstrap, seed)

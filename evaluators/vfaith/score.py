@@ -17,7 +17,9 @@ pair, then per perception item, in dataset order) and report.md. Same inputs, sa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +29,21 @@ from mmfaith.evaluators.answer_llm import ChoiceReader
 from mmfaith.evaluators.answers import last_boxed, read_choice_set
 from mmfaith.evaluators.circular import (SEPARATOR, circular_correct, original_label, position_bias,
                                          rotate_options, rotated_probe)
+from mmfaith.evaluators.prediction_index import ItemTable
 from mmfaith.evaluators.coverage import Tally, status_of
 from mmfaith.evaluators.predictions import PredictionSet, read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
-from mmfaith.evaluators.score_dir import check_score_dir, publish_scores
+from mmfaith.evaluators.score_dir import ItemSpool, check_score_dir, publish_scores
 from mmfaith.clients import ModelEndpoint
 from mmfaith.evaluators.vfaith.judge import PROMPT_SHA256, FreeFormJudge
-from mmfaith.evaluators.vfaith.metrics import (DEFINITIONS_VERSION, circular_fields, pair_scores, perception_scores,
-                                               summarize)
+from mmfaith.evaluators.vfaith.metrics import (DEFINITIONS_VERSION, Summary, circular_fields, pair_scores,
+                                               perception_scores)
 from mmfaith.evaluators.vfaith.parse import normalize, parse_free
 from mmfaith.evaluators.vfaith.prompts import PAIR_PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.vfaith.report import write_score_report
 from mmfaith.evaluators.vfaith.run import VfaithProbePlan, item_rotations, item_shows
-from mmfaith.loaders.vfaith.dataset import VfaithDataset, VfaithPair, open_vfaith_dataset
+from mmfaith.loaders.vfaith.dataset import (VfaithDataset, VfaithItem, VfaithPair, VfaithPerception,
+                                            stream_vfaith_dataset)
 from mmfaith.outdir import prepare_out_dir
 
 
@@ -47,6 +51,8 @@ SCORED_FIELDS = ("id", "pair_id", "category", "question", "question_type", "opti
                  "answer_edited", "image_sha256", "image_original_sha256", "image_edited_sha256", "source.dataset",
                  "source.file_name", "source.image_id")
 """What scoring reads of a pair or perception record (the loader keeps only these: mmfaith/records.py)."""
+CHUNK_ITEMS = 4096
+"""Items scored at a time: their records and answered lines are read, scored, written and dropped together."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,43 +125,67 @@ def score_items(dataset: VfaithDataset, predictions: PredictionSet, judge: FreeF
     return items
 
 
-def answer_position_bias(dataset: VfaithDataset, items: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each option letter's share among the first-order answers (original and edited probes of the
-    multiple-choice pairs) beside its share among their golds (evaluators/circular.py)."""
-    by_id = {item["id"]: item for item in items if item["kind"] == "pair"}
-    chosen = [pair for pair in dataset.pairs if pair.record["question_type"] == "multiple-choice"]
-    labels = sorted({option["label"] for pair in chosen for option in pair.record["options"]})
-    return position_bias([by_id[pair.id][f"a_{probe}"] for pair in chosen for probe in PAIR_PROBES],
-                         [pair.record[f"answer_{probe}"] for pair in chosen for probe in PAIR_PROBES], labels)
+class PositionPicks:
+    """The first-order answers (original and edited probes of the multiple-choice pairs) and their golds, added a
+    chunk of pairs at a time: `result` gives each option letter's share among the answers beside its share among
+    the golds (evaluators/circular.py `position_bias`)."""
+
+    def __init__(self) -> None:
+        self.labels: set[str] = set()
+        self.answers: list[str | None] = []
+        self.golds: list[str] = []
+
+    def add(self, pairs: list[VfaithPair], items: list[dict[str, Any]]) -> None:
+        """`pairs` and their items (items may hold perception items too, after the pairs)."""
+        for pair, item in zip(pairs, items):
+            if pair.record["question_type"] == "multiple-choice":
+                self.labels.update(option["label"] for option in pair.record["options"])
+                self.answers.extend(item[f"a_{probe}"] for probe in PAIR_PROBES)
+                self.golds.extend(pair.record[f"answer_{probe}"] for probe in PAIR_PROBES)
+
+    def result(self) -> dict[str, Any]:
+        return position_bias(self.answers, self.golds, sorted(self.labels))
 
 
 def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
-    dataset = open_vfaith_dataset(request.dataset, fields=SCORED_FIELDS)
+    stream = stream_vfaith_dataset(request.dataset, fields=SCORED_FIELDS)
     plan = VfaithProbePlan(circular=True)  # accepts the rotations of a circular run; a plain run has none
-    predictions = read_predictions(
-        request.predictions, {item.id: plan.expected_probes(item) for item in dataset.items}, request.from_run,
-        {item.id: {image.sha256 for image in plan.images(item)} for item in dataset.items}, request.drop_stale,
-        {item.id: shown_digest(item_shows(item)) for item in dataset.items}, request.repeat)
+    table = ItemTable()
+    for item in stream.items():  # every record checked; each item's expectations held compactly
+        table.add(item.id, plan.expected_probes(item), [image.sha256 for image in plan.images(item)],
+                  shown_digest(item_shows(item)))
+    predictions = read_predictions(request.predictions, table.probes, request.from_run, table.images,
+                                   request.drop_stale, table.shown, request.repeat, index=table)
     if not predictions.answered:
         raise MmfaithError(f"{request.predictions}: no answer at all ({predictions.n_errors} failed calls); nothing "
                            "to score: fix the cause recorded in meta.error and re-run, then score again.")
     out = prepare_out_dir(request.out, "score")
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
-                    {"id": dataset.dataset_id, "revision": dataset.revision}, predictions.sha256, request.overwrite)
+                    {"id": stream.dataset_id, "revision": stream.revision}, predictions.sha256, request.overwrite)
     judge = FreeFormJudge(request.judge)
     tally = Tally(request.coverage_threshold)
     reader = ChoiceReader(request.reader, request.extract)
-    items = score_items(dataset, predictions, judge, tally, reader)
-    n_probes = 2 * len(dataset.pairs) + len(dataset.perception)
-    first_order = [key for key in predictions.answered if SEPARATOR not in key[1]]
+    spool, summary, picks = ItemSpool(out, ()), Summary(), PositionPicks()
+    for start, chunk in _chunks(stream.items(), CHUNK_ITEMS):
+        answered, failed = predictions.answered.lines(range(start, start + len(chunk)), None)
+        pairs = [item for item in chunk if isinstance(item, VfaithPair)]
+        items = score_items(VfaithDataset(pairs, [item for item in chunk if isinstance(item, VfaithPerception)],
+                                          stream.dataset_id, stream.revision),
+                            replace(predictions, answered=answered, failed=failed), judge, tally, reader)
+        for item in items:
+            spool.write(item)
+            summary.add(item)
+        picks.add(pairs, items)
+    n_probes = 2 * summary.n_pairs + summary.n_perception
+    first_order = sum(SEPARATOR not in probe for _, probe in predictions.answered)
     metrics: dict[str, Any] = {
         "definitions_version": DEFINITIONS_VERSION,
         "provenance": {
             "family": "vfaith", "mmfaith_version": __version__,
-            "dataset": {"id": dataset.dataset_id, "revision": dataset.revision},
+            "dataset": {"id": stream.dataset_id, "revision": stream.revision},
             "model": predictions.model, "predictions_sha256": predictions.sha256, "no_image": predictions.no_image,
             "predictions_mode": "run" if request.from_run else "submission", "repeat": request.repeat,
             "prompt_templates_sha256": TEMPLATES_SHA256, "extract": request.extract,
@@ -164,15 +194,23 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
             "bootstrap": {"n": request.n_bootstrap, "seed": request.seed, "unit": "source image",
                           "method": "percentile", "confidence": 0.95},
         },
-        **summarize(items, request.n_bootstrap, request.seed),
+        **summary.result(request.n_bootstrap, request.seed),
         "answers": tally.to_json(),
     }
     if reader.endpoint is not None:
         metrics["reader"] = reader.agreement()
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=len(predictions.answered),
-                             answered_share=round(len(first_order) / n_probes, 6))
-    metrics["position_bias"] = answer_position_bias(dataset, items)
+                             answered_share=round(first_order / n_probes, 6))
+    metrics["position_bias"] = picks.result()
     if predictions.n_stale:
         metrics["counts"]["n_stale"] = predictions.n_stale
-    publish_scores(out, items, metrics, write_score_report)
+    publish_scores(out, spool, metrics, write_score_report)
     return metrics
+
+
+def _chunks(items: Iterator[VfaithItem], size: int) -> Iterator[tuple[int, list[VfaithItem]]]:
+    """(position of the first, items) of `size` items at a time, in order."""
+    start = 0
+    while chunk := list(itertools.islice(items, size)):
+        yield start, chunk
+        start += len(chunk)

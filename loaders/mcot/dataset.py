@@ -4,22 +4,27 @@
 `mmfaith release` (manifest.json + parquet shards; images written once to the content-addressed
 cache so every item has an image file), or a Hub id of such a release. Every record is
 schema-checked (schemas/mcot_item.schema.json) and every image's bytes hash to its record's sha256.
+`open_mcot_source(path, fields, workers, expect)` reads the same items in two passes for a scorer that holds a
+chunk of them at a time (loaders/build_records.py `TwoPass`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
-from mmfaith.loaders.build_records import read_build_records
+from mmfaith.loaders.build_records import BuildRecords, TwoPass, read_build_records
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.loaders.release_files import cached_image
 from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
+
+Kept = TypeVar("Kept")
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,16 @@ def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: b
     found = resolve(path, "mcot", verify=verify)
     if found.kind == "release":
         return _open_release(found.path, found.manifest, cache_dir, fields)
-    path = found.path
+    images: dict[str, Path] = {}  # one Path per image file
+    read = _read_build(found.path, fields, workers, lambda item, image: (item.record, image))
+    items = [McotItem(record, images.setdefault(image, found.path / image)) for record, image in read.kept]
+    return McotDataset(items, dataset_id=f"build:{found.path.resolve().name}", revision=read.sha256[:16])
+
+
+def _read_build(path: Path, fields: Fields | None, workers: int,
+                keep: Callable[[McotItem, str], Kept]) -> BuildRecords[Kept]:
+    """records.jsonl of a build dir, every record checked (its image exists) and made an item: `keep(item, its
+    image's path relative to the build dir)` kept."""
     checked: set[str] = set()  # each image file looked up once per process (an image holds several questions)
 
     def image_exists(record: dict[str, Any], where: str) -> None:
@@ -76,13 +90,30 @@ def open_mcot_dataset(path: Path | str, cache_dir: Path | None = None, verify: b
                 raise MmfaithError(f"{where}: image {path / record['image']} is missing.")
             checked.add(record["image"])
 
-    def keep(record: dict[str, Any], shared: Shared) -> tuple[dict[str, Any], str]:
-        return keep_fields(record, fields, shared), record["image"]
+    def kept(record: dict[str, Any], shared: Shared) -> Kept:
+        return keep(McotItem(keep_fields(record, fields, shared), path / record["image"]), record["image"])
 
-    read = read_build_records(path / "records.jsonl", "mcot_item", "an MCoT record", image_exists, keep, workers)
-    images: dict[str, Path] = {}  # one Path per image file
-    items = [McotItem(record, images.setdefault(image, path / image)) for record, image in read.kept]
-    return McotDataset(items, dataset_id=f"build:{path.resolve().name}", revision=read.sha256[:16])
+    return read_build_records(path / "records.jsonl", "mcot_item", "an MCoT record", image_exists, kept, workers)
+
+
+def open_mcot_source(path: Path | str, fields: Fields | None, workers: int,
+                     expect: Callable[[McotItem], Kept]) -> TwoPass[McotItem, Kept]:
+    """`open_mcot_dataset`'s items in two passes (loaders/build_records.py `TwoPass`): a build dir's records checked
+    on `workers` processes keeping `expect(item)` of each, then read again a chunk at a time; a release folder or
+    Hub id is opened whole once and held."""
+    found = resolve(path, "mcot", verify=True)
+    if found.kind == "release":
+        dataset = _open_release(found.path, found.manifest, None, fields)
+        return TwoPass(dataset.dataset_id, dataset.revision, [expect(item) for item in dataset.items],
+                       held=dataset.items)
+    read = _read_build(found.path, fields, workers, lambda item, _: expect(item))
+    build = found.path
+
+    def make(record: dict[str, Any], shared: Shared) -> McotItem:
+        return McotItem(keep_fields(record, fields, shared), build / record["image"])
+
+    return TwoPass(f"build:{build.resolve().name}", read.sha256[:16], read.kept, build / "records.jsonl",
+                   read.sha256, make)
 
 
 def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:

@@ -5,21 +5,26 @@
 content-addressed cache folder so that every SpdPair still has two image files), or a Hub dataset
 repo id `ORG/NAME[@REVISION]` of an mmfaith release (downloaded with huggingface_hub, then read as
 a release folder).
+`open_spd_source(path, fields, workers, expect)` reads the same pairs in two passes for a scorer that holds a chunk
+of them at a time (loaders/build_records.py `TwoPass`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.records import Fields, Shared, keep_fields
-from mmfaith.loaders.build_records import read_build_records
+from mmfaith.loaders.build_records import BuildRecords, TwoPass, read_build_records
 from mmfaith.loaders.release_files import cached_image
 from mmfaith.loaders.source import resolve
 from mmfaith.schema import check_loaded_record
+
+Kept = TypeVar("Kept")
 
 
 @dataclass(frozen=True)
@@ -77,18 +82,45 @@ def open_spd_dataset(path: Path, cache_dir: Path | None = None, verify: bool = T
 
 
 def _open_build_dir(path: Path, fields: Fields | None, workers: int) -> SpdDataset:
+    read = _read_build(path, fields, workers, lambda pair, image_a, image_b: (pair.record, image_a, image_b))
+    pairs = [SpdPair(record, path / image_a, path / image_b) for record, image_a, image_b in read.kept]
+    return SpdDataset(pairs, dataset_id=f"build:{path.resolve().name}", revision=read.sha256[:16])
+
+
+def _read_build(path: Path, fields: Fields | None, workers: int,
+                keep: Callable[[SpdPair, str, str], Kept]) -> BuildRecords[Kept]:
+    """records.jsonl of a build dir, every record checked (its images exist) and made a pair: `keep(pair, its two
+    images' paths relative to the build dir)` kept."""
     def images_exist(record: dict[str, Any], where: str) -> None:
         for side in ("image_a", "image_b"):
             if not (path / record[side]).is_file():
                 raise MmfaithError(f"{where}: image {path / record[side]} is missing.")
 
-    def keep(record: dict[str, Any], shared: Shared) -> tuple[dict[str, Any], str, str]:
-        return keep_fields(record, fields, shared), record["image_a"], record["image_b"]
+    def kept(record: dict[str, Any], shared: Shared) -> Kept:
+        return keep(_pair(path, fields, record, shared), record["image_a"], record["image_b"])
 
-    read = read_build_records(path / "records.jsonl", "spd_faith_pair", "an SPD-Faith record", images_exist, keep,
+    return read_build_records(path / "records.jsonl", "spd_faith_pair", "an SPD-Faith record", images_exist, kept,
                               workers)
-    pairs = [SpdPair(record, path / image_a, path / image_b) for record, image_a, image_b in read.kept]
-    return SpdDataset(pairs, dataset_id=f"build:{path.resolve().name}", revision=read.sha256[:16])
+
+
+def _pair(path: Path, fields: Fields | None, record: dict[str, Any], shared: Shared) -> SpdPair:
+    return SpdPair(keep_fields(record, fields, shared), path / record["image_a"], path / record["image_b"])
+
+
+def open_spd_source(path: Path, fields: Fields | None, workers: int,
+                    expect: Callable[[SpdPair], Kept]) -> TwoPass[SpdPair, Kept]:
+    """`open_spd_dataset`'s pairs in two passes (loaders/build_records.py `TwoPass`): a build dir's records checked
+    on `workers` processes keeping `expect(pair)` of each, then read again a chunk at a time; a release folder or
+    Hub id is opened whole once and held."""
+    found = resolve(path, "spd-faith", verify=True)
+    if found.kind == "release":
+        dataset = _open_release(found.path, found.manifest, None, fields)
+        return TwoPass(dataset.dataset_id, dataset.revision, [expect(pair) for pair in dataset.pairs],
+                       held=dataset.pairs)
+    build = found.path
+    read = _read_build(build, fields, workers, lambda pair, *_: expect(pair))
+    return TwoPass(f"build:{build.resolve().name}", read.sha256[:16], read.kept, build / "records.jsonl",
+                   read.sha256, lambda record, shared: _pair(build, fields, record, shared))
 
 
 def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: str = "") -> None:

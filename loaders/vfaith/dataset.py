@@ -5,12 +5,14 @@ folder (written by `mmfaith release`: manifest.json + parquet shards of the conf
 `perception`; its images are written once to a content-addressed cache folder so that every item
 still has image files), or a Hub dataset repo id `ORG/NAME[@REVISION]` of an mmfaith release
 (downloaded with huggingface_hub, then read as a release folder). Every record is schema-checked.
-`items` lists the pairs, then the perception items: the run engine's unit (probes `original` and
+`stream_vfaith_dataset(path)` gives the same items read anew from a build dir's files on each pass, never held
+whole (the scorer's bounded memory). `items` lists the pairs, then the perception items: the run engine's unit (probes `original` and
 `edited` for a pair, `perception` for a perception item); `source_key` is the source image, the
 bootstrap's cluster.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Union
@@ -92,10 +94,18 @@ def check(kind: str, record: Any, where: str, seen: set[str], advice: str = "") 
 
 
 def _open_build_dir(path: Path, fields: Fields | None) -> VfaithDataset:
+    items = list(_build_items(path, fields))
+    return VfaithDataset([item for item in items if isinstance(item, VfaithPair)],
+                         [item for item in items if isinstance(item, VfaithPerception)],
+                         dataset_id=f"build:{path.resolve().name}", revision=_build_revision(path))
+
+
+def _build_items(path: Path, fields: Fields | None) -> Iterator[VfaithItem]:
+    """A build dir's pairs, then its perception items of those pairs, each checked as read (`check`, its images)."""
     records_path = path / "records.jsonl"
     shared = Shared()
     seen: set[str] = set()
-    pairs = []
+    pair_ids: set[str] = set()
     for number, record in read_jsonl(records_path):
         check("vfaith_pair", record, f"{records_path}:{number}", seen)
         pair = VfaithPair(keep_fields(record, fields, shared), path / record["image_original"],
@@ -103,18 +113,41 @@ def _open_build_dir(path: Path, fields: Fields | None) -> VfaithDataset:
         for image in (pair.original_path, pair.edited_path):
             if not image.is_file():
                 raise MmfaithError(f"{records_path}:{number}: image {image} is missing.")
-        pairs.append(pair)
-    perception = []
+        pair_ids.add(pair.id)
+        yield pair
     perception_path = path / "perception.jsonl"
     if perception_path.is_file():
-        pair_ids = {pair.id for pair in pairs}
         for number, record in read_jsonl(perception_path):
             check("vfaith_perception", record, f"{perception_path}:{number}", seen)
             if record["pair_id"] in pair_ids:
-                perception.append(VfaithPerception(keep_fields(record, fields, shared), path / record["image"]))
-    revision = sha256_bytes(b"".join(sha256_file(p).encode() for p in (records_path, perception_path)
-                                     if p.is_file()))[:16]
-    return VfaithDataset(pairs, perception, dataset_id=f"build:{path.resolve().name}", revision=revision)
+                yield VfaithPerception(keep_fields(record, fields, shared), path / record["image"])
+
+
+def _build_revision(path: Path) -> str:
+    return sha256_bytes(b"".join(sha256_file(p).encode() for p in (path / "records.jsonl", path / "perception.jsonl")
+                                 if p.is_file()))[:16]
+
+
+@dataclass(frozen=True)
+class VfaithStream:
+    """A dataset read item by item (`stream_vfaith_dataset`): `items()` gives its pairs, then its perception items,
+    each time anew, in the order of `VfaithDataset.items`."""
+
+    dataset_id: str
+    revision: str
+    items: Callable[[], Iterator[VfaithItem]]
+
+
+def stream_vfaith_dataset(path: Path | str, cache_dir: Path | None = None, verify: bool = True,
+                          fields: Fields | None = None) -> VfaithStream:
+    """`open_vfaith_dataset`'s items, read from a build dir's files on each `items()` and never held whole (a
+    scorer's memory bound, docs/scale.md); a release folder or Hub repo is opened whole once and held."""
+    found = resolve(path, "vfaith", verify=verify)
+    if found.kind == "release":
+        dataset = _open_release(found.path, found.manifest, cache_dir, fields)
+        return VfaithStream(dataset.dataset_id, dataset.revision, lambda: iter(dataset.items))
+    return VfaithStream(f"build:{found.path.resolve().name}", _build_revision(found.path),
+                        lambda: _build_items(found.path, fields))
 
 
 def _open_release(folder: Path, manifest: dict[str, Any], cache_dir: Path | None, fields: Fields | None) -> VfaithDataset:

@@ -58,10 +58,10 @@ def test_cluster_sums_of_mixed_layouts_equal_the_sums_by_hand() -> None:
     keys, order = ["alarm", "n", "right"], ["a", "b"]
     # a: items 1, 2 -> alarm 1, n 2, right 0 + 1; b: items 0, 3, 4 -> alarm 0, n 2, right 1 + 0.5
     by_hand = np.array([[1.0, 2.0, 1.0], [0.0, 2.0, 1.5]])
-    assert np.array_equal(stats._cluster_sums(components, clusters, keys, order), by_hand)
+    assert np.array_equal(stats._cluster_sums(stats.Components.of(components, clusters), keys, order), by_hand)
     previous = stats.BLOCK_ITEMS
     try:
         stats.BLOCK_ITEMS = 1
-        assert np.array_equal(stats._cluster_sums(components, clusters, keys, order), by_hand)
+        assert np.array_equal(stats._cluster_sums(stats.Components.of(components, clusters), keys, order), by_hand)
     finally:
         stats.BLOCK_ITEMS = previous
