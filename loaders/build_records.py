@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeVar
 from mmfaith.errors import MmfaithError
 from mmfaith.gc_pause import gc_paused
 from mmfaith.jsonl import LineBlock, line_blocks, read_block
+from mmfaith.loaders.source import Source, resolve
 from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Shared
 from mmfaith.schema import check_loaded_schema, check_new_id
@@ -150,3 +151,19 @@ class TwoPass(Generic[Item, Kept]):
         assert self.make is not None
         shared = Shared()
         return [self.make(json.loads(raw), shared) for raw in payload]
+
+
+def open_two_pass(path: Path | str, family: str, held: Callable[[Source], tuple[str, str, list[Item]]],
+                  read_build: Callable[[Path], BuildRecords[Kept]],
+                  make: Callable[[Path], Callable[[dict[str, Any], Shared], Item]],
+                  expect: Callable[[Item], Kept]) -> TwoPass[Item, Kept]:
+    """A family's dataset as a TwoPass: `path` resolved (loaders/source.py, verified); a release folder or Hub id
+    opened whole by `held(found)` (its id, revision and items), `expect(item)` kept of each; a build dir's records
+    checked by `read_build(build)` (keeping `expect` of each) and read again a chunk at a time by `make(build)`."""
+    found = resolve(path, family, verify=True)
+    if found.kind == "release":
+        dataset_id, revision, items = held(found)
+        return TwoPass(dataset_id, revision, [expect(item) for item in items], held=items)
+    build, read = found.path, read_build(found.path)
+    return TwoPass(f"build:{build.resolve().name}", read.sha256[:16], read.kept, build / "records.jsonl",
+                   read.sha256, make(build))

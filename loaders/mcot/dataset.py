@@ -18,10 +18,10 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
 from mmfaith.images import sha256_file
-from mmfaith.loaders.build_records import BuildRecords, TwoPass, read_build_records
+from mmfaith.loaders.build_records import BuildRecords, TwoPass, open_two_pass, read_build_records
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.loaders.release_files import cached_image
-from mmfaith.loaders.source import resolve
+from mmfaith.loaders.source import Source, resolve
 from mmfaith.schema import check_loaded_record
 
 Kept = TypeVar("Kept")
@@ -101,19 +101,15 @@ def open_mcot_source(path: Path | str, fields: Fields | None, workers: int,
     """`open_mcot_dataset`'s items in two passes (loaders/build_records.py `TwoPass`): a build dir's records checked
     on `workers` processes keeping `expect(item)` of each, then read again a chunk at a time; a release folder or
     Hub id is opened whole once and held."""
-    found = resolve(path, "mcot", verify=True)
-    if found.kind == "release":
-        dataset = _open_release(found.path, found.manifest, None, fields)
-        return TwoPass(dataset.dataset_id, dataset.revision, [expect(item) for item in dataset.items],
-                       held=dataset.items)
-    read = _read_build(found.path, fields, workers, lambda item, _: expect(item))
-    build = found.path
+    return open_two_pass(path, "mcot", lambda found: _held(found, fields),
+                         lambda build: _read_build(build, fields, workers, lambda item, _: expect(item)),
+                         lambda build: lambda record, shared: McotItem(keep_fields(record, fields, shared),
+                                                                       build / record["image"]), expect)
 
-    def make(record: dict[str, Any], shared: Shared) -> McotItem:
-        return McotItem(keep_fields(record, fields, shared), build / record["image"])
 
-    return TwoPass(f"build:{build.resolve().name}", read.sha256[:16], read.kept, build / "records.jsonl",
-                   read.sha256, make)
+def _held(found: Source, fields: Fields | None) -> tuple[str, str, list[McotItem]]:
+    dataset = _open_release(found.path, found.manifest, None, fields)
+    return dataset.dataset_id, dataset.revision, dataset.items
 
 
 def check_item(record: dict[str, Any], where: str, seen: set[str]) -> None:

@@ -19,9 +19,9 @@ from mmfaith.cache import cache_dir as default_cache_dir
 from mmfaith.errors import MmfaithError
 from mmfaith.images import sha256_file
 from mmfaith.records import Fields, Shared, keep_fields
-from mmfaith.loaders.build_records import BuildRecords, TwoPass, read_build_records
+from mmfaith.loaders.build_records import BuildRecords, TwoPass, open_two_pass, read_build_records
 from mmfaith.loaders.release_files import cached_image
-from mmfaith.loaders.source import resolve
+from mmfaith.loaders.source import Source, resolve
 from mmfaith.schema import check_loaded_record
 
 Kept = TypeVar("Kept")
@@ -112,15 +112,14 @@ def open_spd_source(path: Path, fields: Fields | None, workers: int,
     """`open_spd_dataset`'s pairs in two passes (loaders/build_records.py `TwoPass`): a build dir's records checked
     on `workers` processes keeping `expect(pair)` of each, then read again a chunk at a time; a release folder or
     Hub id is opened whole once and held."""
-    found = resolve(path, "spd-faith", verify=True)
-    if found.kind == "release":
-        dataset = _open_release(found.path, found.manifest, None, fields)
-        return TwoPass(dataset.dataset_id, dataset.revision, [expect(pair) for pair in dataset.pairs],
-                       held=dataset.pairs)
-    build = found.path
-    read = _read_build(build, fields, workers, lambda pair, *_: expect(pair))
-    return TwoPass(f"build:{build.resolve().name}", read.sha256[:16], read.kept, build / "records.jsonl",
-                   read.sha256, lambda record, shared: _pair(build, fields, record, shared))
+    return open_two_pass(path, "spd-faith", lambda found: _held(found, fields),
+                         lambda build: _read_build(build, fields, workers, lambda pair, *_: expect(pair)),
+                         lambda build: lambda record, shared: _pair(build, fields, record, shared), expect)
+
+
+def _held(found: Source, fields: Fields | None) -> tuple[str, str, list[SpdPair]]:
+    dataset = _open_release(found.path, found.manifest, None, fields)
+    return dataset.dataset_id, dataset.revision, dataset.pairs
 
 
 def _check_record(record: dict[str, Any], where: str, seen: set[str], advice: str = "") -> None:
