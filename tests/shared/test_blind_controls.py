@@ -109,7 +109,7 @@ def test_vfaith_no_image_run_sends_no_image_and_the_report_carries_gain_and_leak
 @pytest.fixture(scope="module")
 def crm_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("crm-blind") / "build"
-    assert main(["build", "crm", "--out", str(out), "--max-items", "5", "--mask-style", "black",
+    assert main(["build", "crm", "--out", str(out), "--max-items", "5", "--mask-style", "black", "--seed", "1",
                  "--no-progress"]) == 0
     return out
 
@@ -140,6 +140,11 @@ def test_crm_prior_and_no_image_pair_into_gain_and_leakage(crm_small: Path, tmp_
     """The CRM prior answers with and without the image alike: its no-image run's gain is 0 on every unit, and
     its leakage (no-image minus its own with-image score) is 0 too."""
     dataset = open_crm_dataset(crm_small)
+    # A server asked without the image tells items apart by their prompt alone, and the prior leaves each item's own
+    # gold out, so two items with one prompt (the seed-0 build asked "Is there a vase?" of two photos with the
+    # options in one order) get one blind answer: the premise needs every prompt once.
+    prompts = [(item.record["question"], str(item.record["options"])) for item in dataset.items]
+    assert len(set(prompts)) == len(prompts)
     with ReferenceServer(dataset, "prior", family="crm") as server:
         _run("crm", crm_small, server.base_url, tmp_path / "run-with", "prior", "--circular")
         _run("crm", crm_small, server.base_url, tmp_path / "run-without", "prior", "--no-image")
