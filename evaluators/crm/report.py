@@ -8,7 +8,9 @@ One score dir (`write_score_report`): report.md (by variant, by mode with the no
 minus random, threshold sensitivity, answer coverage), metrics_by_variant.png (every metric per
 variant and for the noise floor, 95% CI) and sensitivity.png (SDR and AFR against the threshold).
 Several (`compare_scores`): report.md and comparison.json (per mode, each pair of models' paired
-differences with McNemar p), compare_by_mode.png (every metric per model and mode, 95% CI).
+differences with McNemar p), compare_by_mode.png (every metric per model and mode, 95% CI); the score dirs'
+items.jsonl read line by line, each unit kept as its components and the few values compared (`FOLD`,
+evaluators/scored_items.py).
 """
 from __future__ import annotations
 

@@ -7,7 +7,9 @@ McNemar p-value of their paired trace correctness) and compare.png. The score di
 dataset revision and the definitions version. A model scored both with and without the images
 (`run --no-image`) gets MMStar's `multimodal_gain` of trace accuracy, and a no-image score beside
 the `prior` model's its `leakage` (evaluators/blind_gain.py), overall and per category; the report
-ends with CircularEval (where a score has it) and answer-position bias (evaluators/circular.py).
+ends with CircularEval (where a score has it) and answer-position bias (evaluators/circular.py). The score dirs'
+items.jsonl are read line by line, each item kept as its trace correctness, image and category (`FOLD`,
+evaluators/scored_items.py).
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ against the first, or all pairs) the paired bootstrap interval of each metric's 
 items both scored (stats.paired_bootstrap, clustered by source image) and exact McNemar p-values
 for the binary per-item metrics DQR and existence. Written: report.md, comparison.json,
 compare_overall.png, compare_by_difficulty.png. The score dirs must share the dataset revision
-and the scoring definitions.
+and the scoring definitions. Their items.jsonl are read line by line, each item kept as its components and the
+few numbers compared (`FOLD`, evaluators/scored_items.py), so a comparison's memory is numbers per item.
 
 Plots are drawn by the shared evaluators/plots.py (value labels, "n/a" marks, axes from each metric's
 declared kind and range); `score_figures` and `comparison_figures` return them unsaved.
