@@ -9,6 +9,7 @@ million-item score dirs in bounded memory).
   errors) and folded into a `ScoredItems`, each dir on its own forked process at once (up to the usable cores).
   A `ScoredItems` holds per item its key, its components in a `stats.Components` table (8 bytes a value), a
   pointer per label (each distinct label held once) and 8 bytes per number: about 100 bytes and the key's string.
+- `number(value)`: a line's value as a number (NaN for null: equal to neither 0 nor 1, as null is not).
 - `one_per_key(items)`: the items a `{key: item}` table of them holds (a repeated key: its last line).
 - `match(a, b, use_a, use_b)`: the positions of the pairs a comparison reads, in `a`'s order: exactly the pairs
   `by_key = {key(y): y for y in b if use_b(y)}; [(x, by_key[key(x)]) for x in a if use_a(x) and key(x) in by_key]`
@@ -136,4 +137,4 @@ def paired(a: ScoredItems, b: ScoredItems, pos_a: np.ndarray, pos_b: np.ndarray,
     first = take(a.table, pos_a)
     clusters = first.cluster_names()
     second = take(b.table, pos_b, clusters)
-    return paired_bootstrap(first, second, clusters, statistic, n, seed)  # type: ignore[arg-type]
+    return paired_bootstrap(first, second, clusters, statistic, n, seed)
