@@ -27,7 +27,6 @@ from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
 from mmfaith.evaluators.scored_items import ItemFold, ScoredItems, one_per_key, paired, read_scored
-from mmfaith.evaluators.stats import take
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import write_atomic
 
@@ -55,7 +54,7 @@ def compare_pair(a: ScoredItems, b: ScoredItems, n_bootstrap: int, seed: int) ->
     pos_a = np.array([at_a[key] for key in common], dtype=np.int64)
     pos_b = np.array([at_b[key] for key in common], dtype=np.int64)
     right_a, right_b = a.numbers["right"][pos_a].tolist(), b.numbers["right"][pos_b].tolist()
-    clusters = take(a.table, pos_a).cluster_names()
+    clusters = stats.take(a.table, pos_a).cluster_names()
     diff = paired(a, b, pos_a, pos_b, BLIND_MEASURE.statistic, n_bootstrap, seed)
     value, interval = diff["accuracy_trace"] if common else (None, None)
     only_a = sum(1 for x, y in zip(right_a, right_b) if x and not y)

@@ -37,7 +37,6 @@ from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain
 from mmfaith.evaluators.score_dir import score_labels
 from mmfaith.evaluators.scored_items import ItemFold, ScoredItems, match, number, paired, read_scored
 from mmfaith.evaluators.spd_faith.metrics import CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components
-from mmfaith.evaluators.stats import take
 from mmfaith.evaluators import coverage
 from mmfaith.evaluators.report_tables import (fmt, fmt_ci, fmt_p, md_table, metric_block, metric_value, metrics_key,
                                               why_undefined)
@@ -180,7 +179,7 @@ def compare_pair(items_a: ScoredItems, items_b: ScoredItems, n_bootstrap: int, s
     if not len(pos_a):
         raise MmfaithError("the score dirs share no scored item; score them on the same dataset.")
     diffs = paired(items_a, items_b, pos_a, pos_b, headline_from_sums, n_bootstrap, seed)
-    clusters = take(items_a.table, pos_a).cluster_names()
+    clusters = stats.take(items_a.table, pos_a).cluster_names()
     mcnemar = {}
     for metric, key in BINARY_METRICS.items():
         x, y = items_a.numbers[key][pos_a], items_b.numbers[key][pos_b]
