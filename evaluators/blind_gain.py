@@ -7,57 +7,58 @@ signed difference with its interval):
   with `mmfaith run --no-image` (two score dirs of one model, one with provenance.no_image true);
 - leakage of a model: its no-image score minus the `prior` reference model's (a score dir whose
   model is named `prior`: it answers from the question's template alone, evaluators/prior_model.py).
-Each is paired per scored item (the items both score dirs scored, matched by `item_key`) with a
-95% paired bootstrap interval clustered by source image (stats.paired_bootstrap), overall and per
-template (`template_of(item)`): a gain near 0 says the images did not matter; a leakage above 0
+Each is paired per scored item (the items both score dirs scored, matched by their key: the score
+dirs' items folded by the family's `scored_items.ItemFold`) with a 95% paired bootstrap interval
+clustered by source image (stats.paired_bootstrap), overall and per template (the fold's label
+`BlindMeasure.template`): a gain near 0 says the images did not matter; a leakage above 0
 says the model knows answers the question's wording alone does not give away (memorised items).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from mmfaith.evaluators.report_tables import fmt_ci, md_table
-from mmfaith.evaluators.stats import Statistic, paired_bootstrap
+from mmfaith.evaluators.scored_items import ScoredItems, match, paired
+from mmfaith.evaluators.stats import Statistic
 
 PRIOR_MODEL = "prior"
-Loaded = tuple[dict[str, Any], list[dict[str, Any]]]
+Loaded = tuple[dict[str, Any], ScoredItems]
 
 
 def _is_blind(metrics: Mapping[str, Any]) -> bool:
     return bool(metrics["provenance"].get("no_image"))
 
 
-def _paired(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], how: BlindMeasure, keys: Sequence[str],
-            n: int, seed: int) -> dict[str, Any]:
-    by_key = {how.item_key(item): item for item in b}
-    shared = [(item, by_key[how.item_key(item)]) for item in a if how.scored(item) and how.item_key(item) in by_key]
+@dataclass(frozen=True)
+class BlindMeasure:
+    """How a family's folded items (`scored_items.ScoredItems`, paired by their key and clustered by source image)
+    are summed (`statistic`) and grouped (`template`: the label naming the item's template)."""
 
-    def block(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
-        result = paired_bootstrap([how.components(x) for x, _ in pairs], [how.components(y) for _, y in pairs],
-                                  [how.cluster(x) for x, _ in pairs], how.statistic, n, seed)
-        return {"n_items": len(pairs), **{key: {
+    statistic: Statistic
+    template: str = "template"
+    scored: str | None = None
+    """The number saying which items the statistic is defined on (SPD-Faith: the pairs with a difference, not the
+    controls); None: every item."""
+
+
+def _paired(a: ScoredItems, b: ScoredItems, how: BlindMeasure, keys: Sequence[str], n: int,
+            seed: int) -> dict[str, Any]:
+    pos_a, pos_b = match(a, b, use_a=how.scored)
+
+    def block(chosen: np.ndarray) -> dict[str, Any]:
+        result = paired(a, b, pos_a[chosen], pos_b[chosen], how.statistic, n, seed)
+        return {"n_items": int(chosen.size), **{key: {
             "difference": None if result[key][0] is None else round(result[key][0], 6),
             "ci95": None if result[key][1] is None else [round(v, 6) for v in result[key][1]]} for key in keys}}
 
-    templates = sorted({how.template_of(x) for x, _ in shared})
-    return {"overall": block(shared) if shared else None,
-            "by_template": {t: block([(x, y) for x, y in shared if how.template_of(x) == t]) for t in templates}}
-
-
-@dataclass(frozen=True)
-class BlindMeasure:
-    """How a family's items.jsonl lines are paired (`item_key`), summed (`components`, `statistic`), clustered
-    (`cluster`: the source image) and grouped (`template_of`)."""
-
-    item_key: Callable[[dict[str, Any]], Any]
-    components: Callable[[dict[str, Any]], Mapping[str, float]]
-    cluster: Callable[[dict[str, Any]], str]
-    statistic: Statistic
-    template_of: Callable[[dict[str, Any]], str]
-    scored: Callable[[dict[str, Any]], bool] = lambda item: True
-    """Which items the statistic is defined on (SPD-Faith: the pairs with a difference, not the controls)."""
+    labels = a.labels[how.template]
+    shared = [labels[p] for p in pos_a.tolist()]
+    return {"overall": block(np.arange(len(shared))) if shared else None,
+            "by_template": {t: block(np.flatnonzero([label == t for label in shared])) for t in sorted(set(shared))}}
 
 
 def gain_and_leakage(loaded: Sequence[Loaded], labels: Sequence[str], how: BlindMeasure, keys: Sequence[str],

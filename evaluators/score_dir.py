@@ -21,12 +21,9 @@ replace the folder whole.
   submission's answers may quote a key). Inside `metrics_only()`, `write_report` is not called: a score read
   only for its metrics.json (`evaluate`'s reference ends, scored in a scratch folder) skips its report and plots,
   most of a small score's cost.
-- `load_score_dir(path, fields)`: (metrics.json, items.jsonl) of a score dir, for `mmfaith report`, each
-  item with only `fields` (a family's comparison names what it reads: `SUMMARY_FIELDS`; mmfaith/records.py),
-  equal kept values held once, so a report's memory is that of what it compares; `load_score_dirs(paths,
-  fields, derive)`: the same of several score dirs, each read on its own forked process at once (up to the
-  usable cores; reading and parsing items.jsonl is most of a report's time), each kept item passed through
-  `derive` there when given (a comparison's per-item work); `load_metrics(path)`:
+- `load_score_dir(path, fields)`: (metrics.json, items.jsonl) of a score dir (the explorer's pages), each
+  item with only `fields` when given (mmfaith/records.py), equal kept values held once; `mmfaith report` reads
+  items.jsonl line by line into numbers instead (evaluators/scored_items.py); `load_metrics(path)`:
   metrics.json alone (items.jsonl is not read); `score_labels(paths, metrics)`: each score's model name ("(no image)" added for a --no-image score), with its
   folder where two share one.
 """
@@ -44,10 +41,8 @@ from typing import Any
 
 from mmfaith.errors import MmfaithError
 from mmfaith.jsonl import canonical_json, read_jsonl, write_lines_atomic, write_text_atomic
-from mmfaith.ordered_pool import ordered_map
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.redact import redact
-from mmfaith.step_pool import available_cores
 
 
 TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".csv", ".txt", ".svg")
@@ -187,21 +182,6 @@ def load_score_dir(path: Path, fields: Fields | None = None) -> tuple[dict[str, 
     """(metrics.json, items.jsonl) of a score dir; each item with only `fields` when given (module docstring)."""
     metrics, shared = load_metrics(path), Shared()
     return metrics, [keep_fields(item, fields, shared) for _, item in read_jsonl(path / "items.jsonl")]
-
-
-def load_score_dirs(paths: Sequence[Path], fields: Fields | None = None,
-                    derive: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-                    ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """`load_score_dir` of each path, read side by side on forked processes (module docstring); with `derive`, each
-    kept item is `derive(item)` (what a comparison computes per item, e.g. its metric components), made there too."""
-    for path in paths:
-        load_metrics(path)  # a folder that is not a score dir is refused before any process starts
-
-    def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        metrics, items = load_score_dir(path, fields)
-        return metrics, items if derive is None else [derive(item) for item in items]
-
-    return list(ordered_map(load, paths, available_cores()))
 
 
 def score_labels(paths: Sequence[Path], metrics: Sequence[dict[str, Any]]) -> list[str]:

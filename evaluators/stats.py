@@ -239,3 +239,32 @@ def discordance(first: Sequence[float], second: Sequence[float]) -> list[int]:
     """Per pair, +1 when right (true) under `first` only, -1 under `second` only, 0 otherwise: the
     `differences` of `clustered_mcnemar`."""
     return [int(bool(x) and not y) - int(bool(y) and not x) for x, y in zip(first, second, strict=True)]
+
+
+def take(table: Components, positions: Sequence[int] | np.ndarray, clusters: Sequence[str] | None = None) -> Components:
+    """The items of `table` at `positions`, in that order, as a table of their own: what `Components.of` of their
+    components would hold (the same layouts in the same order of first appearance, clusters numbered as first
+    seen), each item with its own cluster or with `clusters` (one name per position: a paired comparison's items
+    clustered by the first model's lines)."""
+    chosen = np.asarray(positions, dtype=np.int64)
+    layout_of, row_of, cluster_of = (np.zeros(table.n, dtype=np.int64) for _ in range(3))
+    for k, (where, numbers, _) in enumerate(table.layouts.values()):
+        at = np.frombuffer(where, dtype=np.int64)
+        layout_of[at], row_of[at], cluster_of[at] = k, np.arange(len(at)), np.frombuffer(numbers, dtype=np.int64)
+    if clusters is None:
+        names = list(table.clusters)
+        clusters = [names[number] for number in cluster_of[chosen].tolist()]
+    if len(clusters) != len(chosen):
+        raise ValueError(f"{len(chosen)} positions but {len(clusters)} clusters")
+    result = Components()
+    numbered = np.array([result.clusters.setdefault(name, len(result.clusters)) for name in clusters], dtype=np.int64)
+    layouts, layout_at, rows = list(table.layouts.items()), layout_of[chosen], row_of[chosen]
+    kinds, first = np.unique(layout_at, return_index=True)
+    for k in kinds[np.argsort(first)].tolist():
+        layout, (where, _, flat) = layouts[k]
+        mask = layout_at == k
+        values = np.frombuffer(flat, dtype=np.float64).reshape(len(where), len(layout))[rows[mask]]
+        result.layouts[layout] = (array("q", np.flatnonzero(mask).tobytes()), array("q", numbered[mask].tobytes()),
+                                  array("d", values.tobytes()))
+    result.n = len(chosen)
+    return result

@@ -8,7 +8,9 @@ One score dir (`write_score_report`): report.md (by variant, by mode with the no
 minus random, threshold sensitivity, answer coverage), metrics_by_variant.png (every metric per
 variant and for the noise floor, 95% CI) and sensitivity.png (SDR and AFR against the threshold).
 Several (`compare_scores`): report.md and comparison.json (per mode, each pair of models' paired
-differences with McNemar p), compare_by_mode.png (every metric per model and mode, 95% CI).
+differences with McNemar p), compare_by_mode.png (every metric per model and mode, 95% CI); the score dirs'
+items.jsonl read line by line, each unit kept as its components and the few values compared (`FOLD`,
+evaluators/scored_items.py).
 """
 from __future__ import annotations
 
@@ -18,14 +20,17 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
-from mmfaith.evaluators.crm.metrics import SUMMARY_FIELDS, rates
+from mmfaith.evaluators.crm.metrics import rates
 from mmfaith.evaluators import coverage, plots
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table, metrics_key
-from mmfaith.evaluators.score_dir import load_score_dirs, score_labels
-from mmfaith.evaluators.stats import clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
+from mmfaith.evaluators.score_dir import score_labels
+from mmfaith.evaluators.scored_items import ItemFold, ScoredItems, match, paired, read_scored
+from mmfaith.evaluators.stats import clustered_mcnemar, discordance, mcnemar_exact, take
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import write_atomic
 
@@ -141,9 +146,14 @@ def write_score_report(metrics: dict[str, Any], folder: Path) -> None:
 
 COMPARED = (("SDR", None), ("AFR", "flip"), ("HR", "hallucinated"))
 BLIND_KEYS = ("accuracy_original", "accuracy_masked")
-BLIND_MEASURE = BlindMeasure(item_key=lambda line: (line["id"], line["variant"]),
-                             components=lambda line: line["components"], cluster=lambda line: line["source_key"], statistic=rates,
-                             template_of=lambda line: line.get("question_type") or "all")
+BLIND_MEASURE = BlindMeasure(statistic=rates)
+FOLD = ItemFold(key=lambda line: f"{len(line['id'])}:{line['id']}{line['variant']}",
+                components=lambda line: line["components"], cluster=lambda line: line["source_key"],
+                labels={"template": lambda line: line.get("question_type") or "all", "mode": lambda line: line["mode"]},
+                numbers={key: lambda line, key=key: line["components"][key] for _, key in COMPARED if key is not None})
+"""What the comparison keeps of a unit's items.jsonl line: its question's id and variant (the id's length first, so
+two (id, variant) pairs have one key only when equal), its components, source image, question type and mask mode,
+and its AFR flip and HR flag."""
 
 
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
@@ -153,7 +163,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     exact McNemar p for the binary AFR and HR. Writes comparison.json and report.md; returns the first."""
     if not score_dirs:
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
-    loaded = load_score_dirs(score_dirs, SUMMARY_FIELDS)
+    loaded = read_scored(score_dirs, FOLD)
     metrics = [m for m, _ in loaded]
     for path, m in zip(score_dirs[1:], metrics[1:]):
         if m["provenance"]["dataset"] != metrics[0]["provenance"]["dataset"]:
@@ -196,30 +206,29 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     return comparison
 
 
-def _compare_pair(items_a: Sequence[dict[str, Any]], items_b: Sequence[dict[str, Any]], n_bootstrap: int,
-                  seed: int) -> dict[str, Any]:
-    by_key = {(item["id"], item["variant"]): item for item in items_b}
+def _compare_pair(items_a: ScoredItems, items_b: ScoredItems, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    pos_a, pos_b = match(items_a, items_b)
+    modes = items_a.labels["mode"]
+    shared_modes = np.array([modes[p] for p in pos_a.tolist()], dtype=object)
     result: dict[str, Any] = {"by_mode": {}}
-    for mode in sorted({item["mode"] for item in items_a}):
-        shared = [(a, by_key[(a["id"], a["variant"])]) for a in items_a
-                  if a["mode"] == mode and (a["id"], a["variant"]) in by_key]
-        if not shared:
+    for mode in sorted(set(modes)):
+        chosen = np.flatnonzero(shared_modes == mode)
+        if not chosen.size:
             continue
-        diffs = paired_bootstrap([a["components"] for a, _ in shared], [b["components"] for _, b in shared],
-                                 [a["source_key"] for a, _ in shared], rates, n_bootstrap, seed)
-        block: dict[str, Any] = {"n_units": len(shared)}
+        at_a, at_b = pos_a[chosen], pos_b[chosen]
+        diffs = paired(items_a, items_b, at_a, at_b, rates, n_bootstrap, seed)
+        block: dict[str, Any] = {"n_units": int(chosen.size)}
         for name, key in COMPARED:
             diff, interval = diffs[name]
             entry: dict[str, Any] = {"difference": None if diff is None else round(diff, 6),
                                      "ci95": None if interval is None else [round(v, 6) for v in interval]}
             if key is not None:
-                b = sum(1 for x, y in shared if x["components"][key] and not y["components"][key])
-                c = sum(1 for x, y in shared if y["components"][key] and not x["components"][key])
+                x, y = items_a.numbers[key][at_a].tolist(), items_b.numbers[key][at_b].tolist()
+                b = sum(1 for first, second in zip(x, y) if first and not second)
+                c = sum(1 for first, second in zip(x, y) if second and not first)
+                clusters = take(items_a.table, at_a).cluster_names()
                 entry |= {"a_only": b, "b_only": c, "mcnemar_p": mcnemar_exact(b, c),
-                          "clustered_p": clustered_mcnemar(
-                              discordance([x["components"][key] for x, _ in shared],
-                                          [y["components"][key] for _, y in shared]),
-                              [x["source_key"] for x, _ in shared])}
+                          "clustered_p": clustered_mcnemar(discordance(x, y), clusters)}
             block[name] = entry
         result["by_mode"][mode] = block
     if not result["by_mode"]:

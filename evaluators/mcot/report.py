@@ -7,7 +7,9 @@ McNemar p-value of their paired trace correctness) and compare.png. The score di
 dataset revision and the definitions version. A model scored both with and without the images
 (`run --no-image`) gets MMStar's `multimodal_gain` of trace accuracy, and a no-image score beside
 the `prior` model's its `leakage` (evaluators/blind_gain.py), overall and per category; the report
-ends with CircularEval (where a score has it) and answer-position bias (evaluators/circular.py).
+ends with CircularEval (where a score has it) and answer-position bias (evaluators/circular.py). The score dirs'
+items.jsonl are read line by line, each item kept as its trace correctness, image and category (`FOLD`,
+evaluators/scored_items.py).
 """
 from __future__ import annotations
 
@@ -17,51 +19,50 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table
-from mmfaith.evaluators.score_dir import load_score_dirs
+from mmfaith.evaluators.scored_items import ItemFold, ScoredItems, one_per_key, paired, read_scored
 from mmfaith.families import get as get_family
 from mmfaith.jsonl import write_atomic
 
 
 BLIND_KEYS = ("accuracy_trace",)
-BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"],
-                             components=lambda item: {"n": 1.0, "right": float(item["correct"]["trace"])},
-                             cluster=lambda item: item["source_key"],
-                             statistic=lambda sums: {"accuracy_trace": sums["right"] / sums["n"]},
-                             template_of=lambda item: item["category"])
+BLIND_MEASURE = BlindMeasure(statistic=lambda sums: {"accuracy_trace": sums["right"] / sums["n"]})
 """Multimodal gain and leakage of trace accuracy, paired per item, per category (the question's template)."""
-COMPARED_FIELDS = ("id", "category", "source_key", "correct.trace")
-"""What the comparison reads of an item's line (`load_score_dirs` keeps only these)."""
+FOLD = ItemFold(key=lambda item: item["id"],
+                components=lambda item: {"n": 1.0, "right": float(item["correct"]["trace"])},
+                cluster=lambda item: item["source_key"], labels={"template": lambda item: item["category"]},
+                numbers={"right": lambda item: float(item["correct"]["trace"])})
+"""What the comparison keeps of an items.jsonl line: its id, trace correctness, source image and category."""
 
 
-def _load(score_dirs: Sequence[Path]) -> list[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
-    """Each score dir's metrics.json and its items by id, kept to COMPARED_FIELDS, the dirs read side by side."""
-    return [(metrics, {item["id"]: item for item in items})
-            for metrics, items in load_score_dirs(score_dirs, COMPARED_FIELDS)]
+def _load(score_dirs: Sequence[Path]) -> list[tuple[dict[str, Any], ScoredItems]]:
+    """Each score dir's metrics.json and its items `FOLD`ed, one per id (a repeated id: its last line, in its first
+    line's place), the dirs read side by side."""
+    return [(metrics, one_per_key(items)) for metrics, items in read_scored(score_dirs, FOLD)]
 
 
-def compare_pair(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], n_bootstrap: int,
-                 seed: int) -> dict[str, Any]:
+def compare_pair(a: ScoredItems, b: ScoredItems, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """Trace accuracy of a minus b on the items both scored: the difference, its paired 95% CI, and McNemar."""
-    common = sorted(set(a) & set(b))
-    right_a = [a[i]["correct"]["trace"] for i in common]
-    right_b = [b[i]["correct"]["trace"] for i in common]
-    diff = stats.paired_bootstrap([{"n": 1.0, "right": float(x)} for x in right_a],
-                                  [{"n": 1.0, "right": float(x)} for x in right_b],
-                                  [a[i]["source_key"] for i in common],
-                                  lambda s: {"accuracy_trace": s["right"] / s["n"]}, n_bootstrap, seed)
+    at_a, at_b = ({key: p for p, key in enumerate(items.keys)} for items in (a, b))
+    common = sorted(at_a.keys() & at_b.keys())
+    pos_a = np.array([at_a[key] for key in common], dtype=np.int64)
+    pos_b = np.array([at_b[key] for key in common], dtype=np.int64)
+    right_a, right_b = a.numbers["right"][pos_a].tolist(), b.numbers["right"][pos_b].tolist()
+    clusters = stats.take(a.table, pos_a).cluster_names()
+    diff = paired(a, b, pos_a, pos_b, BLIND_MEASURE.statistic, n_bootstrap, seed)
     value, interval = diff["accuracy_trace"] if common else (None, None)
     only_a = sum(1 for x, y in zip(right_a, right_b) if x and not y)
     only_b = sum(1 for x, y in zip(right_a, right_b) if y and not x)
     return {"items": len(common), "accuracy_trace_diff": value,
             "ci95": None if interval is None else list(interval), "right_only_a": only_a, "right_only_b": only_b,
             "p_mcnemar": stats.mcnemar_exact(only_a, only_b),
-            "p_clustered": stats.clustered_mcnemar(stats.discordance(right_a, right_b),
-                                                   [a[i]["source_key"] for i in common])}
+            "p_clustered": stats.clustered_mcnemar(stats.discordance(right_a, right_b), clusters)}
 
 
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
@@ -81,8 +82,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
     if len(set(labels)) < len(labels):
         raise MmfaithError("two score dirs have the same model and folder name; give them distinct folder names.")
     pairs = list(combinations(range(len(loaded)), 2)) if all_pairs else [(0, k) for k in range(1, len(loaded))]
-    blind = gain_and_leakage([(metrics, list(items.values())) for metrics, items in loaded], labels, BLIND_MEASURE,
-                             BLIND_KEYS, n_bootstrap, seed)
+    blind = gain_and_leakage(loaded, labels, BLIND_MEASURE, BLIND_KEYS, n_bootstrap, seed)
     comparison = {"models": labels, "dataset": first["provenance"]["dataset"],
                   "bootstrap": {"n": n_bootstrap, "seed": seed, "unit": "source image"},
                   "no_image": [bool(m["provenance"].get("no_image")) for m, _ in loaded],

@@ -15,7 +15,8 @@ against the first, or all pairs) the paired bootstrap interval of each metric's 
 items both scored (stats.paired_bootstrap, clustered by source image) and exact McNemar p-values
 for the binary per-item metrics DQR and existence. Written: report.md, comparison.json,
 compare_overall.png, compare_by_difficulty.png. The score dirs must share the dataset revision
-and the scoring definitions.
+and the scoring definitions. Their items.jsonl are read line by line, each item kept as its components and the
+few numbers compared (`FOLD`, evaluators/scored_items.py), so a comparison's memory is numbers per item.
 
 Plots are drawn by the shared evaluators/plots.py (value labels, "n/a" marks, axes from each metric's
 declared kind and range); `score_figures` and `comparison_figures` return them unsaved.
@@ -28,12 +29,14 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from mmfaith.errors import MmfaithError
 from mmfaith.evaluators import plots, stats
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
-from mmfaith.evaluators.score_dir import load_score_dirs, score_labels
-from mmfaith.evaluators.spd_faith.metrics import (CI_METRICS, DRF_ERRORS, GROUPS, SUMMARY_FIELDS, headline_from_sums,
-                                                  item_components)
+from mmfaith.evaluators.score_dir import score_labels
+from mmfaith.evaluators.scored_items import ItemFold, ScoredItems, match, number, paired, read_scored
+from mmfaith.evaluators.spd_faith.metrics import CI_METRICS, DRF_ERRORS, GROUPS, headline_from_sums, item_components
 from mmfaith.evaluators import coverage
 from mmfaith.evaluators.report_tables import (fmt, fmt_ci, fmt_p, md_table, metric_block, metric_value, metrics_key,
                                               why_undefined)
@@ -162,33 +165,30 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> dict[str, Figur
     return figures
 
 
-def with_components(item: dict[str, Any]) -> dict[str, Any]:
-    """A score dir's kept item with its `item_components` under "components" (what a comparison sums; made on the
-    process that reads the score dir, `load_score_dirs`)."""
-    item["components"] = item_components(item)
-    return item
+FOLD = ItemFold(key=lambda item: item["id"], components=item_components, cluster=lambda item: item["cluster"],
+                labels={"template": lambda item: item["group"]},
+                numbers={"scored": lambda item: float(item["num_differences"] > 0),
+                         **{key: lambda item, key=key: number(item["scores"][key]) for key in BINARY_METRICS.values()}})
+"""What the comparison keeps of an items.jsonl line: its id, `item_components`, source image, difficulty group,
+whether it has a difference (not a control) and its binary scores (DQR, existence; NaN for null)."""
 
 
-def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping[str, Any]], n_bootstrap: int,
-                 seed: int) -> dict[str, Any]:
-    """Paired differences (a - b) on the items both scored (`with_components` items), with intervals, and McNemar
-    p-values."""
-    by_id = {item["id"]: item for item in items_b if item["num_differences"] > 0}
-    shared = [(item, by_id[item["id"]]) for item in items_a if item["id"] in by_id]
-    if not shared:
+def compare_pair(items_a: ScoredItems, items_b: ScoredItems, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Paired differences (a - b) on the items both scored (`FOLD`ed items), with intervals, and McNemar p-values."""
+    pos_a, pos_b = match(items_a, items_b, use_b="scored")
+    if not len(pos_a):
         raise MmfaithError("the score dirs share no scored item; score them on the same dataset.")
-    diffs = stats.paired_bootstrap([a["components"] for a, _ in shared], [b["components"] for _, b in shared],
-                                   [a["cluster"] for a, _ in shared], headline_from_sums, n_bootstrap, seed)
+    diffs = paired(items_a, items_b, pos_a, pos_b, headline_from_sums, n_bootstrap, seed)
+    clusters = stats.take(items_a.table, pos_a).cluster_names()
     mcnemar = {}
     for metric, key in BINARY_METRICS.items():
-        b = sum(a["scores"][key] == 1 and o["scores"][key] == 0 for a, o in shared)
-        c = sum(a["scores"][key] == 0 and o["scores"][key] == 1 for a, o in shared)
-        clustered = stats.clustered_mcnemar([int(a["scores"][key] == 1 and o["scores"][key] == 0)
-                                             - int(a["scores"][key] == 0 and o["scores"][key] == 1) for a, o in shared],
-                                            [a["cluster"] for a, _ in shared])
+        x, y = items_a.numbers[key][pos_a], items_b.numbers[key][pos_b]
+        only_a, only_b = (x == 1) & (y == 0), (x == 0) & (y == 1)
+        b, c = int(only_a.sum()), int(only_b.sum())
+        clustered = stats.clustered_mcnemar((only_a.astype(np.int64) - only_b).tolist(), clusters)
         mcnemar[metric] = {"a_only": b, "b_only": c, "p_value": round(stats.mcnemar_exact(b, c), 6),
                            "p_clustered": round(clustered, 6)}
-    return {"n_shared": len(shared),
+    return {"n_shared": len(pos_a),
             "difference": {m: {"value": None if d is None else round(d, 6),
                                "ci95": None if ci is None else [round(ci[0], 6), round(ci[1], 6)]}
                            for m, (d, ci) in diffs.items()},
@@ -196,9 +196,7 @@ def compare_pair(items_a: Sequence[Mapping[str, Any]], items_b: Sequence[Mapping
 
 
 BLIND_KEYS = ("DS", "DQR", "TF1", "contradiction_rate")
-BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"], components=lambda item: item["components"],
-                             cluster=lambda item: item["cluster"], statistic=headline_from_sums,
-                             template_of=lambda item: item["group"], scored=lambda item: item["num_differences"] > 0)
+BLIND_MEASURE = BlindMeasure(statistic=headline_from_sums, scored="scored")
 """Multimodal gain and leakage (evaluators/blind_gain.py) per difficulty group of the pairs."""
 
 
@@ -209,7 +207,7 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         raise MmfaithError("name at least one score dir: mmfaith report SCORE_DIR... --out DIR.")
     if n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {n_bootstrap}.")
-    loaded = load_score_dirs(score_dirs, SUMMARY_FIELDS, with_components)
+    loaded = read_scored(score_dirs, FOLD)
     metrics = [m for m, _ in loaded]
     for path, m in zip(score_dirs[1:], metrics[1:]):
         for what, get in (("dataset revision", lambda x: x["provenance"]["dataset"]["revision"]),

@@ -12,7 +12,9 @@ and edit accuracy and delta per category and overall, 95% CI).
 Several score dirs (`compare_scores`): the paper's Table 2 with one row per model (each category's
 Raw / Edit / delta, overall Raw / Edit / delta, Repeat, Perception), and for each pair of models
 (every pair, or each against the first) the paired bootstrap interval of each headline metric's
-difference on the items both scored (stats.paired_bootstrap, clustered by source image).
+difference on the items both scored (stats.paired_bootstrap, clustered by source image). The score dirs'
+items.jsonl are read line by line, each item kept as its components, source image and template
+(`FOLD`, evaluators/scored_items.py), so a comparison's memory is numbers per item, not its lines.
 Written: report.md, comparison.json and compare_overall.png (every headline metric per model, 95% CI).
 The score dirs must share the dataset revision and the scoring definitions.
 """
@@ -24,15 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from mmfaith.errors import MmfaithError
-from mmfaith.evaluators import coverage, plots, stats
+from mmfaith.evaluators import coverage, plots
 from mmfaith.evaluators.blind_gain import BlindMeasure, blind_report_lines, gain_and_leakage
 from mmfaith.evaluators.circular import controls_lines
 from mmfaith.evaluators.coverage import STATUSES
 from mmfaith.evaluators.report_tables import fmt, fmt_ci, fmt_p, md_table, metrics_key
 from mmfaith.evaluators.score_dir import score_labels
+from mmfaith.evaluators.scored_items import ItemFold, match, paired, read_scored
 from mmfaith.evaluators.vfaith.metrics import CATEGORIES, HEADLINE, headline_from_sums, item_components
 from mmfaith.families import get as get_family
-from mmfaith.jsonl import read_jsonl, write_atomic
+from mmfaith.jsonl import write_atomic
 
 FAMILY = get_family("vfaith")
 SHOWN = (*HEADLINE, "mcnemar_raw_vs_edit.p_value")
@@ -111,23 +114,25 @@ def write_score_report(metrics: Mapping[str, Any], out: Path) -> None:
 
 
 BLIND_KEYS = ("raw_accuracy", "edit_accuracy", "delta", "repeat_ratio", "perception_accuracy")
-BLIND_MEASURE = BlindMeasure(item_key=lambda item: item["id"], components=item_components,
-                             cluster=lambda item: item["cluster"], statistic=headline_from_sums,
-                             template_of=lambda item: item.get("category") or item["kind"])
+FOLD = ItemFold(key=lambda item: item["id"], components=item_components, cluster=lambda item: item["cluster"],
+                labels={"template": lambda item: item.get("category") or item["kind"]})
+"""What the comparison keeps of an items.jsonl line: its id, its `item_components` and source image, and its
+template (the category, or "perception")."""
+BLIND_MEASURE = BlindMeasure(statistic=headline_from_sums)
 
 
-def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _metrics(path: Path) -> dict[str, Any]:
     try:
-        metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+        return json.loads((path / "metrics.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise MmfaithError(f"{path}: no readable metrics.json ({exc}); pass score dirs of `mmfaith score vfaith`.") from exc
-    return metrics, [item for _, item in read_jsonl(path / "items.jsonl")]
+        raise MmfaithError(f"{path}: no readable metrics.json ({exc}); "
+                           "pass score dirs of `mmfaith score vfaith`.") from exc
 
 
 def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 1000, seed: int = 0,
                    all_pairs: bool = False) -> dict[str, Any]:
     """`mmfaith report` over VFaith score dirs (module docstring); returns comparison.json's content."""
-    loaded = [_load(Path(path)) for path in score_dirs]
+    loaded = read_scored([Path(path) for path in score_dirs], FOLD, _metrics)
     revisions = {json.dumps(m["provenance"]["dataset"], sort_keys=True) for m, _ in loaded}
     if len(revisions) != 1 or len({m["definitions_version"] for m, _ in loaded}) != 1:
         raise MmfaithError("the score dirs were scored on different datasets or definitions; compare scores of one "
@@ -137,11 +142,8 @@ def compare_scores(score_dirs: Sequence[Path], out: Path, n_bootstrap: int = 100
         [(i, j) for i in range(len(loaded)) for j in range(i + 1, len(loaded))]
     differences = []
     for i, j in pairs:
-        by_id = {item["id"]: item for item in loaded[j][1]}
-        common = [item for item in loaded[i][1] if item["id"] in by_id]
-        result = stats.paired_bootstrap([item_components(item) for item in common],
-                                        [item_components(by_id[item["id"]]) for item in common],
-                                        [item["cluster"] for item in common], headline_from_sums, n_bootstrap, seed)
+        result = paired(loaded[i][1], loaded[j][1], *match(loaded[i][1], loaded[j][1]), headline_from_sums,
+                        n_bootstrap, seed)
         differences.append({"a": labels[i], "b": labels[j], "metrics": {
             key: {"difference": None if result[key][0] is None else round(result[key][0], 6),
                   "ci95": None if result[key][1] is None else [round(v, 6) for v in result[key][1]]}

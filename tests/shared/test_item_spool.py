@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mmfaith.evaluators.score_dir import (ItemSpool, load_metrics, load_score_dir, load_score_dirs, publish_scores,
-                                         spooled)
+from mmfaith.evaluators.score_dir import ItemSpool, load_metrics, load_score_dir, publish_scores, spooled
 
 SECRET = "sk-" + "a1B2c3D4" * 5
 """A key-shaped string: redacted in items.jsonl whichever way it is written."""
@@ -69,15 +68,3 @@ def test_chunks_rendered_apart_and_added_in_order_give_the_bytes_of_items_kept_o
     assert written == (tmp_path / "one-by-one" / "items.jsonl").read_bytes() and SECRET not in written.decode()
     assert kept_chunks == kept
     assert chunks[0].kept[0]["answers"] is chunks[0].kept[2]["answers"]  # held once within a chunk
-
-
-def test_score_dirs_read_side_by_side_are_those_read_one_by_one(tmp_path: Path) -> None:
-    """`report` reads its score dirs on forked processes: the same metrics and kept items, in the order given."""
-    for name, n in (("a", 5), ("b", 7), ("c", 3)):
-        (tmp_path / name).mkdir()
-        publish_scores(tmp_path / name, _items(n), {"provenance": {"model": name}}, _no_report)
-    paths = [tmp_path / name for name in ("b", "a", "c")]
-    loaded = load_score_dirs(paths, ("id", "answers"))
-    assert loaded == [load_score_dir(path, ("id", "answers")) for path in paths]
-    assert [len(items) for _, items in loaded] == [7, 5, 3]
-    assert loaded[0][1][0]["answers"] is loaded[0][1][6]["answers"]  # equal kept objects still held once
