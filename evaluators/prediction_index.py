@@ -101,6 +101,7 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
         self._flags = np.zeros((len(table), 0), dtype=np.int8)
         self._fact = np.zeros((len(table), 0), dtype=np.int32)
         self._facts: dict[Any, int] = {}
+        self._fact_values: list[Any] = []
         self._raw: dict[tuple[int, int], bytes] = {}
         self._count = 0
 
@@ -121,7 +122,7 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
             raise KeyError(key)
         where = self._raw.get(cell, int(self._offset[cell]))
         return int(self._number[cell]), (where, int(self._length[cell]), bool(self._flags[cell] & _NO_IMAGE),
-                                         list(self._facts)[int(self._fact[cell])])
+                                         self._fact_values[int(self._fact[cell])])
 
     def __setitem__(self, key: Key, value: tuple[int, LineRef]) -> None:
         number, (where, length, no_image, fact) = value
@@ -130,7 +131,11 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
         if not self._flags[cell] & _ANSWERED:
             self._count += 1
         self._number[cell], self._length[cell] = number, length
-        self._fact[cell] = self._facts.setdefault(fact, len(self._facts))
+        code = self._facts.get(fact)
+        if code is None:
+            code = self._facts[fact] = len(self._fact_values)
+            self._fact_values.append(fact)
+        self._fact[cell] = code
         if isinstance(where, bytes):
             self._raw[cell] = where
         else:
@@ -169,9 +174,8 @@ class AnswerIndex(MutableMapping[Key, tuple[int, LineRef]]):
 
     def facts(self) -> set[Any]:
         """The distinct `fact`s of the answers."""
-        facts = list(self._facts)
         codes = np.unique(self._fact[(self._flags & _ANSWERED) != 0])
-        return {facts[code] for code in codes.tolist()}
+        return {self._fact_values[code] for code in codes.tolist()}
 
     def lines(self, positions: range, scored_meta: Callable[[dict[str, Any]], dict[str, Any]] | None
               ) -> tuple[dict[Key, dict[str, Any]], frozenset[Key]]:
