@@ -25,6 +25,7 @@ os.environ["HF_DATASETS_CACHE"] = _DATASETS_CACHE
 import httpx  # noqa: E402 (after the cache variable)
 import pytest  # noqa: E402
 
+from mmfaith import redact  # noqa: E402
 from mmfaith.annotation.server import ServerSpec, find_label_studio, start_server, stop_server, wait_ready  # noqa: E402
 from mmfaith.builders.coco_source import embedded_sample  # noqa: E402
 from mmfaith.builders.spd_faith.build import BuildRequest, build_spd_faith  # noqa: E402
@@ -277,6 +278,14 @@ def fresh_datasets_cache() -> Iterator[str]:
     """The session's `datasets` cache, removed at the end."""
     yield _DATASETS_CACHE
     shutil.rmtree(_DATASETS_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def own_secret_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets a test registers (`mmfaith.redact.register_secret`, process-wide by design) are forgotten after it:
+    a later test on the same worker would otherwise see its own text masked (a token of 40 "x" masks a line of
+    "x" padding), and pass or fail by the order tests ran in."""
+    monkeypatch.setattr(redact, "_registered", set(redact._registered))
 
 
 @pytest.fixture(autouse=True)
