@@ -66,7 +66,7 @@ replicates (stats.py) recompute them exactly as the point estimate does.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,10 +90,6 @@ ALARM_PROBES = ("same", "different", "count")
 LEFT_OUT = {"contradiction_rate": "contradiction", "consistency_ratio": "consistency", "DRF": "DRF",
             "yes_ratio_same": "yes_same"}
 """Metrics undefined for some items, and the item score whose null leaves the item out."""
-SUMMARY_FIELDS = ("id", "num_differences", "group", "cluster", "answers", "scores", "type_counts", "drf.classes",
-                  "category_tp")
-"""What `summarize`, the answer tally and a comparison read of an items.jsonl line (score and report keep only
-these: evaluators/score_dir.py); the claims, gold and matches behind them are most of a line."""
 _DECIMALS = 6
 
 
@@ -323,18 +319,6 @@ def headline_beside_from_sums(sums: Mapping[str, np.ndarray]) -> dict[str, np.nd
             "false_alarm_rate": _ratio(get("false_alarm"), get("false_alarm_n"))}
 
 
-def headline_beside(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int,
-                    components: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
-    """`headline_beside_from_sums` over every item (differing and control), with cluster-bootstrap intervals
-    (`components`: the items' `item_components` when already made)."""
-    components = _components(items, components)
-    block: dict[str, Any] = {name: _scalar(value)
-                             for name, value in headline_beside_from_sums(_sums(components)).items()}
-    bounds = stats.bootstrap_ci(components, [i["cluster"] for i in items], headline_beside_from_sums, n_bootstrap, seed)
-    block["ci95"] = {name: _interval(value) for name, value in sorted(bounds.items())}
-    return block
-
-
 def _ratio(num: np.ndarray, den: np.ndarray, empty: float = np.nan) -> np.ndarray:
     """num / den elementwise, `empty` where den is 0."""
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
@@ -369,49 +353,19 @@ def _scalar(value: Any) -> float | None:
     return round(value, _DECIMALS) if np.isfinite(value) else None
 
 
-def _components(items: Sequence[Mapping[str, Any]],
-                components: Sequence[Mapping[str, float]] | None) -> Sequence[Mapping[str, float]]:
-    """The items' `item_components`: `components` when given (made once by `summarize` for every block)."""
-    return [item_components(item) for item in items] if components is None else components
-
-
-def _sums(components: Sequence[Mapping[str, float]]) -> dict[str, np.ndarray]:
-    total: dict[str, float] = {}
-    for parts in components:  # Counter.update's sums (the same order and values) at a third of its cost
-        if not total:
-            total.update(parts)
-            continue
-        for key, value in parts.items():
-            total[key] = value + total.get(key, 0)
-    return {key: np.array([value]) for key, value in total.items()}
-
-
-def _interval(bounds: tuple[float, float] | None) -> list[float] | None:
-    return None if bounds is None else [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
-
-
-def _ci(items: Sequence[Mapping[str, Any]], components: Sequence[Mapping[str, float]], n_bootstrap: int,
-        seed: int) -> dict[str, list[float] | None]:
-    """Cluster-bootstrap 95% intervals of the headline metrics of scored items (`components`: theirs)."""
-    bounds = stats.bootstrap_ci(components, [i["cluster"] for i in items], headline_from_sums, n_bootstrap, seed)
-    return {name: _interval(value) for name, value in sorted(bounds.items())}
-
-
-def scored_block(items: Sequence[Mapping[str, Any]],
-                 components: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
-    """Every metric of a group of items with differences (n_items 0: every rate null; `components`: the items'
-    `item_components` when already made)."""
-    if not items:
+def _scored_block(n_items: int, sums: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Every metric of a group of `n_items` items with differences from their summed components (n_items 0:
+    every rate null)."""
+    if not n_items:
         return {"n_items": 0, **{name: None for name in CI_METRICS},
                 "TF1_by_type": {t: {"precision": None, "recall": None, "f1": None} for t in CLAIM_TYPES},
                 "DRF_errors": {name: 0 for name in DRF_ERRORS}, "n_left_out": {metric: 0 for metric in LEFT_OUT}}
-    sums = _sums(_components(items, components))
-    block: dict[str, Any] = {"n_items": len(items)}
+    block: dict[str, Any] = {"n_items": n_items}
     block.update({name: _scalar(value) for name, value in headline_from_sums(sums).items()})
     block["TF1_by_type"] = {t: {k: _scalar(v) for k, v in _f1(sums[f"tp_{t}"], sums[f"claims_{t}"],
                                                                sums[f"gold_{t}"]).items()} for t in CLAIM_TYPES}
     block["DRF_errors"] = {name: int(sums[f"drf_{name}"][0]) for name in DRF_ERRORS}
-    block["n_left_out"] = {metric: len(items) - int(sums[f"{key}_n"][0]) for metric, key in LEFT_OUT.items()}
+    block["n_left_out"] = {metric: n_items - int(sums[f"{key}_n"][0]) for metric, key in LEFT_OUT.items()}
     return block
 
 
@@ -420,42 +374,191 @@ def control_from_sums(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key: _ratio(sums[key], sums[f"{key}_n"]) for key in ("false_alarm", *(f"fa_{p}" for p in ALARM_PROBES))}
 
 
-def control_block(items: Sequence[Mapping[str, Any]],
-                  components: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
-    """False-alarm rates of the control items (`components`: their `item_components` when already made)."""
-    if not items:
+
+
+def _control_block(n_items: int, sums: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """False-alarm rates of `n_items` control items from their summed components."""
+    if not n_items:
         return {"n_items": 0, "false_alarm_rate": None, "false_alarm_by_probe": {p: None for p in ALARM_PROBES},
                 "n_left_out": 0}
-    sums = _sums(_components(items, components))
     rates = {key: _scalar(value) for key, value in control_from_sums(sums).items()}
-    return {"n_items": len(items), "false_alarm_rate": rates["false_alarm"],
+    return {"n_items": n_items, "false_alarm_rate": rates["false_alarm"],
             "false_alarm_by_probe": {p: rates[f"fa_{p}"] for p in ALARM_PROBES},
-            "n_left_out": len(items) - int(sums["false_alarm_n"][0])}
+            "n_left_out": n_items - int(sums["false_alarm_n"][0])}
 
 
-def answer_counts(items: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    """n_unparsed, n_truncated and n_missing per probe over all items."""
-    return {f"n_{status}": {probe: sum(item["answers"][probe]["status"] == status for item in items)
-                            for probe in PROBES} for status in STATUSES[1:]}
+def _interval(bounds: tuple[float, float] | None) -> list[float] | None:
+    return None if bounds is None else [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
 
 
-def summarize(items: Sequence[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """overall, by_difficulty (each with its ci95), ci95 of overall, control, and the answer counts."""
-    components = [item_components(item) for item in items]  # made once, read by every block
-    scored = [k for k, item in enumerate(items) if item["num_differences"] > 0]
-    control = [k for k, item in enumerate(items) if item["num_differences"] == 0]
 
-    def pick(ks: Sequence[int]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, float]]]:
-        return [items[k] for k in ks], [components[k] for k in ks]
 
-    by_group = {group: pick([k for k in scored if items[k]["group"] == group]) for group in GROUPS}
-    return {
-        "overall": scored_block(*pick(scored)),
-        "ci95": _ci(*pick(scored), n_bootstrap, seed),
-        "by_difficulty": {group: {**scored_block(*members), "ci95": _ci(*members, n_bootstrap, seed)}
-                          for group, members in by_group.items()},
-        "control": control_block(*pick(control)),
-        "headline": headline_beside(items, n_bootstrap, seed, components),
-        "counts": {"n_items": len(items), "n_scored": len(scored), "n_control": len(items) - len(scored),
-                   **answer_counts(items)},
-    }
+def _ci(table: stats.Components, statistic: stats.Statistic, n_bootstrap: int,
+        seed: int) -> dict[str, list[float] | None]:
+    """Cluster-bootstrap 95% intervals of a statistic's metrics over a table of items' components."""
+    bounds = stats.bootstrap_ci(table, None, statistic, n_bootstrap, seed)
+    return {name: _interval(value) for name, value in sorted(bounds.items())}
+
+
+def _sums(table: stats.Components) -> dict[str, np.ndarray]:
+    """Each key's sum over the table's items, added one item after the other in item order (what the aggregates
+    read: a running sum, the same float whatever the numbers of items and blocks)."""
+    return {key: np.cumsum(table.column(key))[-1:] for key in table.keys()}
+
+
+CONTROL = -1
+"""The group code of a control pair (`Summary`); a scored pair's is its GROUPS index (len(GROUPS): none of them)."""
+_GROUP_CODES = {group: code for code, group in enumerate(GROUPS)}
+_FRACTIONAL = frozenset({"DS", "consistency", "DRF"})
+"""The components that may be fractions; every other is a count or a 0/1 flag, held as a small integer."""
+_PART_ITEMS = 4096
+"""Items folded into one `_Part` (a score's chunk is one)."""
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Items of one kind (scored or control) in a `_Part`, in order: their components' whole numbers (columns
+    `whole` of the layout) in the smallest integer type that holds them, and their fractions (columns `fraction`)."""
+
+    whole: np.ndarray
+    fraction: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Up to `_PART_ITEMS` items folded, in order: each one's group code (CONTROL, or its GROUPS index) and cluster
+    number, and the scored and control items' components (`_Rows`)."""
+
+    groups: np.ndarray
+    clusters: np.ndarray
+    rows: dict[bool, _Rows]
+    """scored (True) or control (False) -> their rows."""
+
+
+class Summary:
+    """metrics.json's summary folded pair by pair (`add`, items.jsonl's order; `extend` by another fold, e.g. a
+    chunk's folded on a worker process): per pair a group code, a cluster number and its `item_components` as
+    small integers (float64 only for the `_FRACTIONAL` ones), tens of bytes a pair, and the answer counts.
+    `result` is what `summarize` gives of the same items: each block's components made into a `stats.Components`
+    table one block at a time (the same keys, values and item order as a table of the items' dicts, so the same
+    sums and bootstrap numbers), then dropped."""
+
+    def __init__(self) -> None:
+        self.clusters: dict[str, int] = {}
+        self.layouts: dict[bool, tuple[str, ...]] = {}
+        """scored (True) or control (False) -> the keys of their components, in order."""
+        self.answer_counts = {f"n_{status}": dict.fromkeys(PROBES, 0) for status in STATUSES[1:]}
+        self._parts: list[_Part] = []
+        self._groups: list[int] = []
+        self._clusters: list[int] = []
+        self._values: dict[bool, list[Any]] = {True: [], False: []}
+
+    @classmethod
+    def of(cls, items: Iterable[Mapping[str, Any]]) -> Summary:
+        """`items` folded (and packed: what a worker process sends back)."""
+        summary = cls()
+        for item in items:
+            summary.add(item)
+        summary._pack()
+        return summary
+
+    def add(self, item: Mapping[str, Any]) -> None:
+        """The next item of items.jsonl (`score_item`, or the fields of it `item_components` reads and its group,
+        cluster and answers)."""
+        parts = item_components(item)
+        scored = item["num_differences"] > 0
+        keys = tuple(parts)
+        layout = self.layouts.setdefault(scored, keys)
+        if keys != layout:
+            raise ValueError(f"item {item['id']}: components {keys} are not those of the items before {layout}")
+        self._groups.append(_GROUP_CODES.get(item["group"], len(GROUPS)) if scored else CONTROL)
+        self._clusters.append(self.clusters.setdefault(item["cluster"], len(self.clusters)))
+        self._values[scored].append(tuple(parts.values()))
+        answers = item["answers"]
+        for probe in PROBES:
+            counts = self.answer_counts.get(f"n_{answers[probe]['status']}")
+            if counts is not None:
+                counts[probe] += 1
+        if len(self._groups) == _PART_ITEMS:
+            self._pack()
+
+    def extend(self, other: Summary) -> None:
+        """The items `other` folded, after this one's."""
+        for scored, layout in other.layouts.items():
+            if self.layouts.setdefault(scored, layout) != layout:
+                raise ValueError(f"components {layout} are not those of the items before {self.layouts[scored]}")
+        self._pack()
+        other._pack()
+        numbers = np.array([self.clusters.setdefault(name, len(self.clusters)) for name in other.clusters],
+                           dtype=np.int32)
+        self._parts.extend(_Part(part.groups, numbers[part.clusters], part.rows) for part in other._parts)
+        for status, counts in other.answer_counts.items():
+            for probe, count in counts.items():
+                self.answer_counts[status][probe] += count
+
+    def _pack(self) -> None:
+        """The items added since the last `_pack` as one `_Part`."""
+        if not self._groups:
+            return
+        rows = {}
+        for scored, values in self._values.items():
+            if values:
+                matrix = np.array(values, dtype=np.float64)
+                fraction = [k for k, key in enumerate(self.layouts[scored]) if key in _FRACTIONAL]
+                whole = np.delete(matrix, fraction, axis=1)
+                numbers = whole.astype(np.int64)
+                if not np.array_equal(numbers, whole):
+                    raise ValueError(f"components {self.layouts[scored]}: a fraction outside {sorted(_FRACTIONAL)}")
+                smallest = np.result_type(np.min_scalar_type(numbers.min(initial=0)),
+                                          np.min_scalar_type(numbers.max(initial=0)))
+                rows[scored] = _Rows(numbers.astype(smallest), matrix[:, fraction])
+        self._parts.append(_Part(np.array(self._groups, dtype=np.int8), np.array(self._clusters, dtype=np.int32),
+                                 rows))
+        self._groups, self._clusters, self._values = [], [], {True: [], False: []}
+
+    def _table(self, chosen: Callable[[np.ndarray], np.ndarray]) -> stats.Components:
+        """The components of the items whose group code `chosen` keeps (a mask of the codes), in item order."""
+        self._pack()
+        names = list(self.clusters)
+        table = stats.Components()
+        for part in self._parts:
+            for scored, rows in part.rows.items():
+                layout = self.layouts[scored]
+                kind = part.groups >= 0 if scored else part.groups == CONTROL
+                keep = chosen(part.groups[kind])
+                if not keep.any():
+                    continue
+                fraction = [k for k, key in enumerate(layout) if key in _FRACTIONAL]
+                values = np.empty((int(keep.sum()), len(layout)))
+                values[:, fraction] = rows.fraction[keep]
+                values[:, np.setdiff1d(np.arange(len(layout)), fraction)] = rows.whole[keep]
+                table.add_rows(layout, values, [names[k] for k in part.clusters[kind][keep].tolist()])
+        return table
+
+    def result(self, n_bootstrap: int, seed: int) -> dict[str, Any]:
+        """overall, by_difficulty (each with its ci95), ci95 of overall, control, the headline beside DS and DQR
+        (over every item), and the counts; one block's table held at a time."""
+        table = self._table(lambda codes: codes >= 0)
+        n_scored = table.n
+        overall, ci95 = _scored_block(table.n, _sums(table)), _ci(table, headline_from_sums, n_bootstrap, seed)
+        by_difficulty = {}
+        for code, group in enumerate(GROUPS):
+            table = self._table(lambda codes, code=code: codes == code)
+            by_difficulty[group] = {**_scored_block(table.n, _sums(table)),
+                                    "ci95": _ci(table, headline_from_sums, n_bootstrap, seed)}
+        table = self._table(lambda codes: codes == CONTROL)
+        control = _control_block(table.n, _sums(table))
+        table = self._table(lambda codes: np.ones(codes.shape, dtype=bool))
+        headline: dict[str, Any] = {name: _scalar(value)
+                                    for name, value in headline_beside_from_sums(_sums(table)).items()}
+        headline["ci95"] = _ci(table, headline_beside_from_sums, n_bootstrap, seed)
+        return {"overall": overall, "ci95": ci95, "by_difficulty": by_difficulty, "control": control,
+                "headline": headline,
+                "counts": {"n_items": table.n, "n_scored": n_scored, "n_control": table.n - n_scored,
+                           **self.answer_counts}}
+
+
+def summarize(items: Iterable[Mapping[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """overall, by_difficulty (each with its ci95), ci95 of overall, control, headline and the answer counts of
+    `items` (`Summary` folded over them)."""
+    return Summary.of(items).result(n_bootstrap, seed)

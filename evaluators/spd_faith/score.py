@@ -51,8 +51,7 @@ from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
 from mmfaith.evaluators.spd_faith.claims import CLAIM_PROBES, RULES_VERSION, Judge, Judgement, RuleJudge
-from mmfaith.evaluators.spd_faith.metrics import (DEFINITIONS_VERSION, SUMMARY_FIELDS, Answer, judge_case, score_item,
-                                                  summarize)
+from mmfaith.evaluators.spd_faith.metrics import DEFINITIONS_VERSION, Answer, Summary, judge_case, score_item
 from mmfaith.evaluators.spd_faith.prompts import PROBES, TEMPLATES_SHA256
 from mmfaith.evaluators.spd_faith.report import write_score_report
 from mmfaith.evaluators.spd_faith.run import item_shows
@@ -107,11 +106,12 @@ class Predictions:
 
 @dataclass(frozen=True)
 class ScoredChunk:
-    """What scoring a chunk of pairs gives back (on a worker process): the items' lines and kept fields, the
-    chunk's answer tally and answered count, and with --judge-agreement the rule judge's and the judge's readings
-    and which claiming probes were answered."""
+    """What scoring a chunk of pairs gives back (on a worker process): the items' lines, their summary folded
+    (`metrics.Summary`: numbers), the chunk's answer tally and answered count, and with --judge-agreement the rule
+    judge's and the judge's readings and which claiming probes were answered."""
 
     items: SpooledChunk
+    summary: Summary
     tally: Tally
     n_answered: int
     agreement: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] | None
@@ -245,8 +245,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
                     {"id": source.dataset_id, "revision": source.revision}, predictions.sha256, request.overwrite)
     judge = _judge(request)
-    spool = ItemSpool(out, SUMMARY_FIELDS)
-    items: list[dict[str, Any]] = []
+    spool, summary = ItemSpool(out, ()), Summary()
     n_answered = n_pairs = 0
     tally = Tally(request.coverage_threshold)
     compared: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] = ([], [], [])
@@ -265,7 +264,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
         agreement = (RuleJudge().judge_all(cases), judgements,
                      [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
                      ) if request.judge_agreement else None
-        return len(pairs), ScoredChunk(spooled(chunk_items, SUMMARY_FIELDS),
+        return len(pairs), ScoredChunk(spooled(chunk_items, ()), Summary.of(chunk_items),
                                        answer_tally(chunk_items, read, request.coverage_threshold),
                                        sum(answer.response is not None for by_probe in answers
                                            for answer in by_probe.values()), agreement)
@@ -273,7 +272,8 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     # Chunks of pairs scored on forked workers (the rule judge; an LLM judge's calls run on its own threads, here)
     workers = rule_workers if isinstance(judge, RuleJudge) else 1
     for size, scored in ordered_map(score_chunk, source.chunks(request.chunk), workers):
-        items.extend(spool.add(scored.items))
+        spool.add(scored.items)
+        summary.extend(scored.summary)
         tally.add_tally(scored.tally)
         n_answered += scored.n_answered
         n_pairs += size
@@ -283,7 +283,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     agreement = claim_agreement(*compared) if request.judge_agreement else None
     metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
                                "provenance": _provenance(request, source, predictions, judge),
-                               **summarize(items, request.n_bootstrap, request.seed)}
+                               **summary.result(request.n_bootstrap, request.seed)}
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (n_pairs * len(PROBES)), 6))
     metrics["answers"] = tally.to_json()
