@@ -46,7 +46,7 @@ from mmfaith.evaluators.spd_faith import official_responses
 from mmfaith.evaluators.spd_faith.judge import LlmJudge, claim_agreement
 from mmfaith.evaluators.answers import last_boxed
 from mmfaith.evaluators.coverage import Tally, status_of
-from mmfaith.evaluators.prediction_index import AnswerIndex, ItemTable
+from mmfaith.evaluators.prediction_index import AnswerIndex, ItemTable, raw_digests
 from mmfaith.evaluators.predictions import read_predictions, shown_digest
 from mmfaith.evaluators.score_settings import ScoreSettings
 from mmfaith.evaluators.score_dir import ItemSpool, SpooledChunk, check_score_dir, publish_scores, spooled
@@ -117,10 +117,12 @@ class ScoredChunk:
     agreement: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] | None
 
 
-def _expected(pair: SpdPair) -> tuple[str, tuple[str, str], str]:
-    """What a pair's prediction lines are checked against (evaluators/prediction_index.py `ItemTable`): its id, its
-    two images and its shown digest (its probes are PROBES)."""
-    return pair.id, (pair.record["image_a_sha256"], pair.record["image_b_sha256"]), shown_digest(item_shows(pair))
+def _expected(pair: SpdPair) -> tuple[str, bytes, bytes]:
+    """What a pair's prediction lines are checked against (evaluators/prediction_index.py `ItemTable.add_raw`): its
+    id, its two images' digests and its shown digest, raw (its probes are PROBES); what the first pass holds of a
+    pair until the table holds the same objects."""
+    return (pair.id, raw_digests((pair.record["image_a_sha256"], pair.record["image_b_sha256"])),
+            bytes.fromhex(shown_digest(item_shows(pair))))
 
 
 def _perturb(line: dict[str, Any]) -> str:
@@ -128,13 +130,13 @@ def _perturb(line: dict[str, Any]) -> str:
     return canonical_json((line.get("meta") or {}).get("perturb"))
 
 
-def index_predictions(path: Path, expected: Iterable[tuple[str, tuple[str, str], str]], from_run: bool,
+def index_predictions(path: Path, expected: Iterable[tuple[str, bytes, bytes]], from_run: bool,
                       drop_stale: bool = False, repeat: int = 0, workers: int = 1) -> Predictions:
     """Read and validate predictions against the pairs' `_expected` (evaluators/predictions.py, its lines parsed on
     `workers` processes), keeping each answer's place (`chunk_answers` reads a chunk's answers)."""
     table = ItemTable()
     for pair_id, images, shown in expected:
-        table.add(pair_id, PROBES, images, shown)
+        table.add_raw(pair_id, PROBES, images, shown)
     read = read_predictions(path, table.probes, from_run, table.images, drop_stale, table.shown, repeat,
                             workers=workers, index=table, fact=_perturb)
     assert isinstance(read.answered, AnswerIndex)
@@ -281,8 +283,9 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
             for held, part in zip(compared, scored.agreement):
                 held.extend(part)
     agreement = claim_agreement(*compared) if request.judge_agreement else None
-    metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION,
-                               "provenance": _provenance(request, source, predictions, judge),
+    provenance = _provenance(request, source, predictions, judge)
+    predictions = replace(predictions, answers={}, failed=frozenset())  # the answers' index, dropped: every pair read
+    metrics: dict[str, Any] = {"definitions_version": DEFINITIONS_VERSION, "provenance": provenance,
                                **summary.result(request.n_bootstrap, request.seed)}
     metrics["counts"].update(n_errors=predictions.n_errors, n_answered=n_answered,
                              answered_share=round(n_answered / (n_pairs * len(PROBES)), 6))

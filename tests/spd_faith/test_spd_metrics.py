@@ -15,9 +15,8 @@ from mmfaith.evaluators import stats
 from mmfaith.vocabulary import COLOR_NAMES
 from mmfaith.evaluators.spd_faith.claims import (COCO_CATEGORIES, Claim, RuleJudge, claims_from_text, extract_claims,
                                            normalize_category, normalize_type)
-from mmfaith.evaluators.spd_faith.metrics import (Answer, answer_counts, control_block, count_scores, headline_from_sums,
-                                            item_components, judge_case, maximum_matching, read_answer, score_item,
-                                            scored_block)
+from mmfaith.evaluators.spd_faith.metrics import (Answer, count_scores, headline_from_sums, item_components, judge_case,
+                                            maximum_matching, read_answer, score_item, summarize)
 from mmfaith.evaluators.spd_faith.prompts import PROBES
 from mmfaith.schema import validator
 
@@ -43,6 +42,11 @@ def make_item(gold: list[tuple], same: str | None = None, different: str | None 
     answers = {p: Answer(responses[p], p in truncated, order) for p in PROBES}
     case = judge_case(record, answers)
     return score_item(record, cluster or f"image-{number}", answers, case, RuleJudge().judge(case))
+
+
+def scored_block(items: list[dict]) -> dict:
+    """metrics.json's `overall` block of items with differences."""
+    return summarize(items, 0, 0)["overall"]
 
 
 # ---- answers -----------------------------------------------------------------------------------
@@ -85,7 +89,7 @@ def test_truncated_counted_apart_from_unparsed_and_missing_counted() -> None:
     items = [make_item([("remove", "dog", None)], same="\\boxed{no}", different="cut off mid", count="hmm",
                        describe=None, truncated=("different",)),
              make_item([("remove", "dog", None)], same="maybe", different=None, count="\\boxed{1}", describe=None)]
-    counts = answer_counts(items)
+    counts = summarize(items, 0, 0)["counts"]
     assert counts["n_truncated"] == {"same": 0, "different": 1, "count": 0, "describe": 0}
     assert counts["n_unparsed"] == {"same": 1, "different": 0, "count": 1, "describe": 0}  # truncated not double-counted
     assert counts["n_missing"] == {"same": 0, "different": 1, "count": 0, "describe": 2}
@@ -319,7 +323,7 @@ def test_control_false_alarm_rate() -> None:
              make_item([], same="\\boxed{yes}", different="\\boxed{yes}", count="\\boxed{0}"),  # "different" yes
              make_item([], same="unsure", different=None, count="\\boxed{2}"),  # count 2 > 0
              make_item([], same="unsure", different=None, count=None)]  # nothing parsed: left out
-    block = control_block(items)
+    block = summarize(items, 0, 0)["control"]
     assert block["false_alarm_rate"] == pytest.approx(2 / 3)  # 2 alarms / 3 controls with a parsed answer
     assert block["n_left_out"] == 1
     # by probe, over parsed answers: same no 0/2; different yes 1/2; count > 0 1/3
