@@ -217,9 +217,11 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     """Score one model's predictions on a dataset; write the score dir and return metrics.json's content.
 
     The dataset and predictions are read in two passes (issue 34's bounded memory): the records checked keeping
-    each pair's expectations, the predictions checked keeping each answer's place (evaluators/prediction_index.py);
-    then pairs are read again and scored a chunk at a time with their answers. An official response file and the
-    pairs it matches are held whole."""
+    each pair's expectations (`_expected`: its id and raw digests), the predictions checked keeping each answer's
+    place (evaluators/prediction_index.py); then pairs are read again and scored a chunk at a time with their
+    answers, each chunk's items written to items.jsonl and folded into the summary's numbers (`metrics.Summary`:
+    tens of bytes a pair) on the worker that scored it. The answers' index is dropped before the summary is made.
+    An official response file and the pairs it matches are held whole."""
     if request.n_bootstrap < 0:
         raise MmfaithError(f"--bootstrap must be 0 or more, not {request.n_bootstrap}.")
     rule_workers = scoring_workers(request.workers)

@@ -41,8 +41,9 @@ def test_the_summary_is_that_of_the_items_dicts() -> None:
     result = summarize(items, 200, 3)
     components = [item_components(item) for item in items]
     clusters = [item["cluster"] for item in items]
-    assert result["ci95"] == rounded(stats.bootstrap_ci([item_components(item) for item in scored],
-                                                        [item["cluster"] for item in scored], headline_from_sums, 200, 3))
+    scored_components = [item_components(item) for item in scored]
+    assert result["ci95"] == rounded(stats.bootstrap_ci(scored_components, [item["cluster"] for item in scored],
+                                                        headline_from_sums, 200, 3))
     assert result["headline"]["ci95"] == rounded(stats.bootstrap_ci(components, clusters, headline_beside_from_sums,
                                                                      200, 3))
     ds = 0.0
