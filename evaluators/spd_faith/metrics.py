@@ -401,18 +401,23 @@ def _ci(table: stats.Components, statistic: stats.Statistic, n_bootstrap: int,
 
 
 def _sums(table: stats.Components) -> dict[str, np.ndarray]:
-    """Each key's sum over the table's items, added one item after the other in item order (what the aggregates
-    read: a running sum, the same float whatever the numbers of items and blocks)."""
+    """Each key's sum over the table's items, added one item after the other in item order: the floats the items'
+    component dicts give summed one by one (a running sum, not numpy's pairwise one)."""
     return {key: np.cumsum(table.column(key))[-1:] for key in table.keys()}
 
 
-CONTROL = -1
+_CONTROL = -1
 """The group code of a control pair (`Summary`); a scored pair's is its GROUPS index (len(GROUPS): none of them)."""
 _GROUP_CODES = {group: code for code, group in enumerate(GROUPS)}
 _FRACTIONAL = frozenset({"DS", "consistency", "DRF"})
 """The components that may be fractions; every other is a count or a 0/1 flag, held as a small integer."""
 _PART_ITEMS = 4096
 """Items folded into one `_Part` (a score's chunk is one)."""
+
+
+def _fraction_columns(layout: tuple[str, ...]) -> list[int]:
+    """The columns of a layout that hold `_FRACTIONAL` components."""
+    return [k for k, key in enumerate(layout) if key in _FRACTIONAL]
 
 
 @dataclass(frozen=True)
@@ -426,7 +431,7 @@ class _Rows:
 
 @dataclass(frozen=True)
 class _Part:
-    """Up to `_PART_ITEMS` items folded, in order: each one's group code (CONTROL, or its GROUPS index) and cluster
+    """Up to `_PART_ITEMS` items folded, in order: each one's group code (_CONTROL, or its GROUPS index) and cluster
     number, and the scored and control items' components (`_Rows`)."""
 
     groups: np.ndarray
@@ -471,7 +476,7 @@ class Summary:
         layout = self.layouts.setdefault(scored, keys)
         if keys != layout:
             raise ValueError(f"item {item['id']}: components {keys} are not those of the items before {layout}")
-        self._groups.append(_GROUP_CODES.get(item["group"], len(GROUPS)) if scored else CONTROL)
+        self._groups.append(_GROUP_CODES.get(item["group"], len(GROUPS)) if scored else _CONTROL)
         self._clusters.append(self.clusters.setdefault(item["cluster"], len(self.clusters)))
         self._values[scored].append(tuple(parts.values()))
         answers = item["answers"]
@@ -504,7 +509,7 @@ class Summary:
         for scored, values in self._values.items():
             if values:
                 matrix = np.array(values, dtype=np.float64)
-                fraction = [k for k, key in enumerate(self.layouts[scored]) if key in _FRACTIONAL]
+                fraction = _fraction_columns(self.layouts[scored])
                 whole = np.delete(matrix, fraction, axis=1)
                 numbers = whole.astype(np.int64)
                 if not np.array_equal(numbers, whole):
@@ -524,37 +529,43 @@ class Summary:
         for part in self._parts:
             for scored, rows in part.rows.items():
                 layout = self.layouts[scored]
-                kind = part.groups >= 0 if scored else part.groups == CONTROL
+                kind = part.groups >= 0 if scored else part.groups == _CONTROL
                 keep = chosen(part.groups[kind])
                 if not keep.any():
                     continue
-                fraction = [k for k, key in enumerate(layout) if key in _FRACTIONAL]
+                fraction = _fraction_columns(layout)
                 values = np.empty((int(keep.sum()), len(layout)))
                 values[:, fraction] = rows.fraction[keep]
                 values[:, np.setdiff1d(np.arange(len(layout)), fraction)] = rows.whole[keep]
                 table.add_rows(layout, values, [names[k] for k in part.clusters[kind][keep].tolist()])
         return table
 
+    def _measured(self, chosen: Callable[[np.ndarray], np.ndarray], statistic: stats.Statistic | None,
+                  n_bootstrap: int, seed: int) -> tuple[int, dict[str, np.ndarray], dict[str, list[float] | None]]:
+        """(how many, summed components, bootstrap intervals of `statistic`; None: none) of the items `chosen`
+        keeps: their table is made here and dropped on return, so one block's is held at a time."""
+        table = self._table(chosen)
+        return table.n, _sums(table), {} if statistic is None else _ci(table, statistic, n_bootstrap, seed)
+
     def result(self, n_bootstrap: int, seed: int) -> dict[str, Any]:
         """overall, by_difficulty (each with its ci95), ci95 of overall, control, the headline beside DS and DQR
-        (over every item), and the counts; one block's table held at a time."""
-        table = self._table(lambda codes: codes >= 0)
-        n_scored = table.n
-        overall, ci95 = _scored_block(table.n, _sums(table)), _ci(table, headline_from_sums, n_bootstrap, seed)
+        (over every item), and the counts."""
+        n_scored, sums, ci95 = self._measured(lambda codes: codes >= 0, headline_from_sums, n_bootstrap, seed)
+        overall = _scored_block(n_scored, sums)
         by_difficulty = {}
         for code, group in enumerate(GROUPS):
-            table = self._table(lambda codes, code=code: codes == code)
-            by_difficulty[group] = {**_scored_block(table.n, _sums(table)),
-                                    "ci95": _ci(table, headline_from_sums, n_bootstrap, seed)}
-        table = self._table(lambda codes: codes == CONTROL)
-        control = _control_block(table.n, _sums(table))
-        table = self._table(lambda codes: np.ones(codes.shape, dtype=bool))
-        headline: dict[str, Any] = {name: _scalar(value)
-                                    for name, value in headline_beside_from_sums(_sums(table)).items()}
-        headline["ci95"] = _ci(table, headline_beside_from_sums, n_bootstrap, seed)
+            n_group, sums, ci = self._measured(lambda codes, code=code: codes == code, headline_from_sums,
+                                               n_bootstrap, seed)
+            by_difficulty[group] = {**_scored_block(n_group, sums), "ci95": ci}
+        n_control, sums, _ = self._measured(lambda codes: codes == _CONTROL, None, n_bootstrap, seed)
+        control = _control_block(n_control, sums)
+        n_items, sums, ci = self._measured(lambda codes: np.ones(codes.shape, dtype=bool), headline_beside_from_sums,
+                                           n_bootstrap, seed)
+        headline: dict[str, Any] = {name: _scalar(value) for name, value in headline_beside_from_sums(sums).items()}
+        headline["ci95"] = ci
         return {"overall": overall, "ci95": ci95, "by_difficulty": by_difficulty, "control": control,
                 "headline": headline,
-                "counts": {"n_items": table.n, "n_scored": n_scored, "n_control": table.n - n_scored,
+                "counts": {"n_items": n_items, "n_scored": n_scored, "n_control": n_items - n_scored,
                            **self.answer_counts}}
 
 
