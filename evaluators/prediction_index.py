@@ -4,8 +4,9 @@ Contract
 --------
 - `ItemTable`: what `read_predictions` checks a line against, per item of the dataset in dataset order, held
   compactly: the item's id and position, its expected probes (equal tuples held once), its images' sha256 (raw
-  digests, 32 bytes each) and its shown digest (raw). A scorer fills it in one pass over the dataset (`add`), then
-  holds no record; `probes`, `images` and `shown` are the mappings by id that `read_predictions` takes.
+  digests, 32 bytes each: `raw_digests`) and its shown digest (raw). A scorer fills it in one pass over the dataset
+  (`add`, or `add_raw` with the digests already raw), then holds no record; `probes`, `images` and `shown` are
+  the mappings by id that `read_predictions` takes.
 - `AnswerIndex` (what `read_predictions(..., index=table)` keeps in place of the kept lines): per (item, probe),
   the winning line's number, byte offset and length (numpy arrays indexed by the item's position and a probe
   number), whether it was asked without images, the family's `fact` of it (a few distinct values, e.g. the
@@ -52,12 +53,18 @@ class ItemTable:
 
     def add(self, item_id: str, probes: Sequence[str], images: Iterable[str] | None, shown: str | None) -> None:
         """The next item: its id, expected probes, images' sha256 (hex) and shown digest (hex)."""
+        self.add_raw(item_id, probes, None if images is None else raw_digests(images),
+                     None if shown is None else bytes.fromhex(shown))
+
+    def add_raw(self, item_id: str, probes: Sequence[str], images: bytes | None, shown: bytes | None) -> None:
+        """`add` with the digests raw (`raw_digests` of the images'), held as given: a scorer that kept them so in
+        its first pass holds them once."""
         probes = tuple(probes)
         self.position[item_id] = len(self.ids)
         self.ids.append(item_id)
         self._probes.append(self._probe_tuples.setdefault(probes, probes))
-        self._images.append(None if images is None else b"".join(bytes.fromhex(sha) for sha in images))
-        self._shown.append(None if shown is None else bytes.fromhex(shown))
+        self._images.append(images)
+        self._shown.append(shown)
 
     @property
     def probes(self) -> Mapping[str, tuple[str, ...]]:
@@ -71,6 +78,11 @@ class ItemTable:
     @property
     def shown(self) -> Mapping[str, str | None]:
         return _Column(self.position, self._shown, lambda digest: None if digest is None else digest.hex())
+
+
+def raw_digests(digests: Iterable[str]) -> bytes:
+    """sha256 hex digests as one bytes object (32 bytes each, in order): how an `ItemTable` holds an item's images."""
+    return b"".join(bytes.fromhex(sha) for sha in digests)
 
 
 class _Column(Mapping[str, Any]):

@@ -83,6 +83,18 @@ class Components:
         held[2].extend(parts.values())
         self.n += 1
 
+    def add_rows(self, layout: tuple[str, ...], values: np.ndarray, clusters: Sequence[str]) -> None:
+        """The next `len(clusters)` items, all with the keys `layout`: row i of `values` is item i's values in
+        `layout`'s order, `clusters[i]` its cluster. The same table as `add` of each row's dict, without a dict."""
+        rows = np.asarray(values, dtype=np.float64).reshape(len(clusters), len(layout))
+        held = self.layouts.get(layout)
+        if held is None:
+            held = self.layouts[layout] = (array("q"), array("q"), array("d"))
+        held[0].extend(range(self.n, self.n + len(clusters)))
+        held[1].extend(self.clusters.setdefault(name, len(self.clusters)) for name in clusters)
+        held[2].frombytes(np.ascontiguousarray(rows).tobytes())
+        self.n += len(clusters)
+
     def keys(self) -> set[str]:
         """Every key some item has."""
         return {key for layout in self.layouts for key in layout}
@@ -186,10 +198,12 @@ def bootstrap_ci(components: Sequence[Mapping[str, float]] | Components, cluster
     return {name: _interval(values) for name, values in replicates.items()}
 
 
-def paired_bootstrap(components_a: Sequence[Mapping[str, float]], components_b: Sequence[Mapping[str, float]],
-                     clusters: Sequence[str], statistic: Statistic, n: int,
-                     seed: int) -> dict[str, tuple[float | None, tuple[float, float] | None]]:
-    """(a - b, its 95% interval) per metric, for two models' components on the same items in the same order."""
+def paired_bootstrap(components_a: Sequence[Mapping[str, float]] | Components,
+                     components_b: Sequence[Mapping[str, float]] | Components, clusters: Sequence[str],
+                     statistic: Statistic, n: int, seed: int) -> dict[str, tuple[float | None, tuple[float, float] | None]]:
+    """(a - b, its 95% interval) per metric, for two models' components on the same items in the same order: lists
+    of dicts clustered by `clusters`, or `Components` tables (each holding its items' clusters, `clusters` naming
+    them in item order)."""
     order = sorted(set(clusters))
     point_a, reps_a = _replicates(_table(components_a, clusters), statistic, max(n, 1), seed, order)
     point_b, reps_b = _replicates(_table(components_b, clusters), statistic, max(n, 1), seed, order)
