@@ -18,7 +18,7 @@ and scored UNIT_CHUNK at a time with their answers (`score_chunk`): a chunk's di
 its units judged, scored and spooled, and what the summaries need folded into numbers (metrics.py `UnitTable`;
 the answer tally, the position-bias picks, the CircularEval counts), its texts, steps and vectors dropped before
 the next; so memory is a chunk's plus a few dozen bytes a unit, whatever the number of questions or of distinct
-texts. `workers` processes read the dataset and the predictions by block and score chunks side by side
+texts (the answers' index is dropped before the summaries are made). `workers` processes read the dataset and the predictions by block and score chunks side by side
 (mmfaith/ordered_pool.py), merged in dataset order; texts in no cache are encoded only in this process, chunk
 after chunk (`scored_chunks`), so the vectors, and the bytes, do not depend on the number of workers.
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -219,28 +219,48 @@ def read_chunk(scoring: Scoring, chunk: tuple[int, Any]) -> Chunk:
 
 @dataclass
 class ScoredChunk:
-    """A chunk's units scored: the masked units' items.jsonl lines (`lines`, in dataset then variant order) and
-    their summary numbers (`units`), the re-sampled originals' (`floor`, the noise floor), how many units lacked
-    an answer, its number of questions, the chunk's answer tally, the original's final answer to each multiple-choice question with its gold
-    and its options' labels (`labelled_position_bias`), per image shown its CircularEval counts (`circular_counts`),
-    the first-order answers to the images shown and how many such probes there are (`answered_share`), and (with
-    an LLM judge) its masked units' rule and LLM flags and step counts, for `judge.agreement`."""
+    """A chunk's units scored: how many questions it holds and how many of their units lacked an answer, the answer
+    tally, per image shown the CircularEval counts (`circular_counts`), the masked units' items.jsonl lines (`lines`,
+    in dataset then variant order) and their summary numbers (`units`), the re-sampled originals' (`floor`, the
+    noise floor), the original's final answer to each multiple-choice question with its gold and its options' labels
+    (`labelled_position_bias`), the first-order answers to the images shown and how many such probes there are
+    (`answered_share`), and (with an LLM judge) its masked units' rule and LLM flags and step counts, for
+    `judge.agreement`. `add` folds a later chunk's into these (not its lines: they are written as they come)."""
 
-    lines: SpooledChunk
-    units: UnitTable
-    floor: UnitTable
-    missing: int
     n_items: int
+    missing: int
     tally: Tally
-    picks: list[str | None]
-    golds: list[str]
-    labels: set[str]
     circular: dict[str, list[int]]
-    answered: int
-    asked: int
+    lines: SpooledChunk = field(default_factory=lambda: SpooledChunk("", []))
+    units: UnitTable = field(default_factory=UnitTable)
+    floor: UnitTable = field(default_factory=UnitTable)
+    picks: list[str | None] = field(default_factory=list)
+    golds: list[str] = field(default_factory=list)
+    labels: set[str] = field(default_factory=set)
+    answered: int = 0
+    asked: int = 0
     rule: list[list[int]] = field(default_factory=list)
     llm: list[list[int]] = field(default_factory=list)
     n_steps: list[int] = field(default_factory=list)
+
+    def add(self, other: ScoredChunk) -> None:
+        """A later chunk's counts, tally and numbers folded into these."""
+        self.n_items += other.n_items
+        self.missing += other.missing
+        self.tally.add_tally(other.tally)
+        for image, numbers in other.circular.items():
+            held = self.circular.setdefault(image, [0] * len(numbers))
+            held[:] = [a + b for a, b in zip(held, numbers)]
+        self.units.extend(other.units)
+        self.floor.extend(other.floor)
+        self.picks += other.picks
+        self.golds += other.golds
+        self.labels |= other.labels
+        self.answered += other.answered
+        self.asked += other.asked
+        self.rule += other.rule
+        self.llm += other.llm
+        self.n_steps += other.n_steps
 
 
 def score_chunk(scoring: Scoring, chunk: Chunk, encode: bool = True) -> ScoredChunk:
@@ -269,8 +289,7 @@ def score_chunk(scoring: Scoring, chunk: Chunk, encode: bool = True) -> ScoredCh
 
     flags = [[i for i, step in enumerate(steps) if hallucination.flags(step, labels, question)]
              for question, labels, steps in map(case, plans)]
-    scored = ScoredChunk(SpooledChunk("", []), UnitTable(), UnitTable(), missing, len(items),
-                         Tally(scoring.coverage_threshold), [], [], set(), circular_counts(items, answers), 0, 0)
+    scored = ScoredChunk(len(items), missing, Tally(scoring.coverage_threshold), circular_counts(items, answers))
     if scoring.judge is not None:
         # The LLM judge reads masked units only; the re-sample's HR (unused beside its SDR and AFR) is the rule's.
         judged = [j for j, plan in enumerate(plans) if plan[1] != RESAMPLE]
@@ -291,8 +310,10 @@ def score_chunk(scoring: Scoring, chunk: Chunk, encode: bool = True) -> ScoredCh
         line = score_unit(record, FLOOR_VARIANT if name == RESAMPLE else name, item.source_key, unit,
                           scoring.step_threshold, scoring.answer_threshold,
                           (final(item, probe_names("original")[1]), final(item, probe_names(name)[1])))
-        (scored.floor if name == RESAMPLE else scored.units).add(line, not free)
-        if name != RESAMPLE:
+        if name == RESAMPLE:
+            scored.floor.add(line, not free)
+        else:
+            scored.units.add(line, not free)
             masked.append(line)
     scored.lines = spooled(masked, ())
     for item in items:
@@ -375,15 +396,9 @@ def circular_counts(items: Sequence[CrmItem], answers: dict[Key, str]) -> dict[s
     return counts
 
 
-def _add_counts(counts: dict[str, list[int]], more: dict[str, list[int]]) -> None:
-    for image, numbers in more.items():
-        held = counts.setdefault(image, [0] * len(numbers))
-        held[:] = [a + b for a, b in zip(held, numbers)]
-
-
 def circular_block(counts: dict[str, list[int]]) -> dict[str, Any] | None:
     """metrics.json's `circular`: per image shown, over the multiple-choice items asked in every rotation of the
-    options there (`circular_counts` of every chunk), the first-order accuracy of its final answer beside
+    options there (`circular_counts`, summed over the chunks), the first-order accuracy of its final answer beside
     `accuracy_circular` (right in every rotation); None for a run without rotations."""
     if not counts:
         return None
@@ -408,31 +423,13 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
     scoring = Scoring(source, read, encoder, judge, request.coverage_threshold, request.step_threshold,
                       request.answer_threshold, request.chunk)
-    spool, units, floor, tally = ItemSpool(out, ()), UnitTable(), UnitTable(), Tally(request.coverage_threshold)
-    n_items = missing = answered = n_asked = 0
-    picks: list[str | None] = []
-    golds: list[str] = []
-    labels: set[str] = set()
-    circular: dict[str, list[int]] = {}
-    rule: list[list[int]] = []
-    llm: list[list[int]] = []
-    n_steps: list[int] = []
+    spool, total = ItemSpool(out, ()), ScoredChunk(0, 0, Tally(request.coverage_threshold), {})
     for scored in scored_chunks(scoring, workers):
         spool.add(scored.lines)
-        units.extend(scored.units)
-        floor.extend(scored.floor)
-        n_items += scored.n_items
-        missing += scored.missing
-        tally.add_tally(scored.tally)
-        picks += scored.picks
-        golds += scored.golds
-        labels |= scored.labels
-        _add_counts(circular, scored.circular)
-        answered += scored.answered
-        n_asked += scored.asked
-        rule += scored.rule
-        llm += scored.llm
-        n_steps += scored.n_steps
+        total.add(scored)
+    del scoring
+    read = replace(read, answered={}, failed=frozenset())  # the answers' index, dropped: every chunk was read
+    units = total.units
     if not len(units):
         spool.close().unlink()
         raise MmfaithError(f"{request.predictions}: no (question, variant) has all four answers (original and masked "
@@ -454,16 +451,16 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
                           "method": "percentile", "confidence": 0.95},
         },
         **summarize(units, request.n_bootstrap, request.seed),
-        "noise_floor": noise_floor(floor, request.n_bootstrap, request.seed),
+        "noise_floor": noise_floor(total.floor, request.n_bootstrap, request.seed),
         "sensitivity": sweep(units),
-        "answers": tally.to_json(),
-        "counts": {"n_items": n_items, "n_units": len(units), "n_missing": missing,
+        "answers": total.tally.to_json(),
+        "counts": {"n_items": total.n_items, "n_units": len(units), "n_missing": total.missing,
                    "n_errors": read.n_errors, "n_stale": read.n_stale,
-                   "answered_share": round(answered / n_asked, 6)},
-        "circular": circular_block(circular),
-        "position_bias": labelled_position_bias(picks, golds, labels),
+                   "answered_share": round(total.answered / total.asked, 6)},
+        "circular": circular_block(total.circular),
+        "position_bias": labelled_position_bias(total.picks, total.golds, total.labels),
     }
     if request.judge_agreement:
-        metrics["judge_agreement"] = agreement(rule, llm, n_steps)
+        metrics["judge_agreement"] = agreement(total.rule, total.llm, total.n_steps)
     publish_scores(out, spool, metrics, write_score_report)
     return metrics
