@@ -223,10 +223,12 @@ class UnitTable:
         return table
 
     def questions(self, chosen: np.ndarray) -> np.ndarray:
+        """The question ordinals of the units at `chosen` (non-decreasing in unit order)."""
         return _numbers(self._question)[chosen]
 
     def sweep_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(original steps, (unit, threshold) counts of best similarities below, flip bits) of every unit."""
+        """(original steps, (unit, threshold) counts of best similarities below, flip bits) of every unit (views: read
+        them before adding more units)."""
         return (_numbers(self._steps).astype(np.int64), _numbers(self._below).reshape(len(self), len(SWEEP)),
                 _numbers(self._flips))
 
