@@ -102,9 +102,11 @@ def open_crm_source(path: Path | str, fields: Fields | None, workers: int,
         dataset = open_crm_release(found.path, found.manifest, None, fields)
         return dataset.dataset_id, dataset.revision, dataset.items
 
-    return open_two_pass(path, "crm", held, lambda build: _read_build(build, workers, lambda record, shared:
-                                                                      expect(make(build)(record, shared))),
-                         make, expect)
+    def first_pass(build: Path) -> BuildRecords[Kept]:
+        item = make(build)
+        return _read_build(build, workers, lambda record, shared: expect(item(record, shared)))
+
+    return open_two_pass(path, "crm", held, first_pass, make, expect)
 
 
 def _images(record: dict[str, Any]) -> list[tuple[str, str, str]]:
