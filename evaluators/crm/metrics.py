@@ -182,7 +182,7 @@ class UnitTable:
         self._steps.append(original)
         self._below.extend(original if line["masked_steps"] == 0 else sum(1 for s in line["best_similarity"] if s < t)
                            for t in SWEEP)
-        flips = [_flip_at(line, options, threshold) for threshold in SWEEP]
+        flips = [flip_at(line, options, threshold) for threshold in SWEEP]
         self._flips.append(0 if flips[0] is None else 1 + sum(int(flip) << k for k, flip in enumerate(flips, 1)))
 
     def extend(self, other: UnitTable) -> None:
@@ -358,8 +358,9 @@ def sweep(units: UnitTable) -> list[dict[str, Any]]:
     return rows
 
 
-def _flip_at(line: Mapping[str, Any], options: bool, threshold: float) -> float | None:
-    """A unit's flip with `threshold` for free-form answers (from its line's rounded answer similarity)."""
+def flip_at(line: Mapping[str, Any], options: bool, threshold: float) -> float | None:
+    """A unit's flip as the sweep reads it: `flipped` from its items.jsonl line (the rounded answer similarity) with
+    `threshold` for free-form answers; None unless both answers were read."""
     original, masked = line["original_final"], line["masked_final"]
     if original is None or masked is None:
         return None

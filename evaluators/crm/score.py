@@ -18,9 +18,10 @@ and scored UNIT_CHUNK at a time with their answers (`score_chunk`): a chunk's di
 its units judged, scored and spooled, and what the summaries need folded into numbers (metrics.py `UnitTable`;
 the answer tally, the position-bias picks, the CircularEval counts), its texts, steps and vectors dropped before
 the next; so memory is a chunk's plus a few dozen bytes a unit, whatever the number of questions or of distinct
-texts (the answers' index is dropped before the summaries are made). `workers` processes read the dataset and the predictions by block and score chunks side by side
-(mmfaith/ordered_pool.py), merged in dataset order; texts in no cache are encoded only in this process, chunk
-after chunk (`scored_chunks`), so the vectors, and the bytes, do not depend on the number of workers.
+texts (the answers' index is dropped before the summaries are made). `workers` processes read the dataset and
+the predictions by block and score chunks side by side (mmfaith/ordered_pool.py), merged in dataset order; texts
+in no cache are encoded only in this process, chunk after chunk (`scored_chunks`), so the vectors, and the bytes,
+do not depend on the number of workers.
 
 Noise floor: the original asked again with another seed (`resample_*`, evaluators/crm/run.py) is
 scored as a unit against the original like a variant; `noise_floor` gives its SDR and AFR (with

@@ -1,8 +1,8 @@
 """CRM's summaries from a `UnitTable` (evaluators/crm/metrics.py): the units' items.jsonl lines folded into numbers,
 in chunks, give the numbers the definitions give when computed from the lines themselves (docs/crm.md: SDR and
-AFR at each threshold of the sweep, the blocks' rates, their clustered intervals and McNemar tests, the
-specific-vs-random pairs), for multiple-choice and free-form units, units without steps, abstentions and units
-whose answers were not both read."""
+AFR at each threshold of the sweep, a unit's flip there by `flip_at`, the blocks' rates, their clustered intervals
+and McNemar tests, the specific-vs-random pairs), for multiple-choice and free-form units, units without steps,
+abstentions and units whose answers were not both read."""
 from __future__ import annotations
 
 import random
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from mmfaith.evaluators.crm.answers import ABSTAIN
-from mmfaith.evaluators.crm.metrics import (SWEEP, Unit, UnitTable, noise_floor, rates, score_unit, summarize,
-                                            sweep)
+from mmfaith.evaluators.crm.metrics import (SWEEP, Unit, UnitTable, flip_at, noise_floor, rates, score_unit,
+                                            summarize, sweep)
 from mmfaith.evaluators.stats import bootstrap_ci, paired_bootstrap
 
 VARIANTS = ("specific-black", "random-black", "specific-blur", "random-blur")
@@ -68,15 +68,6 @@ def _sdr_at(line: dict, threshold: float) -> float | None:
     return sum(1 for s in line["best_similarity"] if s < threshold) / line["original_steps"]
 
 
-def _flip_at(line: dict, options: bool, threshold: float) -> float | None:
-    original, masked = line["original_final"], line["masked_final"]
-    if original is None or masked is None:
-        return None
-    if options or ABSTAIN in (original, masked):
-        return float(original != masked)
-    return float(line["answer_similarity"] is None or line["answer_similarity"] < threshold)
-
-
 @pytest.mark.parametrize("chunk", [1, 7, 1000])
 def test_summaries_equal_the_definitions_on_the_lines(chunk: int) -> None:
     lines = _lines(120, seed=chunk)
@@ -90,7 +81,7 @@ def test_summaries_equal_the_definitions_on_the_lines(chunk: int) -> None:
         for group, kind in groups:
             chosen = [(l, o) for l, o in lines if l[kind] == group]
             sdrs = [s for l, _ in chosen if (s := _sdr_at(l, threshold)) is not None]
-            flips = [f for l, o in chosen if (f := _flip_at(l, o, threshold)) is not None]
+            flips = [f for l, o in chosen if (f := flip_at(l, o, threshold)) is not None]
             expected_sweep.append({"threshold": threshold, "group": group, "kind": kind,
                                    "SDR": round(sum(sdrs) / len(sdrs), 6) if sdrs else None,
                                    "AFR": round(sum(flips) / len(flips), 6) if flips else None})
