@@ -198,10 +198,12 @@ def bootstrap_ci(components: Sequence[Mapping[str, float]] | Components, cluster
     return {name: _interval(values) for name, values in replicates.items()}
 
 
-def paired_bootstrap(components_a: Sequence[Mapping[str, float]], components_b: Sequence[Mapping[str, float]],
-                     clusters: Sequence[str], statistic: Statistic, n: int,
-                     seed: int) -> dict[str, tuple[float | None, tuple[float, float] | None]]:
-    """(a - b, its 95% interval) per metric, for two models' components on the same items in the same order."""
+def paired_bootstrap(components_a: Sequence[Mapping[str, float]] | Components,
+                     components_b: Sequence[Mapping[str, float]] | Components, clusters: Sequence[str],
+                     statistic: Statistic, n: int, seed: int) -> dict[str, tuple[float | None, tuple[float, float] | None]]:
+    """(a - b, its 95% interval) per metric, for two models' components on the same items in the same order: lists
+    of dicts clustered by `clusters`, or `Components` tables (each holding its items' clusters, `clusters` naming
+    them in item order)."""
     order = sorted(set(clusters))
     point_a, reps_a = _replicates(_table(components_a, clusters), statistic, max(n, 1), seed, order)
     point_b, reps_b = _replicates(_table(components_b, clusters), statistic, max(n, 1), seed, order)

@@ -20,11 +20,14 @@ image against those on the original.
   similarity to the gold of at least `answer_threshold`). On a specific mask a correct answer is
   not better: the evidence is gone.
 Every aggregate is a ratio of per-unit sums, so the clustered bootstrap (evaluators/stats.py,
-clusters = source images) recomputes it exactly.
+clusters = source images) recomputes it exactly. The summaries (`summarize`, `noise_floor`, the threshold
+`sweep`) read the units as a `UnitTable`: each unit's items.jsonl line folded into a few numbers as it is
+written (its components, and per threshold the counts the sweep needs), so a score holds no line per unit.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +35,8 @@ import numpy as np
 
 from mmfaith.evaluators.answers import normalised
 from mmfaith.evaluators.crm.answers import ABSTAIN, choice, is_abstention
-from mmfaith.evaluators.stats import bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact, paired_bootstrap
+from mmfaith.evaluators.stats import (Components, bootstrap_ci, clustered_mcnemar, discordance, mcnemar_exact,
+                                     paired_bootstrap)
 
 DEFINITIONS_VERSION = "crm-metrics/1"
 STEP_THRESHOLD = 0.80
@@ -96,12 +100,6 @@ def correct(record: dict[str, Any], answer: str | None, final: str | None, gold_
     return gold_similarity is not None and gold_similarity >= threshold and not is_abstention(answer)
 
 
-SUMMARY_FIELDS = ("id", "variant", "mode", "style", "source_key", "question_type", "original_steps", "masked_steps",
-                  "best_similarity", "answer_similarity", "original_final", "masked_final", "components")
-"""What `summarize`, `sweep` and a comparison read of an items.jsonl line (score and report keep only these:
-evaluators/score_dir.py)."""
-
-
 def score_unit(record: dict[str, Any], variant: str, source_key: str, unit: Unit,
                step_threshold: float = STEP_THRESHOLD, answer_threshold: float = ANSWER_THRESHOLD,
                finals: tuple[str | None, str | None] | None = None) -> dict[str, Any]:
@@ -149,119 +147,223 @@ def rates(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def _block(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
-    """Rates, their clustered CIs, counts and the McNemar test of original vs masked accuracy."""
-    components = [line["components"] for line in lines]
-    clusters = [line["source_key"] for line in lines]
-    totals = {key: np.array([sum(c.get(key, 0.0) for c in components)]) for key in _PARTS["SDR"] + ("flip", "n",
-              "flip_n", "abstained", "hallucinated", "hr_n", "gold_n", "correct_original", "correct_masked")}
+class UnitTable:
+    """Scored units as the summaries read them (`summarize`, `noise_floor`, `sweep`), folded line by line (`add`, in
+    items.jsonl's order) into flat arrays, about 60 bytes a unit whatever its texts: its variant (a code into
+    `variants`), source image (a code into `clusters`), question (an ordinal: one question's units are consecutive
+    lines), the SDR component, the other components (each 0 or 1: a bit), its original steps and, per threshold of
+    SWEEP, how many of their best similarities are below it, and whether its answers flip at each (`sweep`).
+    `extend` appends a table made elsewhere (a chunk's, on a worker), its questions after these."""
+
+    def __init__(self) -> None:
+        self.variants: dict[str, int] = {}
+        self.clusters: dict[str, int] = {}
+        self.n_questions = 0
+        self._last_id: str | None = None
+        self._variant, self._cluster, self._question = array("H"), array("q"), array("q")
+        self._sdr, self._bits = array("d"), array("H")
+        self._steps, self._below, self._flips = array("I"), array("I"), array("B")
+
+    def __len__(self) -> int:
+        return len(self._variant)
+
+    def add(self, line: Mapping[str, Any], options: bool) -> None:
+        """One unit's items.jsonl line (`score_unit`), of a question with `options` (multiple choice) or without."""
+        if line["id"] != self._last_id:
+            self._last_id = line["id"]
+            self.n_questions += 1
+        parts = line["components"]
+        self._question.append(self.n_questions - 1)
+        self._variant.append(self.variants.setdefault(line["variant"], len(self.variants)))
+        self._cluster.append(self.clusters.setdefault(line["source_key"], len(self.clusters)))
+        self._sdr.append(parts["sdr"])
+        self._bits.append(sum(1 << k for k, key in enumerate(_BITS) if parts[key]))
+        original = line["original_steps"]
+        self._steps.append(original)
+        self._below.extend(original if line["masked_steps"] == 0 else sum(1 for s in line["best_similarity"] if s < t)
+                           for t in SWEEP)
+        flips = [flip_at(line, options, threshold) for threshold in SWEEP]
+        self._flips.append(0 if flips[0] is None else 1 + sum(int(flip) << k for k, flip in enumerate(flips, 1)))
+
+    def extend(self, other: UnitTable) -> None:
+        """`other`'s units after these."""
+        variant = np.array([self.variants.setdefault(name, len(self.variants)) for name in other.variants],
+                           dtype=np.uint16)
+        cluster = np.array([self.clusters.setdefault(name, len(self.clusters)) for name in other.clusters],
+                           dtype=np.int64)
+        if len(other):
+            self._variant.frombytes(variant[_numbers(other._variant)].tobytes())
+            self._cluster.frombytes(cluster[_numbers(other._cluster)].tobytes())
+            self._question.frombytes((_numbers(other._question) + self.n_questions).tobytes())
+        self.n_questions += other.n_questions
+        self._last_id = other._last_id if other.n_questions else self._last_id
+        for mine, theirs in ((self._sdr, other._sdr), (self._bits, other._bits), (self._steps, other._steps),
+                             (self._below, other._below), (self._flips, other._flips)):
+            mine.extend(theirs)
+
+    def where(self, variants: Collection[str]) -> np.ndarray:
+        """The positions of the units of these variants, in order."""
+        codes = [self.variants[name] for name in variants if name in self.variants]
+        return np.flatnonzero(np.isin(_numbers(self._variant), codes))
+
+    def bit(self, key: str, chosen: np.ndarray) -> np.ndarray:
+        """Component `key` (not "sdr") of the units at `chosen`, as booleans."""
+        return ((_numbers(self._bits)[chosen] >> _BITS.index(key)) & 1).astype(bool)
+
+    def components(self, chosen: np.ndarray) -> Components:
+        """The units at `chosen`, in that order, as `Components.of` holds their lines' components and source keys."""
+        values = np.empty((len(chosen), len(COMPONENTS)))
+        values[:, 0] = _numbers(self._sdr)[chosen]
+        bits = _numbers(self._bits)[chosen]
+        for k in range(len(_BITS)):
+            values[:, k + 1] = (bits >> k) & 1
+        names = list(self.clusters)
+        table = Components()
+        table.add_rows(COMPONENTS, values, [names[number] for number in _numbers(self._cluster)[chosen].tolist()])
+        return table
+
+    def questions(self, chosen: np.ndarray) -> np.ndarray:
+        """The question ordinals of the units at `chosen` (non-decreasing in unit order)."""
+        return _numbers(self._question)[chosen]
+
+    def sweep_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(original steps, (unit, threshold) counts of best similarities below, flip bits) of every unit (views: read
+        them before adding more units)."""
+        return (_numbers(self._steps).astype(np.int64), _numbers(self._below).reshape(len(self), len(SWEEP)),
+                _numbers(self._flips))
+
+
+COMPONENTS = ("sdr", "sdr_n", "n", "flip", "flip_n", "abstained", "hallucinated", "hr_n", "gold_n", "correct_original",
+              "correct_masked")
+"""A unit's components, in the order of its line's (`score_unit`)."""
+_BITS = COMPONENTS[1:]
+"""The components that are 0 or 1 (a `UnitTable` holds each as a bit)."""
+_NUMBERS = {"H": np.uint16, "q": np.int64, "d": np.float64, "I": np.uint32, "B": np.uint8}
+
+
+def _numbers(values: array) -> np.ndarray:
+    """An array's items as a numpy array (a view)."""
+    return np.frombuffer(values, dtype=_NUMBERS[values.typecode])
+
+
+def _variants(units: UnitTable) -> tuple[list[str], dict[str, list[str]], dict[str, list[str]]]:
+    """The units' variants (sorted), and the variants of each mode and of each style (sorted)."""
+    names = sorted(units.variants)
+    modes: dict[str, list[str]] = {}
+    styles: dict[str, list[str]] = {}
+    for name in names:
+        mode, style = name.split("-", 1)
+        modes.setdefault(mode, []).append(name)
+        styles.setdefault(style, []).append(name)
+    return names, dict(sorted(modes.items())), dict(sorted(styles.items()))
+
+
+def _block(units: UnitTable, chosen: np.ndarray, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Rates, their clustered CIs, counts and the McNemar test of original vs masked accuracy of the units at
+    `chosen`."""
+    table = units.components(chosen)
+    totals = {key: np.array([table.item_sum(key)]) for key in COMPONENTS}
     point = {name: (None if np.isnan(value[0]) else round(float(value[0]), 6)) for name, value in rates(totals).items()}
-    intervals = bootstrap_ci(components, clusters, rates, n_bootstrap, seed)
-    b = sum(1 for c in components if c["gold_n"] and c["correct_original"] and not c["correct_masked"])
-    c_ = sum(1 for c in components if c["gold_n"] and not c["correct_original"] and c["correct_masked"])
+    intervals = bootstrap_ci(table, None, rates, n_bootstrap, seed)
+    gold, right, right_masked = (units.bit(key, chosen) for key in ("gold_n", "correct_original", "correct_masked"))
+    b = int(np.count_nonzero(gold & right & ~right_masked))
+    c_ = int(np.count_nonzero(gold & ~right & right_masked))
     return {"metrics": point,
             "ci95": {name: None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
                      for name, interval in intervals.items()},
-            "n_units": len(lines), "n_sdr_defined": int(totals["sdr_n"][0]), "n_with_gold": int(totals["gold_n"][0]),
-            "n_afr_left_out": len(lines) - int(totals["flip_n"][0]),
+            "n_units": len(chosen), "n_sdr_defined": int(totals["sdr_n"][0]), "n_with_gold": int(totals["gold_n"][0]),
+            "n_afr_left_out": len(chosen) - int(totals["flip_n"][0]),
             **({} if totals["hr_n"][0] else {"HR_na": HR_NA}),
             "mcnemar_accuracy": {"original_right_masked_wrong": b, "original_wrong_masked_right": c_,
                                  "p_value": mcnemar_exact(b, c_),
                                  "p_clustered": clustered_mcnemar(
-                                     discordance([c["correct_original"] for c in components],
-                                                 [c["correct_masked"] for c in components]), clusters)}}
+                                     discordance(right.tolist(), right_masked.tolist()), table.cluster_names())}}
 
 
-def summarize(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+def summarize(units: UnitTable, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """metrics.json's blocks: by_variant, by_mode (pooled), overall, and the specific-vs-random pairing."""
-    variants = sorted({line["variant"] for line in lines})
-    modes = sorted({line["mode"] for line in lines})
+    names, modes, _ = _variants(units)
     return {
-        "by_variant": {v: _block([l for l in lines if l["variant"] == v], n_bootstrap, seed) for v in variants},
-        "by_mode": {m: _block([l for l in lines if l["mode"] == m], n_bootstrap, seed) for m in modes},
-        "specific_vs_random": specific_vs_random(lines, n_bootstrap, seed),
+        "by_variant": {v: _block(units, units.where([v]), n_bootstrap, seed) for v in names},
+        "by_mode": {m: _block(units, units.where(members), n_bootstrap, seed) for m, members in modes.items()},
+        "specific_vs_random": specific_vs_random(units, n_bootstrap, seed),
     }
 
 
-def noise_floor(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+def noise_floor(units: UnitTable, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """The original against its re-sample (another seed, no mask): the block of `_block` (SDR and AFR are the
     change sampling alone produces; HR the judge's level on unmasked steps). Every rate null without units."""
-    if not lines:
+    if not len(units):
         return {"metrics": {name: None for name in RATES}, "ci95": {name: None for name in RATES}, "n_units": 0}
-    found = _block(lines, n_bootstrap, seed)
+    found = _block(units, np.arange(len(units)), n_bootstrap, seed)
     return {key: found[key] for key in ("metrics", "ci95", "n_units", "n_sdr_defined")}
 
 
-def specific_vs_random(lines: Sequence[dict[str, Any]], n_bootstrap: int, seed: int) -> dict[str, Any]:
+def specific_vs_random(units: UnitTable, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """Per style, the (specific - random) difference of AFR and SDR paired per question (the paper's
     Tables 4-5 compare the two ablations), with a paired bootstrap CI and, for AFR, the exact McNemar p
     over the questions answered on all four sides (b: flipped under specific only; c: under random
-    only; the others `n_left_out`). HR has no difference: it is not defined on random masks (HR_NA)."""
-    by_key = {(l["id"], l["variant"]): l for l in lines}
-    styles = sorted({l["style"] for l in lines})
+    only; the others `n_left_out`). HR has no difference: it is not defined on random masks (HR_NA).
+    Pairs are in the order of the random units."""
     out: dict[str, Any] = {}
-    for style in styles:
-        pairs = [(by_key[(l["id"], f"specific-{style}")], l) for l in lines
-                 if l["variant"] == f"random-{style}" and (l["id"], f"specific-{style}") in by_key]
-        if not pairs:
+    for style in _variants(units)[2]:
+        random_at = units.where([f"random-{style}"])
+        specific_at = units.where([f"specific-{style}"])
+        asked, wanted = units.questions(specific_at), units.questions(random_at)
+        found = np.minimum(np.searchsorted(asked, wanted), max(len(asked) - 1, 0))
+        paired_here = (asked[found] == wanted) if len(asked) else np.zeros(len(wanted), dtype=bool)
+        if not paired_here.any():
             continue
-        specific = [p[0]["components"] for p in pairs]
-        random = [p[1]["components"] for p in pairs]
-        clusters = [p[0]["source_key"] for p in pairs]
+        specific_at, random_at = specific_at[found[paired_here]], random_at[paired_here]
+        specific, random = units.components(specific_at), units.components(random_at)
+        clusters = specific.cluster_names()
         diffs = paired_bootstrap(specific, random, clusters, rates, n_bootstrap, seed)
-        block: dict[str, Any] = {"n_pairs": len(pairs)}
+        block: dict[str, Any] = {"n_pairs": len(specific_at)}
         block["HR"] = {"difference": None, "ci95": None, "na": HR_NA}
         for name, key in (("AFR", "flip"), ("SDR", None)):
             diff, interval = diffs[name]
             entry: dict[str, Any] = {"difference": None if diff is None else round(diff, 6),
                                      "ci95": None if interval is None else [round(v, 6) for v in interval]}
             if key is not None:
-                both = [(s, r, k) for s, r, k in zip(specific, random, clusters) if s["flip_n"] and r["flip_n"]]
-                b = sum(1 for s, r, _ in both if s[key] and not r[key])
-                c = sum(1 for s, r, _ in both if r[key] and not s[key])
+                both = units.bit("flip_n", specific_at) & units.bit("flip_n", random_at)
+                s, r = units.bit(key, specific_at)[both], units.bit(key, random_at)[both]
+                b, c = int(np.count_nonzero(s & ~r)), int(np.count_nonzero(r & ~s))
                 entry |= {"specific_only": b, "random_only": c, "mcnemar_p": mcnemar_exact(b, c),
-                          "clustered_p": clustered_mcnemar(discordance([s[key] for s, _, _ in both],
-                                                                       [r[key] for _, r, _ in both]),
-                                                           [k for _, _, k in both]),
-                          "n_left_out": len(pairs) - len(both)}
+                          "clustered_p": clustered_mcnemar(discordance(s.tolist(), r.tolist()),
+                                                           [k for k, kept in zip(clusters, both.tolist()) if kept]),
+                          "n_left_out": len(specific_at) - int(np.count_nonzero(both))}
             block[name] = entry
         out[style] = block
     return out
 
 
-def sweep(lines: Sequence[dict[str, Any]], records: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def sweep(units: UnitTable) -> list[dict[str, Any]]:
     """SDR and AFR at each threshold of SWEEP, per variant and pooled per mode (`group`): the step
     threshold for SDR, the free-form answer threshold for AFR (multiple-choice flips do not depend on it)."""
-    groups = [(v, "variant") for v in sorted({l["variant"] for l in lines})]
-    groups += [(m, "mode") for m in sorted({l["mode"] for l in lines})]
-    members = {(group, field): [k for k, l in enumerate(lines) if l[field] == group] for group, field in groups}
-    flip_records = [records[l["id"]] for l in lines]
+    names, modes, _ = _variants(units)
+    groups = [(v, "variant", units.where([v])) for v in names]
+    groups += [(m, "mode", units.where(members)) for m, members in modes.items()]
+    steps, below, flips = units.sweep_parts()
     rows = []
-    for threshold in SWEEP:  # each line's SDR and flip made once per threshold, read by its variant's and mode's rows
-        sdrs = [_sdr_at(l, threshold) for l in lines]
-        flips = [_flip_at(l, record, threshold) for l, record in zip(lines, flip_records)]
-        for group, field in groups:
-            chosen = members[group, field]
-            defined = [sdrs[k] for k in chosen if sdrs[k] is not None]
-            flipped_here = [flips[k] for k in chosen if flips[k] is not None]
+    for k, threshold in enumerate(SWEEP):
+        for group, field, chosen in groups:
+            defined = steps[chosen] > 0
+            sdrs = below[chosen, k][defined] / steps[chosen][defined]
+            read = flips[chosen]
+            flipped_here = (read[read & 1 == 1] >> (k + 1)) & 1
             rows.append({"threshold": threshold, "group": group, "kind": field,
-                         "SDR": round(sum(defined) / len(defined), 6) if defined else None,
-                         "AFR": round(sum(flipped_here) / len(flipped_here), 6) if flipped_here else None})
+                         "SDR": round(sum(sdrs.tolist()) / len(sdrs), 6) if len(sdrs) else None,
+                         "AFR": round(sum(flipped_here.tolist()) / len(flipped_here), 6) if len(flipped_here)
+                         else None})
     return rows
 
 
-def _sdr_at(line: dict[str, Any], threshold: float) -> float | None:
-    if line["original_steps"] == 0:
-        return None
-    if line["masked_steps"] == 0:
-        return 1.0
-    return sum(1 for s in line["best_similarity"] if s < threshold) / line["original_steps"]
-
-
-def _flip_at(line: dict[str, Any], record: dict[str, Any], threshold: float) -> float | None:
+def flip_at(line: Mapping[str, Any], options: bool, threshold: float) -> float | None:
+    """A unit's flip as the sweep reads it: `flipped` from its items.jsonl line (the rounded answer similarity) with
+    `threshold` for free-form answers; None unless both answers were read."""
     original, masked = line["original_final"], line["masked_final"]
     if original is None or masked is None:
         return None
-    if record["options"] or ABSTAIN in (original, masked):
+    if options or ABSTAIN in (original, masked):
         return float(original != masked)
     return float(line["answer_similarity"] is None or line["answer_similarity"] < threshold)

@@ -5,18 +5,24 @@ folder written by `mmfaith release` (manifest.json + parquet shards, one config 
 style; the images are written once to the content-addressed cache so every item still has files),
 or a Hub repo id `ORG/NAME[@REVISION]` of such a release (loaders/source.py resolves all three).
 Every record is schema-checked and every image exists and hashes to its record's sha256 (release).
+`open_crm_source(path, fields, workers, expect)` reads the same items in two passes for a scorer that holds a
+chunk of them at a time (loaders/build_records.py `TwoPass`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from mmfaith.errors import MmfaithError
 from mmfaith.images import ImageRef
-from mmfaith.loaders.build_records import read_build_records
+from mmfaith.loaders.build_records import BuildRecords, TwoPass, open_two_pass, read_build_records
+from mmfaith.loaders.source import Source
 from mmfaith.records import Fields, Shared, keep_fields
 from mmfaith.schema import check_loaded_record
+
+Kept = TypeVar("Kept")
 
 
 def variant_name(variant: dict[str, Any]) -> str:
@@ -77,23 +83,49 @@ def open_crm_dataset(path: Path | str, cache_dir: Path | None = None, verify: bo
 
         return open_crm_release(found.path, found.manifest, cache_dir, fields)
     path = found.path
-
-    def images(record: dict[str, Any]) -> list[tuple[str, str, str]]:
-        """(name, sha256, path relative to the build dir) of the original and of each variant."""
-        return [("original", record["image_original_sha256"], record["image_original"]),
-                *((variant_name(v), v["sha256"], v["image"]) for v in record["variants"])]
-
-    def images_exist(record: dict[str, Any], where: str) -> None:
-        for _, _, image in images(record):
-            if not (path / image).is_file():
-                raise MmfaithError(f"{where}: image {path / image} is missing.")
-
-    def keep(record: dict[str, Any], shared: Shared) -> tuple[dict[str, Any], list[tuple[str, str, str]]]:
-        return keep_fields(record, fields, shared), images(record)
-
-    read = read_build_records(path / "records.jsonl", "crm_item", "a CRM record", images_exist, keep, workers)
-    items = []
-    for record, shown in read.kept:
-        refs = {name: ImageRef(sha256, path / image) for name, sha256, image in shown}
-        items.append(CrmItem(record, refs.pop("original"), refs))
+    read = _read_build(path, workers, lambda record, shared: (keep_fields(record, fields, shared), _images(record)))
+    items = [_item(path, record, shown) for record, shown in read.kept]
     return CrmDataset(items, dataset_id=f"build:{path.resolve().name}", revision=read.sha256[:16])
+
+
+def open_crm_source(path: Path | str, fields: Fields | None, workers: int,
+                    expect: Callable[[CrmItem], Kept]) -> TwoPass[CrmItem, Kept]:
+    """`open_crm_dataset`'s items in two passes (loaders/build_records.py `TwoPass`): a build dir's records checked
+    on `workers` processes keeping `expect(item)` of each, then read again a chunk at a time; a release folder or
+    Hub id is opened whole once and held."""
+    def make(build: Path) -> Callable[[dict[str, Any], Shared], CrmItem]:
+        return lambda record, shared: _item(build, keep_fields(record, fields, shared), _images(record))
+
+    def held(found: Source) -> tuple[str, str, list[CrmItem]]:
+        from mmfaith.loaders.crm.rows import open_crm_release
+
+        dataset = open_crm_release(found.path, found.manifest, None, fields)
+        return dataset.dataset_id, dataset.revision, dataset.items
+
+    def first_pass(build: Path) -> BuildRecords[Kept]:
+        item = make(build)
+        return _read_build(build, workers, lambda record, shared: expect(item(record, shared)))
+
+    return open_two_pass(path, "crm", held, first_pass, make, expect)
+
+
+def _images(record: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(name, sha256, path relative to the build dir) of the original and of each variant."""
+    return [("original", record["image_original_sha256"], record["image_original"]),
+            *((variant_name(v), v["sha256"], v["image"]) for v in record["variants"])]
+
+
+def _item(build: Path, record: dict[str, Any], images: list[tuple[str, str, str]]) -> CrmItem:
+    """The item of a build dir's (kept) record and its `_images`."""
+    refs = {name: ImageRef(sha256, build / image) for name, sha256, image in images}
+    return CrmItem(record, refs.pop("original"), refs)
+
+
+def _read_build(build: Path, workers: int, keep: Callable[[dict[str, Any], Shared], Kept]) -> BuildRecords[Kept]:
+    """records.jsonl of a build dir, every record checked (its images exist) and `keep(record, shared)` kept."""
+    def images_exist(record: dict[str, Any], where: str) -> None:
+        for _, _, image in _images(record):
+            if not (build / image).is_file():
+                raise MmfaithError(f"{where}: image {build / image} is missing.")
+
+    return read_build_records(build / "records.jsonl", "crm_item", "a CRM record", images_exist, keep, workers)

@@ -10,7 +10,9 @@ import pytest
 
 from mmfaith.cli import main
 from mmfaith.evaluators.crm.embed import load_encoder
-from mmfaith.evaluators.crm.score import CrmScoreRequest, Scoring, read_crm_predictions, score_crm, scored_chunks
+from mmfaith.evaluators.crm.metrics import noise_floor, summarize, sweep
+from mmfaith.evaluators.crm.score import (CrmScoreRequest, Scoring, read_crm_predictions, read_inputs, score_crm,
+                                        scored_chunks)
 from mmfaith.evaluators.crm.steps import split_steps
 from mmfaith.evaluators.reference_server import ReferenceServer
 from mmfaith.evaluators.score_settings import ScoreSettings
@@ -45,7 +47,8 @@ def test_vectors_held_are_bounded_by_the_chunk(distinct: tuple[Path, Path], tmp_
     (each distinct), and the lines are those of the whole run scored as one chunk (same cache, so same vectors)."""
     build, predictions = distinct
     dataset = open_crm_dataset(build)
-    read = read_crm_predictions(dataset, ScoreSettings(predictions=predictions, out=tmp_path, from_run=True))
+    settings = ScoreSettings(predictions=predictions, out=tmp_path, from_run=True)
+    read = read_crm_predictions(dataset, settings)
     answers = {key: line["response"] for key, line in read.answered.items()}
     # Each question's texts: its original and masked steps (multiple choice: no answer texts), counted by hand.
     per_question = [{step for (item_id, probe), text in answers.items() if item_id == item.id and probe.endswith("_cot")
@@ -54,18 +57,25 @@ def test_vectors_held_are_bounded_by_the_chunk(distinct: tuple[Path, Path], tmp_
     every = set().union(*per_question)
     assert len(every) == sum(len(texts) for texts in per_question) > 3 * bound  # all distinct, several chunks' worth
 
+    source, indexed = read_inputs(build, settings, workers=1)
     encoder = load_encoder(batch_size=16, cache_root=tmp_path / "cache", memory_vectors=bound)
     chunked = []
-    for scored in scored_chunks(Scoring(dataset.items, answers, read.failed, encoder, None, 0.5, chunk=1), workers=1):
+    for scored in scored_chunks(Scoring(source, indexed, encoder, None, 0.5, chunk=1), workers=1):
         assert encoder.cache.held() <= bound and encoder.most_at_once <= bound
         chunked.append(scored)
     assert encoder.encoded == len(every) and len(chunked) == N_ITEMS
 
     whole = load_encoder(batch_size=16, cache_root=tmp_path / "cache")  # the same cache: the vectors stored above
-    [one] = scored_chunks(Scoring(dataset.items, answers, read.failed, whole, None, 0.5, chunk=N_ITEMS), workers=1)
+    [one] = scored_chunks(Scoring(source, indexed, whole, None, 0.5, chunk=N_ITEMS), workers=1)
     assert whole.encoded == 0 and whole.most_at_once == len(every)
-    assert "".join(scored.units.lines for scored in chunked) == one.units.lines
-    assert [line for scored in chunked for line in scored.floor] == one.floor
+    assert "".join(scored.lines.lines for scored in chunked) == one.lines.lines
+    units, floor = chunked[0].units, chunked[0].floor  # the chunks' summary numbers merged as score_crm merges them
+    for scored in chunked[1:]:
+        units.extend(scored.units)
+        floor.extend(scored.floor)
+    assert len(floor) == len(one.floor) == N_ITEMS and len(units) == len(one.units) > N_ITEMS
+    assert noise_floor(floor, 50, 1) == noise_floor(one.floor, 50, 1)
+    assert summarize(units, 50, 1) == summarize(one.units, 50, 1) and sweep(units) == sweep(one.units)
     assert sum(scored.missing for scored in chunked) == one.missing
     assert {status: sum(scored.tally.counts[status] for scored in chunked) for status in one.tally.counts} == \
         one.tally.counts
