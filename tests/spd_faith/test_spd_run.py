@@ -132,6 +132,17 @@ def dataset(mixed_build: Path) -> SpdDataset:
 
 # -- resume ----------------------------------------------------------------------------------------
 
+def _settled_requests(server: ReferenceServer, quiet_s: float = 0.5, timeout_s: float = 30) -> int:
+    """The server's request count once none has come for `quiet_s`: a request the killed client sent just before
+    the kill may reach a handler thread (and the count) a moment later, and must not be taken for the resume's."""
+    deadline, seen, since = time.monotonic() + timeout_s, server.requests_seen, time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet_s:
+        time.sleep(0.02)
+        if server.requests_seen != seen:
+            seen, since = server.requests_seen, time.monotonic()
+    return seen
+
+
 def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: SpdDataset, mixed_build: Path,
                                                                     tmp_path: Path) -> None:
     complete, interrupted = tmp_path / "complete", tmp_path / "interrupted"
@@ -145,7 +156,7 @@ def test_a_killed_run_resumes_without_asking_twice_or_losing_anything(dataset: S
         predictions = interrupted / "predictions.jsonl"
         killed_at = kill_after_lines(process, predictions, 10, timeout_s=60)  # a torn line is repaired on resume
         assert 10 <= killed_at < expected
-        requests_before = server.requests_seen
+        requests_before = _settled_requests(server)
         summary = run_against(server, mixed_build, interrupted, concurrency=2)
         resumed_requests = server.requests_seen - requests_before
 
