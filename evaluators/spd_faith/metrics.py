@@ -374,8 +374,6 @@ def control_from_sums(sums: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {key: _ratio(sums[key], sums[f"{key}_n"]) for key in ("false_alarm", *(f"fa_{p}" for p in ALARM_PROBES))}
 
 
-
-
 def _control_block(n_items: int, sums: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """False-alarm rates of `n_items` control items from their summed components."""
     if not n_items:
@@ -389,8 +387,6 @@ def _control_block(n_items: int, sums: Mapping[str, np.ndarray]) -> dict[str, An
 
 def _interval(bounds: tuple[float, float] | None) -> list[float] | None:
     return None if bounds is None else [round(bounds[0], _DECIMALS), round(bounds[1], _DECIMALS)]
-
-
 
 
 def _ci(table: stats.Components, statistic: stats.Statistic, n_bootstrap: int,
