@@ -9,9 +9,9 @@ replace the folder whole.
   and removed last, so a failed score leaves the old one intact and no file of an older score survives.
 - `ItemSpool(out, fields)`: items.jsonl written while a scorer makes its items, before its metrics: `keep(item)`
   writes the item's canonical JSON line (redacted, a batch of lines at a time) to a file beside `out` and
-  returns the item with only `fields` (what the family's summary reads; mmfaith/records.py), equal kept values
-  held once, so a scorer's memory is that of what it summarises, not of items.jsonl. A scorer that makes its
-  items a chunk at a time on worker processes (mmfaith/ordered_pool.py) renders each chunk there
+  returns the item with only `fields` (what the family's summary reads; mmfaith/records.py; none by default, for a
+  scorer that folds its items into its summary as they come), equal kept values held once, so a scorer's memory
+  is that of what it summarises, not of items.jsonl. A scorer that makes its items a chunk at a time on worker processes (mmfaith/ordered_pool.py) renders each chunk there
   (`spooled(items, fields)`: the chunk's redacted lines and kept items) and `add`s the chunks here in order: the
   same file as `keep` item by item.
 - `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines, written as `items`
@@ -100,19 +100,21 @@ class SpooledChunk:
     kept: list[dict[str, Any]]
 
 
-def spooled(items: Iterable[dict[str, Any]], fields: Fields) -> SpooledChunk:
-    """`items`' lines and kept fields (module docstring), equal kept values held once within the chunk."""
+def spooled(items: Iterable[dict[str, Any]], fields: Fields = ()) -> SpooledChunk:
+    """`items`' lines and kept fields (module docstring), equal kept values held once within the chunk; no fields
+    (a scorer folding its items into its summary): nothing kept."""
     shared, lines, kept = Shared(), [], []
     for item in items:
         lines.append(canonical_json(item) + "\n")
-        kept.append(keep_fields(item, fields, shared))
+        if fields:
+            kept.append(keep_fields(item, fields, shared))
     return SpooledChunk(redact("".join(lines)), kept)
 
 
 class ItemSpool:
     """items.jsonl written as a scorer makes its items (module docstring); `close` before publishing."""
 
-    def __init__(self, out: Path, fields: Fields, batch: int = 4096) -> None:
+    def __init__(self, out: Path, fields: Fields = (), batch: int = 4096) -> None:
         self.path = out.parent / f".{out.name}.items.jsonl"
         self._fields, self._batch, self._shared = fields, batch, Shared()
         self._pending: list[str] = []

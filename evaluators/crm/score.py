@@ -316,7 +316,7 @@ def score_chunk(scoring: Scoring, chunk: Chunk, encode: bool = True) -> ScoredCh
         else:
             scored.units.add(line, not free)
             masked.append(line)
-    scored.lines = spooled(masked, ())
+    scored.lines = spooled(masked)
     for item in items:
         for name, _ in shown(item):
             for probe, is_answer in zip(probe_names(name), (False, True)):
@@ -424,7 +424,7 @@ def score_crm(request: CrmScoreRequest) -> dict[str, Any]:
     judge = LlmHallucinationJudge(request.judge, request.judge_workers) if request.judge is not None else None
     scoring = Scoring(source, read, encoder, judge, request.coverage_threshold, request.step_threshold,
                       request.answer_threshold, request.chunk)
-    spool, total = ItemSpool(out, ()), ScoredChunk(0, 0, Tally(request.coverage_threshold), {})
+    spool, total = ItemSpool(out), ScoredChunk(0, 0, Tally(request.coverage_threshold), {})
     for scored in scored_chunks(scoring, workers):
         spool.add(scored.lines)
         total.add(scored)

@@ -249,7 +249,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
     check_score_dir(out, {"--predictions": request.predictions, "--dataset": request.dataset},
                     {"id": source.dataset_id, "revision": source.revision}, predictions.sha256, request.overwrite)
     judge = _judge(request)
-    spool, summary = ItemSpool(out, ()), Summary()
+    spool, summary = ItemSpool(out), Summary()
     n_answered = n_pairs = 0
     tally = Tally(request.coverage_threshold)
     compared: tuple[list[Judgement], list[Judgement], list[dict[str, bool]]] = ([], [], [])
@@ -268,7 +268,7 @@ def score_spd_faith(request: ScoreRequest) -> dict[str, Any]:
         agreement = (RuleJudge().judge_all(cases), judgements,
                      [{probe: case.responses[probe] is not None for probe in CLAIM_PROBES} for case in cases]
                      ) if request.judge_agreement else None
-        return len(pairs), ScoredChunk(spooled(chunk_items, ()), Summary.of(chunk_items),
+        return len(pairs), ScoredChunk(spooled(chunk_items), Summary.of(chunk_items),
                                        answer_tally(chunk_items, read, request.coverage_threshold),
                                        sum(answer.response is not None for by_probe in answers
                                            for answer in by_probe.values()), agreement)

@@ -168,7 +168,7 @@ def score_vfaith(request: ScoreRequest) -> dict[str, Any]:
     judge = FreeFormJudge(request.judge)
     tally = Tally(request.coverage_threshold)
     reader = ChoiceReader(request.reader, request.extract)
-    spool, summary, picks = ItemSpool(out, ()), Summary(), PositionPicks()
+    spool, summary, picks = ItemSpool(out), Summary(), PositionPicks()
     for start, chunk in _chunks(stream.items(), CHUNK_ITEMS):
         answered, failed = predictions.answered.lines(range(start, start + len(chunk)), None)
         pairs = [item for item in chunk if isinstance(item, VfaithPair)]
