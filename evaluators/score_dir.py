@@ -11,9 +11,9 @@ replace the folder whole.
   writes the item's canonical JSON line (redacted, a batch of lines at a time) to a file beside `out` and
   returns the item with only `fields` (what the family's summary reads; mmfaith/records.py; none by default, for a
   scorer that folds its items into its summary as they come), equal kept values held once, so a scorer's memory
-  is that of what it summarises, not of items.jsonl. A scorer that makes its items a chunk at a time on worker processes (mmfaith/ordered_pool.py) renders each chunk there
-  (`spooled(items, fields)`: the chunk's redacted lines and kept items) and `add`s the chunks here in order: the
-  same file as `keep` item by item.
+  is that of what it summarises, not of items.jsonl. A scorer that makes its items a chunk at a time on worker
+  processes (mmfaith/ordered_pool.py) renders each chunk there (`spooled(items, fields)`: the chunk's redacted
+  lines and kept items) and `add`s the chunks here in order: the same file as `keep` item by item.
 - `publish_scores(out, items, metrics, write_report)`: items.jsonl (canonical JSON lines, written as `items`
   yields them, so a generator is never held whole; or moved into place from the `ItemSpool` given), metrics.json
   (indented, sorted keys) and whatever `write_report(metrics, folder)` writes, staged beside `out` and
